@@ -1,0 +1,5 @@
+import sys
+
+from nodedp.cli import main
+
+sys.exit(main())

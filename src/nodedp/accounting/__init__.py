@@ -1,0 +1,55 @@
+"""Privacy accounting: mechanisms as DpEvents, noise calibration, the δ policy and the ledger.
+
+Torch-free by design (numpy, scipy and dp_accounting only), so that ledgers
+can be verified and aggregated without a deep-learning stack.
+"""
+
+from __future__ import annotations
+
+from nodedp.accounting.calibration import calibrate_dpsgd, calibrate_noise_multiplier
+from nodedp.accounting.delta import default_delta, resolve_delta
+from nodedp.accounting.events import (
+    ACCOUNTANTS,
+    RDP_ORDERS,
+    compose,
+    epsilon_of,
+    event_from_dict,
+    event_to_dict,
+    gaussian_event,
+    subsampled_gaussian_event,
+)
+from nodedp.accounting.ledger import (
+    LEVELS,
+    MECHANISM_KINDS,
+    TOUCHABLE,
+    Ledger,
+    MechanismRecord,
+    PrivacyBudgetExceeded,
+    read_ledger,
+    verify_ledger_dict,
+    write_ledger,
+)
+
+__all__ = [
+    "ACCOUNTANTS",
+    "LEVELS",
+    "MECHANISM_KINDS",
+    "RDP_ORDERS",
+    "TOUCHABLE",
+    "Ledger",
+    "MechanismRecord",
+    "PrivacyBudgetExceeded",
+    "calibrate_dpsgd",
+    "calibrate_noise_multiplier",
+    "compose",
+    "default_delta",
+    "epsilon_of",
+    "event_from_dict",
+    "event_to_dict",
+    "gaussian_event",
+    "read_ledger",
+    "resolve_delta",
+    "subsampled_gaussian_event",
+    "verify_ledger_dict",
+    "write_ledger",
+]

@@ -1,0 +1,152 @@
+"""Noise calibrated to a target (ε, δ), never the other way round.
+
+The search runs over the same accountant that later accounts the run, so the
+calibrated noise multiplier σ spends at most the target: ε(σ) ≤ target_ε.
+It is the smallest such σ to within ``tolerance``: ε(σ) ≥ (1 − tolerance)·target_ε.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from dp_accounting.dp_event import DpEvent
+
+from nodedp.accounting.events import ACCOUNTANTS, check_delta, epsilon_of, subsampled_gaussian_event
+
+__all__ = ["calibrate_dpsgd", "calibrate_noise_multiplier"]
+
+# The σ search range: below it ε is effectively infinite for every mechanism
+# here, above it the noise drowns any signal a model could learn from.
+SIGMA_MIN = 1e-3
+SIGMA_MAX = 1e6
+_MAX_STEP = math.log(16.0)  # per bracketing step, in log σ
+_MIN_STEP = math.log(1.1)
+_MAX_EVALUATIONS = 200
+
+
+def _log(epsilon: float) -> float:
+    return math.log(epsilon) if epsilon > 0 else -math.inf
+
+
+def calibrate_noise_multiplier(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    make_event: Callable[[float], DpEvent],
+    accountant: str = "rdp",
+    tolerance: float = 0.005,
+) -> float:
+    """The smallest noise multiplier σ with ε(make_event(σ)) ≤ ``target_epsilon`` at ``target_delta``.
+
+    Assumes ε decreases as σ grows. The result satisfies
+    (1 − tolerance)·target ≤ ε(σ) ≤ target whenever ε is continuous in σ; where
+    the accountant's ε jumps across that window, the σ just above the jump is
+    returned (still within budget). Works on log σ against log ε, which is
+    close to linear, so a regula falsi lands in a few accountant calls.
+    """
+    if isinstance(target_epsilon, bool) or not (math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}")
+    check_delta(target_delta, "target_delta")
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"unknown accountant {accountant!r}; valid choices: {list(ACCOUNTANTS)}")
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+
+    floor = target_epsilon * (1 - tolerance)
+    aim = math.log(target_epsilon * (1 - tolerance / 2))  # the middle of the accepted window
+    evaluations = 0
+
+    def log_eps(u: float) -> tuple[float, float]:
+        nonlocal evaluations
+        evaluations += 1
+        if evaluations > _MAX_EVALUATIONS:
+            raise RuntimeError(f"calibration did not converge in {_MAX_EVALUATIONS} accountant calls")
+        epsilon = epsilon_of(make_event(math.exp(u)), delta=target_delta, accountant=accountant)
+        return epsilon, _log(epsilon)
+
+    # Bracket: lo is over budget, hi within it. Points are (log σ, log ε).
+    lo: tuple[float, float] | None = None
+    hi: tuple[float, float] | None = None
+    previous: tuple[float, float] | None = None
+    u = 0.0
+    while True:
+        epsilon, value = log_eps(u)
+        if floor <= epsilon <= target_epsilon:
+            return math.exp(u)
+        if epsilon > target_epsilon:
+            lo = (u, value)
+            if hi is not None:
+                break
+            if u >= math.log(SIGMA_MAX):
+                raise ValueError(
+                    f"target_epsilon = {target_epsilon} is unreachable: even noise multiplier {SIGMA_MAX:g} "
+                    f"spends ε = {epsilon:.6g} at δ = {target_delta:g} (the mechanism's ε has a floor)"
+                )
+            direction = 1.0
+        else:
+            hi = (u, value)
+            if lo is not None:
+                break
+            if u <= math.log(SIGMA_MIN):
+                raise ValueError(
+                    f"target_epsilon = {target_epsilon} does not constrain the noise: noise multiplier "
+                    f"{SIGMA_MIN:g} already spends only ε = {epsilon:.6g} at δ = {target_delta:g}"
+                )
+            direction = -1.0
+        # Next guess: the log-log secant through the last two points, else slope −1 (ε ∝ 1/σ).
+        slope = -1.0
+        if previous is not None and math.isfinite(previous[1]) and math.isfinite(value) and previous[0] != u:
+            secant = (value - previous[1]) / (u - previous[0])
+            if secant < 0:
+                slope = secant
+        step = (aim - value) / slope if math.isfinite(value) else direction * _MAX_STEP
+        step = direction * min(max(abs(step), _MIN_STEP), _MAX_STEP)
+        previous = (u, value)
+        u = min(max(u + step, math.log(SIGMA_MIN)), math.log(SIGMA_MAX))
+
+    # Illinois regula falsi on f(u) = log ε(e^u) − aim, keeping the bracket.
+    (u_lo, f_lo), (u_hi, f_hi) = (lo[0], lo[1] - aim), (hi[0], hi[1] - aim)
+    side = 0
+    while u_hi - u_lo > 1e-12:
+        if math.isfinite(f_lo) and math.isfinite(f_hi):
+            u = u_lo - f_lo * (u_hi - u_lo) / (f_hi - f_lo)
+        else:
+            u = (u_lo + u_hi) / 2
+        if not u_lo < u < u_hi:
+            u = (u_lo + u_hi) / 2
+        epsilon, value = log_eps(u)
+        if floor <= epsilon <= target_epsilon:
+            return math.exp(u)
+        if epsilon > target_epsilon:
+            u_lo, f_lo = u, value - aim
+            if side == -1:
+                f_hi /= 2
+            side = -1
+        else:
+            u_hi, f_hi = u, value - aim
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return math.exp(u_hi)
+
+
+def calibrate_dpsgd(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    sampling_rate: float,
+    steps: int,
+    accountant: str = "rdp",
+) -> float:
+    """Noise multiplier for ``steps`` rounds of Poisson-sampled DP-SGD at rate ``sampling_rate``."""
+    # Validates sampling_rate and steps before the search starts.
+    subsampled_gaussian_event(noise_multiplier=1.0, sampling_rate=sampling_rate, steps=steps)
+    return calibrate_noise_multiplier(
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        make_event=lambda sigma: subsampled_gaussian_event(
+            noise_multiplier=sigma, sampling_rate=sampling_rate, steps=steps
+        ),
+        accountant=accountant,
+    )

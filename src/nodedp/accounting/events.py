@@ -1,0 +1,168 @@
+"""Mechanisms as ``dp_accounting`` DpEvents, their JSON form, and their ε.
+
+A DpEvent is an immutable value that holds exactly what accounting needs; an
+accountant turns a (composed) event into ε at a given δ. All events are
+accounted under add/remove-one adjacency (a private unit, here a node with
+everything attached to it, is present or absent), which is what Poisson
+sampling in DP-SGD assumes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import attr
+import numpy as np
+from dp_accounting import dp_event
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEventError
+from dp_accounting.rdp import RdpAccountant
+
+__all__ = [
+    "ACCOUNTANTS",
+    "RDP_ORDERS",
+    "check_delta",
+    "compose",
+    "epsilon_of",
+    "event_from_dict",
+    "event_to_dict",
+    "gaussian_event",
+    "subsampled_gaussian_event",
+]
+
+ACCOUNTANTS: tuple[str, ...] = ("rdp", "pld")
+
+# dp_accounting's default grid (1.1..10.9, 11..63; opacus' lacks only 11)
+# plus large orders up to 1024, denser below 256 where the subsampled
+# Gaussian's RDP turns from ~q²α/σ² to ~α/2σ² and the optimum usually sits.
+# Orders below 1.1 only matter for ε above ~100 (the RDP->DP conversion
+# refuses α ≤ 1.01); orders above 1024 only tighten ε below ~0.05, yet the
+# integer-order series costs O(α) per order and they would triple the cost
+# of every calibration step.
+RDP_ORDERS: tuple[float, ...] = tuple(
+    [1 + x / 10 for x in range(1, 100)]
+    + [float(a) for a in range(11, 64)]
+    + [64.0, 72.0, 80.0, 88.0, 96.0, 112.0, 128.0, 144.0, 160.0, 192.0, 224.0, 256.0]
+    + [320.0, 384.0, 448.0, 512.0, 640.0, 768.0, 1024.0]
+)
+
+# Every DpEvent class that dp_accounting defines can be written and read back.
+_EVENT_TYPES: dict[str, type[dp_event.DpEvent]] = {
+    name: cls
+    for name, cls in vars(dp_event).items()
+    if isinstance(cls, type) and issubclass(cls, dp_event.DpEvent) and cls is not dp_event.DpEvent
+}
+
+
+def _check_positive(value: float, name: str) -> None:
+    if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def gaussian_event(*, noise_multiplier: float) -> dp_event.GaussianDpEvent:
+    """One Gaussian mechanism with noise std = ``noise_multiplier`` × L2 sensitivity."""
+    _check_positive(noise_multiplier, "noise_multiplier")
+    return dp_event.GaussianDpEvent(float(noise_multiplier))
+
+
+def subsampled_gaussian_event(*, noise_multiplier: float, sampling_rate: float, steps: int) -> dp_event.DpEvent:
+    """``steps`` rounds of a Gaussian mechanism on a Poisson sample of rate ``sampling_rate`` (DP-SGD)."""
+    _check_positive(noise_multiplier, "noise_multiplier")
+    if isinstance(sampling_rate, bool) or not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    sampled = dp_event.PoissonSampledDpEvent(float(sampling_rate), dp_event.GaussianDpEvent(float(noise_multiplier)))
+    return dp_event.SelfComposedDpEvent(sampled, int(steps))
+
+
+def compose(events: Sequence[dp_event.DpEvent]) -> dp_event.ComposedDpEvent:
+    """Sequential (possibly adaptive) composition of ``events``."""
+    events = list(events)
+    for event in events:
+        if not isinstance(event, dp_event.DpEvent):
+            raise TypeError(f"compose takes DpEvents, got {type(event).__name__}")
+    return dp_event.ComposedDpEvent(events)
+
+
+def _encode(value: Any, where: str) -> Any:
+    if isinstance(value, dp_event.DpEvent):
+        return event_to_dict(value)
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value}; a DpEvent field must be finite to be written as JSON")
+        return float(value)
+    if isinstance(value, list | tuple):
+        return [_encode(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise TypeError(f"{where} has type {type(value).__name__}, which has no JSON form")
+
+
+def event_to_dict(event: dp_event.DpEvent) -> dict[str, Any]:
+    """A JSON-safe dict ``{"type": class name, field: value, ...}``, nested events as dicts.
+
+    Sequences become lists, so ``event_from_dict`` returns list fields (what
+    ``compose`` builds) even where the original held a tuple.
+    """
+    if not isinstance(event, dp_event.DpEvent):
+        raise TypeError(f"expected a DpEvent, got {type(event).__name__}")
+    name = type(event).__name__
+    if _EVENT_TYPES.get(name) is not type(event):
+        raise ValueError(f"{name} is not a dp_accounting DpEvent; known: {sorted(_EVENT_TYPES)}")
+    out: dict[str, Any] = {"type": name}
+    for field in attr.fields(type(event)):
+        out[field.name] = _encode(getattr(event, field.name), f"{name}.{field.name}")
+    return out
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        return event_from_dict(value)
+    if isinstance(value, list):
+        return [_decode(item) for item in value]
+    return value
+
+
+def event_from_dict(d: dict[str, Any]) -> dp_event.DpEvent:
+    """Inverse of ``event_to_dict``."""
+    if not isinstance(d, dict) or "type" not in d:
+        raise ValueError(f"an event dict needs a 'type' key, got {d!r}")
+    name = d["type"]
+    cls = _EVENT_TYPES.get(name)
+    if cls is None:
+        raise ValueError(f"unknown DpEvent type {name!r}; known: {sorted(_EVENT_TYPES)}")
+    expected = {field.name for field in attr.fields(cls)}
+    given = set(d) - {"type"}
+    if given != expected:
+        raise ValueError(f"{name} takes fields {sorted(expected)}, got {sorted(given)}")
+    return cls(**{key: _decode(d[key]) for key in expected})
+
+
+def _make_accountant(accountant: str) -> PrivacyAccountant:
+    if accountant == "rdp":
+        return RdpAccountant(orders=list(RDP_ORDERS))
+    if accountant == "pld":
+        return PLDAccountant()
+    raise ValueError(f"unknown accountant {accountant!r}; valid choices: {list(ACCOUNTANTS)}")
+
+
+def check_delta(delta: float, name: str = "delta") -> None:
+    """Refuse a δ outside (0, 1) (δ = 0 makes every Gaussian ε infinite)."""
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}")
+
+
+def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp") -> float:
+    """ε of ``event`` at ``delta`` under ``accountant`` ("rdp" or "pld"); ∞ for non-private events."""
+    check_delta(delta)
+    acct = _make_accountant(accountant)
+    try:
+        acct.compose(event)
+    except UnsupportedEventError as err:
+        raise ValueError(f"the {accountant!r} accountant cannot account {type(event).__name__}: {err}") from err
+    return float(acct.get_epsilon(delta))

@@ -1,0 +1,286 @@
+"""The privacy ledger: every mechanism a run applied to private data, and its total cost.
+
+Each run writes its ledger next to its metrics. The ledger is data: the
+composed ε is recomputed from the recorded mechanisms (``verify_ledger_dict``),
+never trusted from the stored number, and a ledger over its target fails.
+
+Composition. DpEvents are composed by the ledger's accountant at the target δ.
+Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
+bounded by their own analysis) add their ε on top by basic composition:
+(ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from dp_accounting.dp_event import DpEvent
+
+from nodedp.accounting.events import ACCOUNTANTS, compose, epsilon_of, event_from_dict, event_to_dict
+
+__all__ = [
+    "LEVELS",
+    "MECHANISM_KINDS",
+    "TOUCHABLE",
+    "Ledger",
+    "MechanismRecord",
+    "PrivacyBudgetExceeded",
+    "read_ledger",
+    "verify_ledger_dict",
+    "write_ledger",
+]
+
+MECHANISM_KINDS: tuple[str, ...] = (
+    "subsampled_gaussian",
+    "gaussian",
+    "laplace",
+    "randomized_response",
+    "exponential",
+    "gumbel_topk",
+    "hypergeometric_gaussian",
+)
+TOUCHABLE: tuple[str, ...] = ("features", "labels", "edges")
+LEVELS: tuple[str, ...] = ("node", "edge", "none")
+
+# A composed ε above target·(1 + this) is an overrun, not floating-point noise.
+_BUDGET_SLACK = 1e-9
+# Recomputed and stored ε must agree to this relative precision.
+_VERIFY_RTOL = 1e-6
+
+
+class PrivacyBudgetExceeded(ValueError):
+    """A run's composed ε exceeds its target (or its stored ε cannot be reproduced)."""
+
+
+def _float_to_json(value: float) -> float | str:
+    # JSON has no infinity; the string keeps the file strict (allow_nan=False).
+    return "inf" if value == math.inf else value
+
+
+def _float_from_json(value: float | str) -> float:
+    if value == "inf":
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number or 'inf', got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class MechanismRecord:
+    """One mechanism applied to private data; its cost is ``dp_event`` or ``pure_epsilon``, exactly one."""
+
+    name: str
+    kind: str
+    touches: tuple[str, ...]
+    params: Mapping[str, Any]
+    sensitivity: float | None
+    sensitivity_reason: str
+    dp_event: DpEvent | None
+    pure_epsilon: float | None = None
+    caveat: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a mechanism record needs a name")
+        if self.kind not in MECHANISM_KINDS:
+            raise ValueError(f"{self.name}: unknown mechanism kind {self.kind!r}; valid kinds: {list(MECHANISM_KINDS)}")
+        touches = tuple(self.touches)
+        if not touches or not set(touches) <= set(TOUCHABLE) or len(set(touches)) != len(touches):
+            raise ValueError(
+                f"{self.name}: touches must be a non-empty subset of {list(TOUCHABLE)} without repeats, got {touches}"
+            )
+        object.__setattr__(self, "touches", touches)
+        try:
+            # A JSON round trip makes params JSON-safe and equal to what from_dict reads back.
+            params = json.loads(json.dumps(dict(self.params), allow_nan=False))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{self.name}: params must be JSON-serialisable with finite numbers: {err}") from err
+        object.__setattr__(self, "params", MappingProxyType(params))
+        if self.sensitivity is not None and not (math.isfinite(self.sensitivity) and self.sensitivity >= 0):
+            raise ValueError(f"{self.name}: sensitivity must be a finite number >= 0 or None, got {self.sensitivity}")
+        if not self.sensitivity_reason:
+            raise ValueError(f"{self.name}: sensitivity_reason must say why the sensitivity holds")
+        if (self.dp_event is None) == (self.pure_epsilon is None):
+            raise ValueError(f"{self.name}: give exactly one of dp_event and pure_epsilon (the mechanism's cost)")
+        if self.dp_event is not None and not isinstance(self.dp_event, DpEvent):
+            raise TypeError(f"{self.name}: dp_event must be a DpEvent, got {type(self.dp_event).__name__}")
+        if self.pure_epsilon is not None and not (math.isfinite(self.pure_epsilon) and self.pure_epsilon >= 0):
+            raise ValueError(f"{self.name}: pure_epsilon must be a finite number >= 0, got {self.pure_epsilon}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "touches": list(self.touches),
+            "params": dict(self.params),
+            "sensitivity": self.sensitivity,
+            "sensitivity_reason": self.sensitivity_reason,
+            "dp_event": None if self.dp_event is None else event_to_dict(self.dp_event),
+            "pure_epsilon": self.pure_epsilon,
+            "caveat": self.caveat,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MechanismRecord:
+        return cls(
+            name=d["name"],
+            kind=d["kind"],
+            touches=tuple(d["touches"]),
+            params=d["params"],
+            sensitivity=d["sensitivity"],
+            sensitivity_reason=d["sensitivity_reason"],
+            dp_event=None if d["dp_event"] is None else event_from_dict(d["dp_event"]),
+            pure_epsilon=d.get("pure_epsilon"),
+            caveat=d.get("caveat"),
+        )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A run's privacy contract: its level, target (ε, δ), accountant and mechanisms."""
+
+    level: str
+    target_epsilon: float
+    target_delta: float
+    mechanisms: tuple[MechanismRecord, ...]
+    accountant: str = "rdp"
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"unknown privacy level {self.level!r}; valid levels: {list(LEVELS)}")
+        if self.accountant not in ACCOUNTANTS:
+            raise ValueError(f"unknown accountant {self.accountant!r}; valid choices: {list(ACCOUNTANTS)}")
+        mechanisms = tuple(self.mechanisms)
+        for record in mechanisms:
+            if not isinstance(record, MechanismRecord):
+                raise TypeError(f"mechanisms must be MechanismRecords, got {type(record).__name__}")
+        object.__setattr__(self, "mechanisms", mechanisms)
+        if not self.private:
+            if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms:
+                raise ValueError(
+                    "a non-private ledger (level 'none') has target ε = inf, δ = 0 and no mechanisms; "
+                    "use Ledger.non_private()"
+                )
+            return
+        if not (math.isfinite(self.target_epsilon) and self.target_epsilon > 0):
+            raise ValueError(f"a private ledger needs a finite target_epsilon > 0, got {self.target_epsilon}")
+        if not 0 <= self.target_delta < 1:
+            raise ValueError(f"target_delta must be in [0, 1), got {self.target_delta}")
+
+    @property
+    def private(self) -> bool:
+        return self.level != "none"
+
+    @classmethod
+    def non_private(cls) -> Ledger:
+        """The ledger of a non-private baseline: ε = ∞, nothing recorded."""
+        return cls(level="none", target_epsilon=math.inf, target_delta=0.0, mechanisms=())
+
+    def composed(self) -> tuple[float, float]:
+        """(ε, δ) of the whole composition; (inf, 0) when non-private.
+
+        DpEvents are composed by the accountant at ``target_delta``; pure-ε
+        terms add to ε with δ unchanged (basic composition). δ is 0 when every
+        mechanism is pure-ε.
+        """
+        if not self.private:
+            return math.inf, 0.0
+        events = [r.dp_event for r in self.mechanisms if r.dp_event is not None]
+        pure = math.fsum(r.pure_epsilon for r in self.mechanisms if r.pure_epsilon is not None)
+        if not events:
+            return pure, 0.0
+        if self.target_delta <= 0:
+            raise ValueError("this ledger holds DpEvents, which need a target_delta in (0, 1); it is 0")
+        event = events[0] if len(events) == 1 else compose(events)
+        return epsilon_of(event, delta=self.target_delta, accountant=self.accountant) + pure, self.target_delta
+
+    def check(self) -> None:
+        """Raise unless the ledger is a valid spend within its target."""
+        if not self.private:
+            return
+        if not self.mechanisms:
+            raise ValueError(f"a private ({self.level}-level) ledger must record at least one mechanism")
+        epsilon, _ = self.composed()
+        if not epsilon <= self.target_epsilon * (1 + _BUDGET_SLACK):
+            names = ", ".join(r.name for r in self.mechanisms)
+            raise PrivacyBudgetExceeded(
+                f"composed ε = {epsilon:.6g} exceeds the target ε = {self.target_epsilon:g} "
+                f"(δ = {self.target_delta:g}, accountant {self.accountant!r}; mechanisms: {names})"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (``inf`` as the string "inf"), with the composed ε and δ."""
+        epsilon, delta = self.composed()
+        return {
+            "private": self.private,
+            "level": self.level,
+            "accountant": self.accountant,
+            "epsilon": _float_to_json(epsilon),
+            "delta": delta,
+            "target": {"epsilon": _float_to_json(self.target_epsilon), "delta": self.target_delta},
+            "mechanisms": [record.to_dict() for record in self.mechanisms],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Ledger:
+        """Inverse of ``to_dict``; the stored "epsilon" and "delta" are ignored (they are derived)."""
+        return cls(
+            level=d["level"],
+            target_epsilon=_float_from_json(d["target"]["epsilon"]),
+            target_delta=float(d["target"]["delta"]),
+            mechanisms=tuple(MechanismRecord.from_dict(m) for m in d["mechanisms"]),
+            accountant=d["accountant"],
+        )
+
+
+def verify_ledger_dict(d: Mapping[str, Any]) -> float:
+    """Recompute a stored ledger's ε from its mechanisms; raise if it overspends or disagrees.
+
+    Returns the recomputed ε (inf for a non-private ledger). Raises
+    ``PrivacyBudgetExceeded`` when that ε exceeds the target or differs from
+    the stored "epsilon" by more than a relative 1e-6, and ``ValueError`` (or
+    ``KeyError``) for a malformed ledger.
+    """
+    ledger = Ledger.from_dict(d)
+    if d.get("private") is not ledger.private:
+        raise ValueError(f"ledger says private = {d.get('private')!r} but its level is {ledger.level!r}")
+    ledger.check()
+    epsilon, delta = ledger.composed()
+    if d["delta"] != delta:
+        raise PrivacyBudgetExceeded(f"stored δ = {d['delta']!r} does not match the composed δ = {delta!r}")
+    stored = _float_from_json(d["epsilon"])
+    if epsilon == math.inf or stored == math.inf:
+        agree = epsilon == stored
+    else:
+        agree = math.isclose(epsilon, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)
+    if not agree:
+        raise PrivacyBudgetExceeded(f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}")
+    return epsilon
+
+
+def write_ledger(ledger: Ledger, path: str | os.PathLike[str]) -> Path:
+    """Write ``ledger.to_dict()`` as JSON atomically (temp file in the same directory, then ``os.replace``)."""
+    path = Path(path)
+    text = json.dumps(ledger.to_dict(), indent=2, allow_nan=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_ledger(path: str | os.PathLike[str]) -> Ledger:
+    return Ledger.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

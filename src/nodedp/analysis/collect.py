@@ -1,0 +1,176 @@
+"""Collect finished runs into one polars frame, refusing any run that breaks the privacy contract."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from nodedp.io import atomic_write
+
+LEDGER_NAME = "ledger.json"
+
+RUNS_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "method": pl.String(),
+    "seed": pl.Int64(),
+    "private": pl.Boolean(),
+    "target_epsilon": pl.Float64(),
+    "epsilon": pl.Float64(),
+    "delta": pl.Float64(),
+    "level": pl.String(),
+    "test_accuracy": pl.Float64(),
+    "test_macro_f1": pl.Float64(),
+    "val_accuracy": pl.Float64(),
+    "val_macro_f1": pl.Float64(),
+    "train_s": pl.Float64(),
+    "total_s": pl.Float64(),
+    "git_commit": pl.String(),
+}
+
+# Dotted paths into metrics.json that every run must carry.
+_REQUIRED_KEYS = (
+    "dataset",
+    "method",
+    "seed",
+    "private",
+    "target_epsilon",
+    "target_delta",
+    "epsilon",
+    "delta",
+    "level",
+    "test.accuracy",
+    "test.macro_f1",
+    "val.accuracy",
+    "val.macro_f1",
+    "timings.total_s",
+    "timings.train_s",
+    "version.git_commit",
+)
+
+RUN_KEY = ("dataset", "method", "target_epsilon", "seed")
+
+
+class InvalidRunError(ValueError):
+    """A run that must not enter the results; ``run_dir`` names it."""
+
+    def __init__(self, run_dir: Path, reason: str) -> None:
+        super().__init__(f"refusing run {run_dir}: {reason}")
+        self.run_dir = run_dir
+
+
+def _lookup(metrics: dict[str, Any], dotted: str) -> Any:
+    value: Any = metrics
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(dotted)
+        value = value[part]
+    return value
+
+
+def _read_json(path: Path, run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InvalidRunError(run_dir, f"{path.name} is missing") from None
+    except json.JSONDecodeError as err:
+        raise InvalidRunError(run_dir, f"{path.name} is not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise InvalidRunError(run_dir, f"{path.name} holds {type(data).__name__}, expected an object")
+    return data
+
+
+def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict[str, Any]:
+    run_dir = metrics_path.parent
+    metrics = _read_json(metrics_path, run_dir)
+    missing = []
+    for key in _REQUIRED_KEYS:
+        try:
+            _lookup(metrics, key)
+        except KeyError:
+            missing.append(key)
+    if missing:
+        raise InvalidRunError(run_dir, f"metrics.json lacks {missing}")
+    ledger = _read_json(run_dir / LEDGER_NAME, run_dir)
+
+    private = metrics["private"]
+    if not isinstance(private, bool):
+        raise InvalidRunError(run_dir, f"'private' must be true or false, got {private!r}")
+    if private:
+        target, spent = metrics["target_epsilon"], metrics["epsilon"]
+        if target is None or spent is None:
+            raise InvalidRunError(run_dir, "a private run needs target_epsilon and epsilon")
+        target, spent = float(target), float(spent)
+        if not math.isfinite(target):
+            raise InvalidRunError(run_dir, f"a private run needs a finite target_epsilon, got {target}")
+        if not spent <= target:
+            raise InvalidRunError(run_dir, f"recorded epsilon {spent} exceeds target {target}")
+        try:
+            recomputed = float(verify_ledger(ledger))
+        except ValueError as err:
+            raise InvalidRunError(run_dir, f"ledger failed verification: {err}") from err
+        # The ledger checks itself against its own target; it must also meet the run's.
+        if not recomputed <= target:
+            raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
+    else:
+        # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
+        target, spent = math.inf, math.inf
+
+    delta, commit = metrics["delta"], metrics["version"]["git_commit"]
+    return {
+        "dataset": str(metrics["dataset"]),
+        "method": str(metrics["method"]),
+        "seed": int(metrics["seed"]),
+        "private": private,
+        "target_epsilon": target,
+        "epsilon": spent,
+        "delta": None if delta is None else float(delta),
+        "level": str(metrics["level"]),
+        "test_accuracy": float(metrics["test"]["accuracy"]),
+        "test_macro_f1": float(metrics["test"]["macro_f1"]),
+        "val_accuracy": float(metrics["val"]["accuracy"]),
+        "val_macro_f1": float(metrics["val"]["macro_f1"]),
+        "train_s": float(metrics["timings"]["train_s"]),
+        "total_s": float(metrics["timings"]["total_s"]),
+        "git_commit": None if commit is None else str(commit),  # None outside a git checkout
+    }
+
+
+def collect_runs(
+    metrics_paths: Sequence[Path],
+    *,
+    verify_ledger: Callable[[dict], float] | None = None,
+) -> pl.DataFrame:
+    """One row per run, read from each ``metrics.json`` and the ``ledger.json`` beside it.
+
+    ``verify_ledger`` recomputes a ledger's ε and raises a ``ValueError`` when it
+    exceeds the ledger's target; it defaults to ``nodedp.accounting.verify_ledger_dict``.
+    Raises :class:`InvalidRunError` for the first run that is malformed, lacks its
+    ledger, overspends its budget, or duplicates (dataset, method, target_epsilon, seed).
+    """
+    if verify_ledger is None:
+        # Lazy: the accounting package is only needed when ledgers are checked.
+        from nodedp.accounting import verify_ledger_dict
+
+        verify_ledger = verify_ledger_dict
+    rows = []
+    seen: dict[tuple[Any, ...], Path] = {}
+    for path in map(Path, metrics_paths):
+        row = _run_row(path, verify_ledger)
+        key = tuple(row[k] for k in RUN_KEY)
+        if key in seen:
+            raise InvalidRunError(
+                path.parent, f"duplicates {dict(zip(RUN_KEY, key))} already read from {seen[key]}"
+            )
+        seen[key] = path.parent
+        rows.append(row)
+    return pl.DataFrame(rows, schema=RUNS_SCHEMA)
+
+
+def write_runs(df: pl.DataFrame, path: Path) -> None:
+    """Write the runs frame to parquet atomically, so readers never see half a file."""
+    atomic_write(path, df.write_parquet)

@@ -1,0 +1,209 @@
+"""Paper tables from a bootstrap summary: one row per (dataset, method), one column per ε."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from nodedp.io import atomic_write
+
+NON_PRIVATE = "non-private"
+
+_METRIC_LABELS = {
+    "test_accuracy": "test accuracy",
+    "test_macro_f1": "test macro-F1",
+    "val_accuracy": "validation accuracy",
+    "val_macro_f1": "validation macro-F1",
+}
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def metric_label(metric: str) -> str:
+    """Human name of a metric column, e.g. ``test_accuracy`` -> ``test accuracy``."""
+    return _METRIC_LABELS.get(metric, metric.replace("_", " "))
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX's special characters so ``text`` prints verbatim."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    mean: float
+    low: float
+    high: float
+    n_runs: int
+    best: bool
+
+    def text(self, *, max_runs: int) -> str:
+        # Percent with one decimal; a cell with fewer runs than the rest says so.
+        body = f"{100 * self.mean:.1f} ({100 * self.low:.1f}–{100 * self.high:.1f})"
+        return body if self.n_runs == max_runs else f"{body} [n={self.n_runs}]"
+
+
+@dataclass(frozen=True)
+class _Table:
+    epsilons: tuple[float, ...]
+    rows: tuple[tuple[str, str, tuple[_Cell | None, ...]], ...]  # (dataset, method, cells)
+    max_runs: int
+    caption: str
+
+
+def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
+    if summary.is_empty():
+        raise ValueError("summary is empty: no table to write")
+    mean, low, high = f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high"
+    needed = ["dataset", "method", "target_epsilon", "n_runs", "confidence", "n_resamples", mean, low, high]
+    missing = [c for c in needed if c not in summary.columns]
+    if missing:
+        metrics = sorted(
+            c.removesuffix("_mean") for c in summary.columns if c.endswith("_mean") and c != "epsilon_mean"
+        )
+        raise ValueError(f"summary lacks columns {missing}; metrics available: {metrics}")
+
+    epsilons = tuple(sorted(set(summary["target_epsilon"].to_list())))  # inf sorts last
+    # Bold only where at least two private methods compete for the same (dataset, ε).
+    contests = (
+        summary.filter(pl.col("target_epsilon").is_finite())
+        .group_by("dataset", "target_epsilon")
+        .agg(pl.col(mean).max().alias("best"), pl.len().alias("n_methods"))
+        .filter(pl.col("n_methods") > 1)
+    )
+    best_mean = {(r["dataset"], r["target_epsilon"]): r["best"] for r in contests.iter_rows(named=True)}
+    cells: dict[tuple[str, str], dict[float, _Cell]] = {}
+    for r in summary.iter_rows(named=True):
+        eps = r["target_epsilon"]
+        cells.setdefault((r["dataset"], r["method"]), {})[eps] = _Cell(
+            mean=r[mean],
+            low=r[low],
+            high=r[high],
+            n_runs=r["n_runs"],
+            best=r[mean] == best_mean.get((r["dataset"], eps)),
+        )
+    # Private methods first, non-private references below them, each alphabetical.
+    order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
+    rows = tuple((d, m, tuple(cells[(d, m)].get(e) for e in epsilons)) for d, m in order)
+
+    n_runs = summary["n_runs"]
+    seeds = f"{n_runs.max()}" if n_runs.min() == n_runs.max() else f"{n_runs.min()}–{n_runs.max()}"
+    confidence = _single(summary, "confidence")
+    n_resamples = _single(summary, "n_resamples")
+    caption = (
+        f"{metric_label(metric).capitalize()} (%) by privacy budget ε: mean over {seeds} seeds "
+        f"with {100 * confidence:g}% percentile-bootstrap interval ({n_resamples} resamples)."
+    )
+    if n_runs.min() != n_runs.max():
+        caption += " [n=k] marks a cell with fewer runs."
+    if best_mean:
+        caption += " Bold: best private method per dataset and ε."
+    return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption)
+
+
+def _single(summary: pl.DataFrame, column: str) -> float | int:
+    values = summary[column].unique().to_list()
+    if len(values) != 1:
+        raise ValueError(f"summary mixes several {column} values {values}; summarize all runs in one call")
+    return values[0]
+
+
+def _markdown(table: _Table, *, regenerate_command: str) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", r"\|")
+
+    header = [
+        "Dataset",
+        "Method",
+        *(f"ε = {e:g}" if math.isfinite(e) else NON_PRIVATE for e in table.epsilons),
+    ]
+    lines = [
+        f"Table: {table.caption}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":---", ":---", *(["---:"] * len(table.epsilons))]) + "|",
+    ]
+    for dataset, method, cells in table.rows:
+        texts = []
+        for cell in cells:
+            if cell is None:
+                texts.append("—")
+            else:
+                text = cell.text(max_runs=table.max_runs)
+                texts.append(f"**{text}**" if cell.best else text)
+        lines.append("| " + " | ".join(map(esc, [dataset, method, *texts])) + " |")
+    lines += ["", f"Regenerate with: `{regenerate_command}`", ""]
+    return "\n".join(lines)
+
+
+def _latex(table: _Table, *, regenerate_command: str) -> str:
+    header = [
+        "Dataset",
+        "Method",
+        *(f"$\\varepsilon = {e:g}$" if math.isfinite(e) else NON_PRIVATE for e in table.epsilons),
+    ]
+    lines = [
+        "% Generated by nodedp.analysis.tables; do not edit by hand.",
+        f"% Regenerate with: {regenerate_command}",
+        f"% {table.caption}",
+        "\\begin{tabular}{ll" + "r" * len(table.epsilons) + "}",
+        "\\toprule",
+        " & ".join(header) + " \\\\",
+        "\\midrule",
+    ]
+    previous = None
+    for dataset, method, cells in table.rows:
+        if previous is not None and dataset != previous:
+            lines.append("\\midrule")
+        texts = []
+        for cell in cells:
+            if cell is None:
+                texts.append("--")
+            else:
+                text = latex_escape(cell.text(max_runs=table.max_runs)).replace("–", "--")
+                texts.append(f"\\textbf{{{text}}}" if cell.best else text)
+        shown = latex_escape(dataset) if dataset != previous else ""
+        lines.append(" & ".join([shown, latex_escape(method), *texts]) + " \\\\")
+        previous = dataset
+    # The note is a paragraph below the tabular, so it wraps at the float's width
+    # instead of stretching a table column.
+    note = latex_escape(table.caption).replace("ε", "$\\varepsilon$").replace("–", "--")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", ""]
+    return "\n".join(lines)
+
+
+def write_tables(
+    summary: pl.DataFrame,
+    *,
+    markdown_path: Path,
+    latex_path: Path,
+    metric: str = "test_accuracy",
+    regenerate_command: str,
+) -> None:
+    """Write the ``metric`` table as Markdown and as a booktabs LaTeX tabular, atomically.
+
+    Cells read ``mean (low–high)`` in percent; the footer states seeds, confidence and
+    resamples, and both files name the command that regenerates them. The LaTeX file
+    is a tabular followed by its note paragraph, to ``\\input`` inside a table float.
+    """
+    table = _build(summary, metric=metric)
+    for path, text in (
+        (markdown_path, _markdown(table, regenerate_command=regenerate_command)),
+        (latex_path, _latex(table, regenerate_command=regenerate_command)),
+    ):
+        atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+

@@ -1,0 +1,346 @@
+"""`python -m nodedp <verb>`: what every workflow rule calls, usable by hand on one cell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+EPILOG = """\
+Typical use on one cell of the grid (what the Snakemake rules run):
+  python -m nodedp graph --dataset csbm-homophilous --out resources/graphs/csbm-homophilous
+  python -m nodedp split --graph resources/graphs/csbm-homophilous --seed 0 --out split.pt
+  python -m nodedp train --graph resources/graphs/csbm-homophilous --split split.pt \\
+      --method dp-mlp --epsilon 4 --seed 0 --config config.yaml --out runs/dp-mlp-eps4
+"""
+
+
+def format_epsilon(eps: float) -> str:
+    """The `eps~{eps}` path component: `inf` for non-private, else the shortest exact form."""
+    return "inf" if math.isinf(eps) else f"{float(eps):g}"
+
+
+def parse_epsilon(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"ε must be a number or 'inf', got {text!r}") from None
+    if math.isnan(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"ε must be > 0 (or 'inf' for non-private methods), got {text!r}")
+    return value
+
+
+def parse_delta(text: str) -> float | str:
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"δ must be 'auto' or a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"δ must be in (0, 1), got {text!r}")
+    return value
+
+
+# --- verbs -----------------------------------------------------------------
+
+
+def cmd_datasets(args: argparse.Namespace) -> None:
+    from nodedp.data import DATASETS
+
+    for name in sorted(DATASETS):
+        info = DATASETS[name]
+        print(f"{name:24s} {info.kind:10s} {info.description}")
+
+
+def cmd_methods(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    from nodedp.methods import get_method, method_names
+
+    for name in method_names():
+        info = get_method(name)
+        print(f"{name:12s} {info.level:5s} {info.description}")
+        if args.verbose:
+            for f in dataclasses.fields(info.hparams):
+                print(f"    {f.name} = {getattr(info.hparams(), f.name)!r}")
+
+
+def cmd_graph(args: argparse.Namespace) -> None:
+    from nodedp.data import build_dataset
+
+    meta = build_dataset(args.dataset, Path(args.out))
+    print(json.dumps({k: meta[k] for k in ("name", "num_nodes", "num_edges", "num_classes")}))
+
+
+def cmd_split(args: argparse.Namespace) -> None:
+    from nodedp.data import random_split, save_split
+    from nodedp.io import read_json
+
+    meta = read_json(Path(args.graph) / "meta.json")
+    train, val, test = args.fractions
+    split = random_split(
+        meta["num_nodes"], seed=args.seed, train=train, val=val, test=test, setting=args.setting
+    )
+    save_split(split, Path(args.out))
+    print(f"{args.setting} split: {split.train.numel()} train / {split.val.numel()} val / {split.test.numel()} test")
+
+
+def cmd_bound_degree(args: argparse.Namespace) -> None:
+    import torch
+
+    from nodedp.data import bound_in_degree, bound_out_degree, load_graph, load_split, remove_cross_split_edges
+    from nodedp.io import torch_save_atomic
+
+    graph = load_graph(Path(args.graph))
+    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    edges = graph.edge_index
+    if split.setting == "inductive":
+        edges = remove_cross_split_edges(edges, split)
+    if args.kind == "in-degree":
+        bounded = bound_in_degree(
+            edges, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=args.bound, seed=args.seed
+        )
+    else:
+        bounded = bound_out_degree(edges, num_nodes=graph.num_nodes, max_degree=args.bound, seed=args.seed)
+    torch_save_atomic(
+        {"kind": args.kind, "bound": args.bound, "seed": args.seed, "edge_index": bounded.to(torch.long)},
+        Path(args.out),
+    )
+    print(f"{args.kind} ≤ {args.bound}: kept {bounded.size(1)} of {edges.size(1)} edges")
+
+
+def load_structure(paths: Sequence[str]) -> dict:
+    import torch
+
+    structure = {}
+    for path in paths:
+        artifact = torch.load(path, weights_only=True)
+        structure[artifact["kind"]] = artifact["edge_index"]
+    return structure
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    import torch
+
+    from nodedp.accounting import resolve_delta
+    from nodedp.data import load_graph, load_split
+    from nodedp.io import read_json, write_json
+    from nodedp.methods import RunInputs, RunSpec, get_method
+    from nodedp.provenance import provenance
+
+    started = time.perf_counter()
+    info = get_method(args.method)
+    info.check_epsilon(args.epsilon)
+    hparams, delta, accountant = args.hparams, args.delta, args.accountant
+    if args.config:
+        import yaml
+
+        config = yaml.safe_load(Path(args.config).read_text())
+        hparams = (config.get("methods") or {}).get(args.method, {})
+        privacy = config.get("privacy") or {}
+        delta = privacy.get("delta", delta)
+        accountant = privacy.get("accountant", accountant)
+    hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    graph_dir = Path(args.graph)
+    meta = read_json(graph_dir / "meta.json")
+    graph = load_graph(graph_dir)
+    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    if info.private:
+        # Private units are nodes; N = |V| is public metadata of the dataset.
+        target_delta = resolve_delta(delta, num_private_units=graph.num_nodes)
+    else:
+        target_delta = 0.0
+    spec = RunSpec(
+        dataset=meta["name"],
+        method=args.method,
+        seed=args.seed,
+        target_epsilon=args.epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+        device=args.device,
+        progress=args.progress,
+    )
+    inputs = RunInputs(
+        graph=graph, split=split, num_classes=meta["num_classes"], structure=load_structure(args.structure)
+    )
+    result = info.run(inputs, spec, hp)
+
+    ledger = result.ledger
+    if (ledger.target_epsilon, ledger.target_delta) != (spec.target_epsilon, spec.target_delta):
+        raise ValueError(
+            f"{args.method}: ledger target ({ledger.target_epsilon}, {ledger.target_delta}) "
+            f"differs from the run's ({spec.target_epsilon}, {spec.target_delta})"
+        )
+    ledger.check()
+    epsilon, spent_delta = ledger.composed()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = {
+        "dataset": spec.dataset,
+        "method": spec.method,
+        "seed": spec.seed,
+        "private": info.private,
+        "level": ledger.level,
+        "setting": split.setting,
+        "target_epsilon": spec.target_epsilon if info.private else None,
+        "target_delta": spec.target_delta if info.private else None,
+        "epsilon": epsilon if info.private else None,
+        "delta": spent_delta if info.private else None,
+        "accountant": accountant,
+        "val": dict(result.val),
+        "test": dict(result.test),
+        "timings": {"train_s": result.train_seconds, "total_s": time.perf_counter() - started},
+        "hyperparameters": dataclasses.asdict(hp),
+        "details": dict(result.details),
+        "device": str(torch.device("cuda" if torch.cuda.is_available() and args.device != "cpu" else "cpu")),
+        "version": provenance(),
+    }
+    # The ledger first: metrics.json is what marks a run complete.
+    write_json(out / "ledger.json", ledger.to_dict())
+    write_json(out / "metrics.json", metrics)
+    eps_text = f"ε = {epsilon:.4f} ≤ {spec.target_epsilon} (δ = {spent_delta:g})" if info.private else "non-private"
+    print(f"{spec.method} on {spec.dataset} seed {spec.seed}: test accuracy {result.test['accuracy']:.4f}; {eps_text}")
+
+
+def cmd_collect(args: argparse.Namespace) -> None:
+    from nodedp.analysis import collect_runs, write_runs
+
+    runs = collect_runs([Path(p) for p in args.metrics])
+    write_runs(runs, Path(args.out))
+    print(f"collected {runs.height} runs into {args.out}")
+
+
+def cmd_summarize(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis import summarize, write_runs
+
+    runs = pl.concat([pl.read_parquet(p) for p in args.runs], how="vertical")
+    summary = summarize(runs, n_resamples=args.resamples, confidence=args.confidence, seed=args.seed)
+    write_runs(summary, Path(args.out))
+    print(f"summarised {runs.height} runs into {summary.height} cells")
+
+
+def cmd_tables(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis import write_tables
+
+    summary = pl.read_parquet(args.summary)
+    write_tables(
+        summary,
+        markdown_path=Path(args.markdown),
+        latex_path=Path(args.latex),
+        regenerate_command=f"snakemake --cores 2 {args.markdown} {args.latex}",
+    )
+
+
+def cmd_figures(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis import plot_accuracy_vs_epsilon
+
+    plot_accuracy_vs_epsilon(pl.read_parquet(args.summary), Path(args.png))
+
+
+# --- parser ----------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from nodedp.accounting import ACCOUNTANTS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m nodedp",
+        description="nodedp: node-level differentially private GNN benchmark. "
+        "Each verb does one step of the Snakemake DAG for one cell of the grid.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(name: str, func, help: str) -> argparse.ArgumentParser:
+        p = verbs.add_parser(name, help=help, description=help)
+        p.set_defaults(func=func)
+        return p
+
+    verb("datasets", cmd_datasets, "list the dataset registry")
+    p = verb("methods", cmd_methods, "list the method registry")
+    p.add_argument("--verbose", "-v", action="store_true", help="also print each method's default hyperparameters")
+
+    p = verb("graph", cmd_graph, "build a dataset into the canonical format (graph.pt + meta.json)")
+    p.add_argument("--dataset", required=True, help="a dataset id (see `datasets`)")
+    p.add_argument("--out", required=True, help="output directory")
+
+    p = verb("split", cmd_split, "draw and store a random train/val/test split")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--setting", default="transductive", choices=["transductive", "inductive"])
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--fractions", type=float, nargs=3, default=(0.75, 0.10, 0.15), metavar=("TRAIN", "VAL", "TEST"))
+    p.add_argument("--out", required=True, help="output .pt file")
+
+    p = verb("bound-degree", cmd_bound_degree, "sample edges so every in- or out-degree is within a public bound")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--split", required=True, help="stored split (.pt); in-degree bounding uses its training nodes")
+    p.add_argument("--kind", required=True, choices=["in-degree", "out-degree"])
+    p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True, help="output .pt file")
+
+    p = verb("train", cmd_train, "train and evaluate one method on one cell; writes metrics.json and ledger.json")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--split", required=True, help="stored split (.pt)")
+    p.add_argument("--structure", nargs="*", default=[], help="DP structure artifacts the method needs")
+    p.add_argument("--method", required=True, help="a method id (see `methods`)")
+    p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target ε ('inf' for non-private methods)")
+    p.add_argument("--seed", type=int, required=True)
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
+    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
+    p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
+    p.add_argument("--accountant", default="rdp", choices=ACCOUNTANTS)
+    p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())
+    p.add_argument("--out", required=True, help="run directory")
+
+    p = verb("collect", cmd_collect, "collect runs (metrics.json + verified ledger.json) into a parquet table")
+    p.add_argument("--out", required=True)
+    p.add_argument("metrics", nargs="+", help="metrics.json files")
+
+    p = verb("summarize", cmd_summarize, "bootstrap confidence intervals per dataset, method and ε")
+    p.add_argument("--out", required=True)
+    p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("runs", nargs="+", help="run tables (.parquet) from `collect`")
+
+    p = verb("tables", cmd_tables, "write the Markdown and LaTeX accuracy tables from a summary")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--markdown", required=True)
+    p.add_argument("--latex", required=True)
+
+    p = verb("figures", cmd_figures, "draw accuracy vs ε with CI bands from a summary")
+    p.add_argument("--summary", required=True)
+    p.add_argument("--png", required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"nodedp {args.verb}: error: {message}", file=sys.stderr)
+        return 2
+    return 0

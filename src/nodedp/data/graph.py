@@ -1,0 +1,181 @@
+"""The canonical graph format: one directory with ``graph.pt`` and ``meta.json``.
+
+``graph.pt`` is a plain dict of tensors (``x`` float32 [N, F], ``y`` int64 [N]
+in [0, C), ``edge_index`` int64 [2, E] of directed src -> dst pairs; an
+undirected graph stores both directions), so ``torch.load(weights_only=True)``
+reads it. ``meta.json`` holds summary statistics, the source (how the graph
+was made) and the SHA-256 of ``graph.pt``; it is written last, so its presence
+means the directory is complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.utils import is_undirected
+
+from nodedp.io import read_json, sha256_file, torch_save_atomic, write_json
+
+__all__ = [
+    "FORMAT_VERSION",
+    "GRAPH_FILE",
+    "META_FILE",
+    "GraphValidationError",
+    "graph_stats",
+    "load_graph",
+    "load_graph_meta",
+    "save_graph",
+    "validate_graph",
+]
+
+FORMAT_VERSION = 1
+GRAPH_FILE = "graph.pt"
+META_FILE = "meta.json"
+_TENSOR_KEYS = ("x", "y", "edge_index")
+
+
+class GraphValidationError(ValueError):
+    """A graph (in memory or on disk) breaks the canonical format."""
+
+
+def validate_graph(data: Data, *, where: str, num_classes: int | None = None) -> None:
+    """Raise ``GraphValidationError`` naming ``where`` and the problem, else return.
+
+    ``num_classes``, when given, is the label range that ``y`` must respect.
+    """
+
+    def fail(problem: str) -> NoReturn:
+        raise GraphValidationError(f"{where}: {problem}")
+
+    for key in _TENSOR_KEYS:
+        if not isinstance(getattr(data, key, None), Tensor):
+            fail(f"missing tensor '{key}'")
+    x, y, edge_index = data.x, data.y, data.edge_index
+    if x.dtype != torch.float32 or x.dim() != 2:
+        fail(f"x must be float32 [N, F], got {x.dtype} {list(x.shape)}")
+    if y.dtype != torch.int64 or y.dim() != 1:
+        fail(f"y must be int64 [N], got {y.dtype} {list(y.shape)}")
+    if edge_index.dtype != torch.int64 or edge_index.dim() != 2 or edge_index.size(0) != 2:
+        fail(f"edge_index must be int64 [2, E], got {edge_index.dtype} {list(edge_index.shape)}")
+    num_nodes = x.size(0)
+    if num_nodes == 0:
+        fail("graph has no nodes")
+    if y.size(0) != num_nodes:
+        fail(f"x has {num_nodes} rows but y has {y.size(0)} labels")
+    if not bool(torch.isfinite(x).all()):
+        fail("x contains NaN or inf")
+    if int(y.min()) < 0:
+        fail(f"labels out of range: min label {int(y.min())} < 0")
+    if num_classes is not None and int(y.max()) >= num_classes:
+        fail(f"labels out of range: max label {int(y.max())} >= num_classes {num_classes}")
+    if edge_index.size(1) > 0:
+        low, high = int(edge_index.min()), int(edge_index.max())
+        if low < 0:
+            fail(f"edge index out of range: negative node id {low}")
+        if high >= num_nodes:
+            fail(f"edge index out of range: node id {high} >= num_nodes {num_nodes}")
+        keys = edge_index[0] * num_nodes + edge_index[1]
+        num_duplicates = keys.numel() - torch.unique(keys).numel()
+        if num_duplicates:
+            fail(f"{num_duplicates} duplicate edges")
+
+
+def _summary(values: Tensor) -> dict[str, float]:
+    # numpy: torch.quantile refuses inputs above 2**24 elements.
+    array = values.numpy().astype(np.float64)
+    return {
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "mean": float(array.mean()),
+        "median": float(np.median(array)),
+        "p99": float(np.quantile(array, 0.99)),
+    }
+
+
+def graph_stats(data: Data) -> dict[str, Any]:
+    """Structural and label statistics of a valid graph (what ``meta.json`` records)."""
+    num_nodes = data.x.size(0)
+    src, dst = data.edge_index
+    num_classes = int(data.y.max()) + 1
+    counts = torch.bincount(data.y, minlength=num_classes)
+    shares = (counts.to(torch.float64) / num_nodes).tolist()
+    smallest = int(counts.min())
+    num_edges = int(src.numel())
+    return {
+        "num_nodes": num_nodes,
+        "num_edges": num_edges,
+        "num_features": data.x.size(1),
+        "num_classes": num_classes,
+        "is_undirected": bool(is_undirected(data.edge_index, num_nodes=num_nodes)),
+        "self_loops": int((src == dst).sum()),
+        "degree": {
+            "in": _summary(torch.bincount(dst, minlength=num_nodes)),
+            "out": _summary(torch.bincount(src, minlength=num_nodes)),
+        },
+        "class_counts": counts.tolist(),
+        # None where a class below the largest label is empty: the ratio is unbounded.
+        "class_balance": {
+            "shares": shares,
+            "max_over_min": float(counts.max()) / smallest if smallest else None,
+        },
+        "edge_homophily": (
+            float((data.y[src] == data.y[dst]).to(torch.float64).mean()) if num_edges else None
+        ),
+    }
+
+
+def save_graph(data: Data, directory: str | Path, *, name: str, source: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``data``, write ``graph.pt`` then ``meta.json`` atomically; return the meta."""
+    directory = Path(directory)
+    validate_graph(data, where=f"graph '{name}'")
+    graph_path = torch_save_atomic(
+        {key: getattr(data, key).contiguous() for key in _TENSOR_KEYS}, directory / GRAPH_FILE
+    )
+    meta = {
+        "name": name,
+        **graph_stats(data),
+        "source": source,
+        "sha256": sha256_file(graph_path),
+        "format_version": FORMAT_VERSION,
+    }
+    write_json(directory / META_FILE, meta)
+    return meta
+
+
+def load_graph_meta(directory: str | Path) -> dict[str, Any]:
+    """Read ``meta.json`` of a graph directory (no checksum check: that needs the tensors)."""
+    meta_path = Path(directory) / META_FILE
+    if not meta_path.is_file():
+        raise GraphValidationError(f"{meta_path}: missing file")
+    meta = read_json(meta_path)
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise GraphValidationError(
+            f"{meta_path}: format_version {version!r} is not the supported {FORMAT_VERSION}"
+        )
+    return meta
+
+
+def load_graph(directory: str | Path) -> Data:
+    """Load a graph directory, checking the checksum in ``meta.json`` and the format."""
+    meta = load_graph_meta(directory)
+    graph_path = Path(directory) / GRAPH_FILE
+    if not graph_path.is_file():
+        raise GraphValidationError(f"{graph_path}: missing file")
+    digest = sha256_file(graph_path)
+    if digest != meta["sha256"]:
+        raise GraphValidationError(
+            f"{graph_path}: checksum mismatch (file {digest}, meta.json {meta['sha256']})"
+        )
+    tensors = torch.load(graph_path, weights_only=True)
+    if not isinstance(tensors, dict) or set(tensors) != set(_TENSOR_KEYS):
+        found = sorted(tensors) if isinstance(tensors, dict) else type(tensors).__name__
+        raise GraphValidationError(f"{graph_path}: expected a dict with keys {list(_TENSOR_KEYS)}, got {found}")
+    data = Data(**tensors)
+    validate_graph(data, where=str(graph_path), num_classes=meta["num_classes"])
+    return data

@@ -1,0 +1,69 @@
+"""Small file helpers shared by every stage.
+
+Every write goes to a temporary file in the destination directory and is then
+moved into place with ``os.replace`` (atomic on POSIX), so a job killed half-way
+never leaves a file that Snakemake or a later reader would take as complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["atomic_write", "read_json", "sha256_file", "torch_save_atomic", "write_json"]
+
+
+def atomic_write(path: str | Path, write_fn: Callable[[Path], None]) -> Path:
+    """Call ``write_fn(tmp_path)`` and move the result to ``path`` atomically.
+
+    The temporary file lies in the same directory as ``path`` (``os.replace``
+    is only atomic within one file system); it is removed if ``write_fn`` fails.
+    Missing parent directories are created. Returns ``path`` as a ``Path``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write_fn(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON with sorted keys; NaN/inf raise ``ValueError``."""
+    text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def torch_save_atomic(obj: Any, path: str | Path) -> Path:
+    """``torch.save`` atomically. Serialising to memory first keeps the bytes
+    independent of the file name (torch names the archive after the file, here
+    a random temporary one), so equal objects get equal checksums."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))

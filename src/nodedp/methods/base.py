@@ -1,0 +1,109 @@
+"""What every method receives and returns, and its registry entry."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch_geometric.data import Data
+
+    from nodedp.accounting import Ledger
+    from nodedp.data import Split
+
+LEVELS = ("node", "edge", "none")
+STRUCTURE_KINDS = ("in-degree", "out-degree")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of the grid, with the privacy target already resolved."""
+
+    dataset: str
+    method: str
+    seed: int
+    target_epsilon: float  # math.inf for non-private methods
+    target_delta: float  # 0.0 for non-private methods
+    accountant: str = "rdp"
+    device: str = "auto"
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    graph: Data
+    split: Split
+    num_classes: int  # public metadata (meta.json), never read off the labels
+    # Degree-bounded edge sets a method declared in `needs`, by kind.
+    structure: Mapping[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    val: Mapping[str, float]
+    test: Mapping[str, float]
+    ledger: Ledger
+    train_seconds: float
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """A registry entry: a method id, its hyperparameter spec and the function that runs it."""
+
+    name: str
+    description: str
+    private: bool
+    level: str
+    hparams: type  # a frozen dataclass whose fields all have defaults
+    run: Callable[[RunInputs, RunSpec, Any], RunResult]
+    needs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"method {self.name!r}: level {self.level!r} not in {list(LEVELS)}")
+        if self.private == (self.level == "none"):
+            raise ValueError(f"method {self.name!r}: private methods need level node/edge, others 'none'")
+        unknown = set(self.needs) - set(STRUCTURE_KINDS)
+        if unknown:
+            raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
+
+    def parse_hparams(self, values: Mapping[str, Any] | None) -> Any:
+        """Build the hyperparameter dataclass, refusing unknown keys and wrong types."""
+        values = dict(values or {})
+        fields = {f.name: f for f in dataclasses.fields(self.hparams)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ValueError(
+                f"method {self.name!r}: unknown hyperparameter(s) {unknown}; valid: {sorted(fields)}"
+            )
+        defaults = self.hparams()
+        for key, value in values.items():
+            expected = type(getattr(defaults, key))
+            ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                values[key] = float(value)
+                ok = True
+            if not ok:
+                raise ValueError(
+                    f"method {self.name!r}: hyperparameter {key!r} must be {expected.__name__}, "
+                    f"got {value!r}"
+                )
+        hp = dataclasses.replace(defaults, **values)
+        check = getattr(hp, "check", None)
+        if check is not None:
+            try:
+                check()
+            except ValueError as err:
+                raise ValueError(f"method {self.name!r}: {err}") from None
+        return hp
+
+    def check_epsilon(self, epsilon: float) -> None:
+        if self.private and not (0 < epsilon < math.inf):
+            raise ValueError(f"method {self.name!r} is private: ε must be finite and > 0, got {epsilon}")
+        if not self.private and epsilon != math.inf:
+            raise ValueError(f"method {self.name!r} is non-private: its ε is 'inf', got {epsilon}")

@@ -1,0 +1,92 @@
+"""DP-SGD planning shared by every method that trains with Poisson-sampled DP-SGD.
+
+Turns (examples, batch size, epochs, clip norm, target) into the sampling
+rate, steps and calibrated noise, plus the ledger record that states them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nodedp.accounting import MechanismRecord, calibrate_dpsgd, subsampled_gaussian_event
+
+
+@dataclass(frozen=True)
+class DpSgdPlan:
+    sampling_rate: float
+    steps: int
+    noise_multiplier: float
+    clip_norm: float
+    sensitivity: float
+    expected_batch_size: float
+    record: MechanismRecord
+
+    @property
+    def noise_std(self) -> float:
+        return self.noise_multiplier * self.sensitivity
+
+
+def plan_dpsgd(
+    *,
+    name: str,
+    num_examples: int,
+    batch_size: int,
+    epochs: float,
+    clip_norm: float,
+    target_epsilon: float,
+    target_delta: float,
+    accountant: str,
+    touches: tuple[str, ...],
+    sensitivity_reason: str,
+) -> DpSgdPlan:
+    """Calibrate Poisson-sampled DP-SGD to (target_epsilon, target_delta).
+
+    Valid where one private unit is in at most one example: adding or removing
+    it changes the clipped gradient sum by at most C (methods whose examples
+    overlap, like DP-GNN's subgraphs, need their own multi-occurrence analysis).
+    """
+    if num_examples < 1:
+        raise ValueError(f"{name}: no training examples")
+    if not 1 <= batch_size <= num_examples:
+        raise ValueError(f"{name}: batch_size {batch_size} must be in [1, {num_examples}] (training examples)")
+    if not (epochs > 0 and clip_norm > 0):
+        raise ValueError(f"{name}: epochs ({epochs}) and clip_norm ({clip_norm}) must be > 0")
+    q = batch_size / num_examples
+    steps = max(1, math.ceil(epochs / q))
+    sigma = calibrate_dpsgd(
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        sampling_rate=q,
+        steps=steps,
+        accountant=accountant,
+    )
+    sensitivity = clip_norm
+    record = MechanismRecord(
+        name=name,
+        kind="subsampled_gaussian",
+        touches=touches,
+        params={
+            "noise_multiplier": sigma,
+            "noise_std": sigma * sensitivity,
+            "clip_norm": clip_norm,
+            "sampling": "poisson",
+            "sampling_rate": q,
+            "num_examples": num_examples,
+            "expected_batch_size": batch_size,
+            "steps": steps,
+            "epochs": epochs,
+        },
+        sensitivity=sensitivity,
+        sensitivity_reason=sensitivity_reason,
+        dp_event=subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=q, steps=steps),
+    )
+    return DpSgdPlan(
+        sampling_rate=q,
+        steps=steps,
+        noise_multiplier=sigma,
+        clip_norm=clip_norm,
+        sensitivity=sensitivity,
+        expected_batch_size=float(batch_size),
+        record=record,
+    )

@@ -1,0 +1,7 @@
+"""Plain nn.Modules with no privacy logic."""
+
+from __future__ import annotations
+
+from nodedp.models.mlp import MLP
+
+__all__ = ["MLP"]

@@ -1,0 +1,26 @@
+"""The one training engine: per-example clipping, samplers, the DP-SGD loop, evaluation, seeding."""
+
+from __future__ import annotations
+
+from nodedp.train.evaluate import evaluate, metrics_from_logits
+from nodedp.train.loop import OptimConfig, PrivacyConfig, TrainStats, build_optimizer, train_model
+from nodedp.train.per_sample import PerSampleGradients
+from nodedp.train.sampling import fixed_size_batches, poisson_batches, shuffled_epochs
+from nodedp.train.seeding import make_generator, resolve_device, seed_everything
+
+__all__ = [
+    "OptimConfig",
+    "PerSampleGradients",
+    "PrivacyConfig",
+    "TrainStats",
+    "build_optimizer",
+    "evaluate",
+    "fixed_size_batches",
+    "make_generator",
+    "metrics_from_logits",
+    "poisson_batches",
+    "resolve_device",
+    "seed_everything",
+    "shuffled_epochs",
+    "train_model",
+]

@@ -1,0 +1,48 @@
+"""The one evaluator: accuracy and macro-F1 from logits."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def metrics_from_logits(logits: Tensor, y: Tensor) -> dict[str, float]:
+    """Accuracy and macro-F1 of argmax predictions.
+
+    Macro-F1 averages the per-class F1 over the classes present in ``y`` or in
+    the predictions (sklearn's default ``labels``).
+    """
+    if logits.dim() != 2 or y.shape != logits.shape[:1]:
+        raise ValueError(f"need logits [N, C] and y [N], got {tuple(logits.shape)} and {tuple(y.shape)}")
+    if y.numel() == 0:
+        raise ValueError("cannot compute metrics of zero examples")
+    pred = logits.argmax(dim=1)
+    y = y.to(pred.device)
+    classes = torch.unique(torch.cat([y, pred]))
+    is_pred = pred.unsqueeze(0) == classes.unsqueeze(1)  # [K, N]
+    is_true = y.unsqueeze(0) == classes.unsqueeze(1)
+    tp = (is_pred & is_true).sum(1)
+    # 2tp / (2tp + fp + fn), where 2tp + fp + fn = #predicted + #true > 0 for present classes.
+    f1 = 2 * tp / (is_pred.sum(1) + is_true.sum(1))
+    return {
+        "accuracy": (pred == y).double().mean().item(),
+        "macro_f1": f1.double().mean().item(),
+    }
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module, inputs: Tensor, targets: Tensor, *, batch_size: int | None = None
+) -> dict[str, float]:
+    """Metrics of ``model`` in eval mode, on chunks of ``batch_size`` moved to the model's device."""
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        chunks = inputs.split(batch_size) if batch_size else [inputs]
+        logits = torch.cat([model(chunk.to(device)) for chunk in chunks])
+    finally:
+        model.train(was_training)
+    return metrics_from_logits(logits, targets)

@@ -1,0 +1,431 @@
+"""Exact per-example gradient norms and clipped gradient sums, without a loop over examples.
+
+One DP-SGD step::
+
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(x)                    # dim 0 of the model input indexes examples
+    psg.backward(per_example_losses(out, y))
+    norms = psg.norms()                   # ℓ2 norm of each example's whole gradient
+    psg.write_clipped_sum(clip_factors(norms, max_norm=C))   # p.grad = Σ_i c_i ∇_p ℓ_i
+
+How: while capturing, the trainable parameters are frozen, so the backward pass
+computes only what flows between layers and never the unclipped parameter
+gradients (which DP-SGD would throw away). Forward hooks record each module's
+inputs and output; ``backward`` differentiates the SUM of the per-example losses
+with respect to those outputs in one autograd call (no Python hooks run during
+it). As no module mixes examples, row i of each output gradient is example i's.
+Closed forms per layer type then give the norms and clipped sums:
+for ``nn.Linear`` with input rows a_i and output gradient rows g_i the
+per-example gradient is g_i a_iᵀ, with squared norm ‖g_i‖²‖a_i‖², and the
+clipped sum is (c ⊙ G)ᵀA — the same matmul a plain backward pass would do.
+
+Supported: ``nn.Linear`` (any input [B, ..., in]), ``nn.LayerNorm``,
+``nn.GroupNorm``, ``nn.Embedding`` and, through ``torch.func``, any other module
+whose own parameters receive gradients only through its output (per-example
+``vmap(grad)`` of that module alone, replaying its forward; it must be
+deterministic). Every parameter must be used only inside its owner's forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call, grad, vmap
+from torch.nn.modules.batchnorm import _BatchNorm
+
+__all__ = ["PerSampleGradients", "split_flat"]
+
+
+def split_flat(flat: Tensor, params: list[nn.Parameter]) -> dict[nn.Parameter, Tensor]:
+    """Views of a flat vector shaped like each parameter, in order."""
+    sizes = [p.numel() for p in params]
+    if flat.shape != (sum(sizes),):
+        raise ValueError(f"need a flat vector of {sum(sizes)} entries, got shape {tuple(flat.shape)}")
+    return {p: part.view_as(p) for p, part in zip(params, flat.split(sizes))}
+
+
+@dataclass
+class _Call:
+    """One forward call of a module: its inputs, its output until backward, then ∂loss/∂output."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    out: Tensor | None
+    grad: Tensor | None = None
+
+
+@dataclass
+class _PerSample:
+    """A module's share of the per-example gradient norms and a way to add its clipped sum."""
+
+    # [B] tensors whose squares sum to the module's per-example squared gradient norm
+    norm_parts: list[Tensor]
+    # add_clipped_sum(factors, into): into[p] += Σ_i factors[i] ∇_p ℓ_i, in place
+    add_clipped_sum: Callable[[Tensor, dict[nn.Parameter, Tensor]], None]
+
+
+@dataclass
+class _Owner:
+    module: nn.Module
+    name: str
+    params: dict[str, nn.Parameter]
+    calls: list[_Call] = field(default_factory=list)
+
+
+def _first_input(call: _Call) -> Tensor:
+    return call.args[0] if call.args else next(iter(call.kwargs.values()))
+
+
+def _as_sequence(x: Tensor, width: int) -> Tensor:
+    """[B, ..., width] -> [B, T, width]: inner dimensions act like positions of a sequence."""
+    return x.reshape(x.shape[0], -1, width)
+
+
+def _linear(owner: _Owner, calls: list[_Call]) -> _PerSample:
+    if len(calls) == 1 and calls[0].grad.dim() == 2:
+        return _linear_rows(owner, _first_input(calls[0]), calls[0].grad)
+    # Calls of a shared module add up per example: treat them as extra positions.
+    out_f, in_f = owner.module.weight.shape
+    a = torch.cat([_as_sequence(_first_input(c), in_f) for c in calls], dim=1)
+    g = torch.cat([_as_sequence(c.grad, out_f) for c in calls], dim=1)
+    return _linear_sequence(owner, a, g)
+
+
+def _linear_rows(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
+    """Input [B, in], output gradient [B, out]: example i's weight gradient is g_i a_iᵀ."""
+    weight, bias = owner.params.get("weight"), owner.params.get("bias")
+    g_norm = torch.linalg.vector_norm(g, dim=1)
+    parts = [g_norm] if bias is not None else []
+    if weight is not None:
+        parts.append(g_norm * torch.linalg.vector_norm(a, dim=1))  # ‖g_i a_iᵀ‖ = ‖g_i‖‖a_i‖
+
+    def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
+        if weight is not None:
+            into[weight].addmm_((g * factors.unsqueeze(1)).t(), a)
+        if bias is not None:
+            into[bias].addmv_(g.t(), factors)
+
+    return _PerSample(parts, add_clipped_sum)
+
+
+def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
+    """Input [B, T, in], output gradient [B, T, out]: example i's weight gradient is Σ_t g_it a_itᵀ."""
+    weight, bias = owner.params.get("weight"), owner.params.get("bias")
+    (_, positions, in_f), out_f = a.shape, g.shape[-1]
+    parts = [torch.linalg.vector_norm(g.sum(1), dim=1)] if bias is not None else []
+    if weight is not None:
+        if positions * positions < in_f * out_f:
+            # ‖Σ_t g_t a_tᵀ‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s): no [B, out, in] tensor. Clamped
+            # because rounding can take a zero norm slightly below 0.
+            sq = (g @ g.transpose(1, 2) * (a @ a.transpose(1, 2))).sum((1, 2))
+            parts.append(sq.clamp_min(0).sqrt())
+        else:
+            parts.append(torch.linalg.vector_norm(torch.einsum("bto,bti->boi", g, a).flatten(1), dim=1))
+
+    def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
+        scaled = (g * factors.view(-1, 1, 1)).reshape(-1, out_f)
+        if weight is not None:
+            into[weight].addmm_(scaled.t(), a.reshape(-1, in_f))
+        if bias is not None:
+            into[bias].add_(scaled.sum(0))
+
+    return _PerSample(parts, add_clipped_sum)
+
+
+def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
+    module = owner.module
+    if module.scale_grad_by_freq or module.sparse:
+        raise NotImplementedError(
+            f"{owner.name} ({type(module).__name__}): per-example gradients need "
+            "scale_grad_by_freq=False and sparse=False"
+        )
+    weight = owner.params["weight"]
+    num_rows, dim = weight.shape
+    idx = torch.cat([_first_input(c).reshape(c.grad.shape[0], -1) for c in calls], dim=1)
+    g = torch.cat([c.grad.reshape(c.grad.shape[0], -1, dim) for c in calls], dim=1)
+    if module.padding_idx is not None:
+        g = g.masked_fill((idx == module.padding_idx).unsqueeze(-1), 0.0)
+    batch = idx.shape[0]
+    # Example b's gradient has one row per distinct index it looks up: sum the
+    # lookups sharing (b, row), then add the squared row norms per example.
+    owner_row = torch.arange(batch, device=idx.device).unsqueeze(1) * num_rows + idx
+    keys, inverse = torch.unique(owner_row, return_inverse=True)
+    rows = g.new_zeros(keys.shape[0], dim).index_add_(0, inverse.flatten(), g.reshape(-1, dim))
+    sq = g.new_zeros(batch).index_add_(0, keys // num_rows, rows.pow(2).sum(1))
+
+    def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
+        into[weight].index_add_(0, idx.flatten(), (g * factors.view(-1, 1, 1)).reshape(-1, dim))
+
+    return _PerSample([sq.sqrt()], add_clipped_sum)
+
+
+def _materialized(grads: dict[nn.Parameter, Tensor]) -> _PerSample:
+    """From explicit per-example gradients {param: [B, *param.shape]}."""
+    parts = [torch.linalg.vector_norm(gr.flatten(1), dim=1) for gr in grads.values()]
+
+    def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
+        for p, gr in grads.items():
+            into[p].add_(torch.tensordot(factors, gr, dims=1))
+
+    return _PerSample(parts, add_clipped_sum)
+
+
+def _affine_norm(owner: _Owner, calls: list[_Call], normalize: Callable[[Tensor], Tensor],
+                 reduce_dims: Callable[[Tensor], tuple[int, ...]]) -> _PerSample:
+    """y = x̂ ⊙ weight + bias: per-example grads are Σ g ⊙ x̂ and Σ g over ``reduce_dims``."""
+    grads: dict[nn.Parameter, Tensor] = {}
+    for call in calls:
+        x_hat = normalize(_first_input(call))
+        dims = reduce_dims(call.grad)
+        parts = {"weight": call.grad * x_hat, "bias": call.grad}
+        for name, part in parts.items():
+            param = owner.params.get(name)
+            if param is not None:
+                total = part.sum(dims) if dims else part
+                grads[param] = grads[param] + total if param in grads else total
+    return _materialized(grads)
+
+
+def _layer_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
+    module = owner.module
+    shape = tuple(module.normalized_shape)
+    return _affine_norm(
+        owner,
+        calls,
+        lambda x: F.layer_norm(x, shape, eps=module.eps),
+        lambda g: tuple(range(1, g.dim() - len(shape))),
+    )
+
+
+def _group_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
+    module = owner.module
+    return _affine_norm(
+        owner,
+        calls,
+        lambda x: F.group_norm(x, module.num_groups, eps=module.eps),
+        lambda g: tuple(range(2, g.dim())),
+    )
+
+
+def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
+    """Generic fallback: vmap(grad) of the module alone, one example at a time."""
+    module, names = owner.module, list(owner.params)
+    params = {n: p.detach() for n, p in owner.params.items()}
+    grads: dict[nn.Parameter, Tensor] = {}
+    for call in calls:
+        leaves = [*call.args, *call.kwargs.values()]
+        tensors = [x for x in leaves if isinstance(x, Tensor)]
+        if any(t.dim() == 0 or t.shape[0] != batch for t in tensors):
+            raise NotImplementedError(
+                f"{owner.name} ({type(module).__name__}): every tensor input of a module "
+                f"without a closed-form rule must have the examples (size {batch}) in dim 0"
+            )
+
+        def one_example(p: dict[str, Tensor], ts: list[Tensor], g: Tensor, call: _Call = call) -> Tensor:
+            it = iter(t.unsqueeze(0) for t in ts)
+            args = [next(it) if isinstance(x, Tensor) else x for x in call.args]
+            kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in call.kwargs.items()}
+            out = functional_call(module, p, tuple(args), kwargs)
+            return (out * g.unsqueeze(0)).sum()
+
+        # randomness="error": a stochastic forward (dropout) could not be replayed exactly.
+        per = vmap(grad(one_example), in_dims=(None, 0, 0), randomness="error")(
+            params, tensors, call.grad
+        )
+        for n in names:
+            p = owner.params[n]
+            grads[p] = grads[p] + per[n] if p in grads else per[n]
+    return _materialized(grads)
+
+
+_RULES: dict[type[nn.Module], Callable[[_Owner, list[_Call]], _PerSample]] = {
+    nn.Linear: _linear,
+    nn.Embedding: _embedding,
+    nn.LayerNorm: _layer_norm,
+    nn.GroupNorm: _group_norm,
+}
+
+
+class PerSampleGradients:
+    """Per-example gradient norms and clipped sums for every trainable parameter of ``model``.
+
+    The trainable set is read at each ``capture()``, so freezing parameters
+    between steps (progressive training) is fine. BatchNorm mixes examples and
+    is refused.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        batch_norms = [n for n, m in model.named_modules() if isinstance(m, _BatchNorm)]
+        if batch_norms:
+            raise ValueError(
+                f"BatchNorm mixes examples, so per-example gradients are undefined; "
+                f"found at {batch_norms}. Use LayerNorm or GroupNorm in a DP model."
+            )
+        self.model = model
+        self._owners: dict[nn.Module, _Owner] = {}
+        self._active = False
+        self._batch: int | None = None
+        self._per_sample: dict[nn.Module, _PerSample] | None = None
+        self._handles = [model.register_forward_pre_hook(self._record_batch, with_kwargs=True)]
+        for name, module in model.named_modules():
+            if next(module.parameters(recurse=False), None) is not None:
+                self._handles.append(
+                    module.register_forward_hook(self._record_call, with_kwargs=True)
+                )
+                self._owners[module] = _Owner(module, name or type(module).__name__, {})
+
+    def remove(self) -> None:
+        """Detach the hooks from the model."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    @property
+    def parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters, in model order, as of the last ``capture()``."""
+        return [p for o in self._owners.values() for p in o.params.values()]
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        """Run the forward pass of a batch inside this context."""
+        seen: set[nn.Parameter] = set()
+        for owner in self._owners.values():
+            owner.calls = []
+            owner.params = {
+                n: p for n, p in owner.module.named_parameters(recurse=False) if p.requires_grad
+            }
+            shared = seen.intersection(owner.params.values())
+            if shared:
+                raise NotImplementedError(
+                    f"{owner.name}: a parameter shared between modules is not supported"
+                )
+            seen.update(owner.params.values())
+        self._batch, self._per_sample = None, None
+        frozen = self.parameters
+        if not frozen:
+            raise ValueError("the model has no trainable parameters")
+        for p in frozen:
+            p.requires_grad_(False)
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+            for p in frozen:
+                p.requires_grad_(True)
+
+    def _record_batch(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if not self._active:
+            return
+        first = next((x for x in [*args, *kwargs.values()] if isinstance(x, Tensor)), None)
+        if first is None or first.dim() == 0:
+            raise ValueError("the model's first tensor input must have the examples in dim 0")
+        self._batch = first.shape[0]
+
+    def _record_call(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> Tensor | None:
+        owner = self._owners[module]
+        if not (self._active and owner.params and torch.is_grad_enabled()):
+            return None
+        if self._batch is None:
+            raise RuntimeError(f"{owner.name} ran before the model: call the wrapped model itself in capture()")
+        if not isinstance(out, Tensor):
+            raise NotImplementedError(
+                f"{owner.name} ({type(module).__name__}) returns {type(out).__name__}; "
+                "per-example gradients need modules with trainable parameters to return one tensor"
+            )
+        if out.dim() == 0 or out.shape[0] != self._batch:
+            raise NotImplementedError(
+                f"{owner.name} ({type(module).__name__}): output shape {tuple(out.shape)} does not "
+                f"have the {self._batch} examples in dim 0"
+            )
+        if not out.requires_grad:  # inputs need no gradient (first layer)
+            out = out.detach().requires_grad_()
+        # Inputs detached: the per-example math must not join (and keep alive) the graph.
+        owner.calls.append(_Call(
+            tuple(x.detach() if isinstance(x, Tensor) else x for x in args),
+            {k: x.detach() if isinstance(x, Tensor) else x for k, x in kwargs.items()},
+            out,
+        ))
+        # The model continues with a copy, so that an in-place op after the module
+        # (ReLU(inplace=True)) rewrites the copy, never the recorded output.
+        return out.clone()
+
+    def backward(self, losses: Tensor) -> None:
+        """Backpropagate the per-example losses [B] of the captured batch (their sum)."""
+        if self._batch is None:
+            raise RuntimeError("run the forward pass inside capture() first")
+        if losses.shape != (self._batch,):
+            raise ValueError(
+                f"need one loss per example, shape ({self._batch},), got {tuple(losses.shape)}"
+            )
+        calls = [c for o in self._owners.values() for c in o.calls if c.out is not None]
+        if not calls:
+            return
+        grads = torch.autograd.grad(losses.sum(), [c.out for c in calls], allow_unused=True)
+        for call, g in zip(calls, grads):
+            call.grad, call.out = g, None
+
+    def _compute(self) -> dict[nn.Module, _PerSample]:
+        if self._per_sample is not None:
+            return self._per_sample
+        if self._batch is None:
+            raise RuntimeError("run the forward pass inside capture() and backward() first")
+        per_sample = {}
+        for module, owner in self._owners.items():
+            if not owner.params:
+                continue
+            if not owner.calls:
+                raise RuntimeError(
+                    f"{owner.name} ({type(module).__name__}) owns trainable parameters but was not "
+                    "called in the forward pass: its parameters are used elsewhere, which per-example "
+                    "gradients cannot attribute. Freeze them (requires_grad=False) or call the module."
+                )
+            calls = [c for c in owner.calls if c.grad is not None]
+            if not calls:  # the output did not reach the loss: zero gradient
+                continue
+            rule = _RULES.get(type(module))
+            per_sample[module] = rule(owner, calls) if rule else _functional(owner, calls, self._batch)
+        self._per_sample = per_sample
+        return per_sample
+
+    @torch.no_grad()
+    def norms(self) -> Tensor:
+        """[B] ℓ2 norm of each example's gradient over all trainable parameters."""
+        per_sample = self._compute()
+        if not per_sample:  # no trainable parameter reached the loss
+            p = self.parameters[0]
+            return torch.zeros(self._batch, dtype=p.dtype, device=p.device)
+        parts = torch.stack([n for ps in per_sample.values() for n in ps.norm_parts])
+        return parts.square().sum(0).sqrt()  # several times faster than vector_norm over dim 0
+
+    @torch.no_grad()
+    def write_clipped_sum(self, factors: Tensor, *, onto: Tensor | None = None) -> None:
+        """Set ``p.grad = onto_p + Σ_i factors[i] · ∇_p ℓ_i`` for every trainable parameter.
+
+        ``onto`` is a flat vector over ``parameters`` (in order), e.g. the noise
+        of the Gaussian mechanism; it is updated in place and the gradients
+        become views of it, so that one more in-place op on it (dividing by
+        the batch size) updates them all. Zero if None. Frees the recorded
+        activations: call once per captured batch.
+        """
+        params = self.parameters
+        per_sample = self._compute()
+        if onto is None:
+            onto = params[0].new_zeros(sum(p.numel() for p in params))
+        grads = split_flat(onto, params)
+        for ps in per_sample.values():
+            ps.add_clipped_sum(factors, grads)
+        for p in params:
+            p.grad = grads[p]
+        for owner in self._owners.values():
+            owner.calls = []
+        self._per_sample = None

@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+
+import pytest
+
+from nodedp.accounting import (
+    MECHANISM_KINDS,
+    Ledger,
+    MechanismRecord,
+    PrivacyBudgetExceeded,
+    calibrate_dpsgd,
+    compose,
+    epsilon_of,
+    gaussian_event,
+    read_ledger,
+    subsampled_gaussian_event,
+    verify_ledger_dict,
+    write_ledger,
+)
+
+DELTA = 1e-4
+Q, STEPS = 0.05, 100
+
+
+def dpsgd_record(sigma: float) -> MechanismRecord:
+    return MechanismRecord(
+        name="dp-sgd:mlp",
+        kind="subsampled_gaussian",
+        touches=("features", "labels"),
+        params={"noise_multiplier": sigma, "clip_norm": 1.0, "sampling": "poisson", "sampling_rate": Q, "steps": STEPS},
+        sensitivity=1.0,
+        sensitivity_reason="one node is one example; its gradient is clipped to C",
+        dp_event=subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
+    )
+
+
+def gaussian_record(sigma: float) -> MechanismRecord:
+    return MechanismRecord(
+        name="aggregation:hop1",
+        kind="gaussian",
+        touches=("features", "edges"),
+        params={"noise_std": sigma, "hops": [1, 2]},
+        sensitivity=1.0,
+        sensitivity_reason="rows are normalised; a node changes at most its own aggregate by 1",
+        dp_event=gaussian_event(noise_multiplier=sigma),
+        caveat="degree bound enforced by sampling",
+    )
+
+
+def laplace_record(epsilon: float) -> MechanismRecord:
+    return MechanismRecord(
+        name="labels:rr",
+        kind="randomized_response",
+        touches=("labels",),
+        params={"num_classes": 7},
+        sensitivity=None,
+        sensitivity_reason="one node owns one label",
+        dp_event=None,
+        pure_epsilon=epsilon,
+    )
+
+
+@pytest.fixture(scope="module")
+def calibrated() -> Ledger:
+    sigma = calibrate_dpsgd(target_epsilon=2.0, target_delta=DELTA, sampling_rate=Q, steps=STEPS)
+    return Ledger(level="node", target_epsilon=2.0, target_delta=DELTA, mechanisms=(dpsgd_record(sigma),))
+
+
+def test_calibrated_ledger_passes_check_and_spends_at_most_its_target(calibrated):
+    calibrated.check()
+    epsilon, delta = calibrated.composed()
+    assert 0.99 * 2.0 <= epsilon <= 2.0 and delta == DELTA
+
+
+def test_round_trip_through_strict_json(calibrated, tmp_path):
+    mixed = Ledger(
+        level="node",
+        target_epsilon=50.0,
+        target_delta=DELTA,
+        mechanisms=(*calibrated.mechanisms, gaussian_record(3.0), laplace_record(0.5)),
+        accountant="rdp",
+    )
+    for ledger in (calibrated, mixed, Ledger.non_private()):
+        d = json.loads(json.dumps(ledger.to_dict(), allow_nan=False))
+        assert Ledger.from_dict(d) == ledger
+        path = write_ledger(ledger, tmp_path / "run" / "ledger.json")
+        assert read_ledger(path) == ledger
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["ledger.json"]  # no temp files left
+
+
+def test_to_dict_layout(calibrated):
+    d = calibrated.to_dict()
+    assert d["private"] is True and d["level"] == "node" and d["accountant"] == "rdp"
+    assert d["target"] == {"epsilon": 2.0, "delta": DELTA}
+    assert d["epsilon"] == calibrated.composed()[0] and d["delta"] == DELTA
+    (m,) = d["mechanisms"]
+    assert m["kind"] == "subsampled_gaussian" and m["touches"] == ["features", "labels"]
+    assert m["dp_event"]["type"] == "SelfComposedDpEvent" and m["pure_epsilon"] is None
+
+
+def test_over_budget_ledger_fails_check_naming_the_spend_and_the_target(calibrated):
+    over = Ledger(level="node", target_epsilon=1.0, target_delta=DELTA, mechanisms=calibrated.mechanisms)
+    spent = over.composed()[0]
+    with pytest.raises(PrivacyBudgetExceeded, match=rf"{spent:.6g}.*target ε = 1\b"):
+        over.check()
+    with pytest.raises(PrivacyBudgetExceeded):
+        verify_ledger_dict(over.to_dict())
+
+
+def test_composition_costs_more_than_each_part_and_pure_epsilon_adds():
+    a, b, pure = dpsgd_record(1.0), gaussian_record(4.0), laplace_record(0.25)
+
+    def spent(*records: MechanismRecord) -> tuple[float, float]:
+        return Ledger(level="node", target_epsilon=100.0, target_delta=DELTA, mechanisms=records).composed()
+
+    both = spent(a, b)[0]
+    assert both > spent(a)[0] and both > spent(b)[0]
+    assert both == epsilon_of(compose([a.dp_event, b.dp_event]), delta=DELTA)
+    assert spent(a, b, pure) == (pytest.approx(both + 0.25, rel=1e-12), DELTA)
+    assert spent(pure, laplace_record(0.5)) == (0.75, 0.0)  # pure ε alone: δ = 0
+
+
+def test_pld_ledger_accounts_with_pld():
+    ledger = Ledger(level="edge", target_epsilon=5.0, target_delta=DELTA, mechanisms=(gaussian_record(2.0),), accountant="pld")
+    assert ledger.composed()[0] == epsilon_of(gaussian_event(noise_multiplier=2.0), delta=DELTA, accountant="pld")
+    assert ledger.composed()[0] < dataclasses.replace(ledger, accountant="rdp").composed()[0]
+    assert verify_ledger_dict(ledger.to_dict()) == ledger.composed()[0]
+
+
+def test_non_private_ledger():
+    ledger = Ledger.non_private()
+    assert not ledger.private and ledger.composed() == (math.inf, 0.0)
+    ledger.check()
+    d = ledger.to_dict()
+    assert d["epsilon"] == "inf" and d["target"]["epsilon"] == "inf" and d["mechanisms"] == [] and d["private"] is False
+    assert verify_ledger_dict(d) == math.inf
+    with pytest.raises(ValueError, match="non-private"):
+        Ledger(level="none", target_epsilon=math.inf, target_delta=0.0, mechanisms=(gaussian_record(1.0),))
+
+
+def test_private_ledger_without_mechanisms_is_refused():
+    empty = Ledger(level="node", target_epsilon=1.0, target_delta=DELTA, mechanisms=())
+    with pytest.raises(ValueError, match="at least one mechanism"):
+        empty.check()
+    with pytest.raises(ValueError, match="at least one mechanism"):
+        verify_ledger_dict(empty.to_dict())
+
+
+def test_verify_recomputes_and_catches_tampering(calibrated):
+    d = calibrated.to_dict()
+    assert verify_ledger_dict(d) == pytest.approx(calibrated.composed()[0], rel=1e-12)
+
+    lowered = copy.deepcopy(d)
+    lowered["epsilon"] = d["epsilon"] * 0.9
+    with pytest.raises(PrivacyBudgetExceeded, match="does not match"):
+        verify_ledger_dict(lowered)
+
+    # Less noise recorded in the event than the stored ε was computed for.
+    less_noise = copy.deepcopy(d)
+    less_noise["mechanisms"][0]["dp_event"]["event"]["event"]["noise_multiplier"] *= 0.99
+    with pytest.raises(PrivacyBudgetExceeded):
+        verify_ledger_dict(less_noise)
+
+    wrong_flag = copy.deepcopy(d)
+    wrong_flag["private"] = False
+    with pytest.raises(ValueError, match="private"):
+        verify_ledger_dict(wrong_flag)
+
+
+def test_mechanism_record_validation():
+    good = gaussian_record(1.0)
+    with pytest.raises(ValueError, match="unknown mechanism kind 'wavelet'.*subsampled_gaussian"):
+        dataclasses.replace(good, kind="wavelet")
+    with pytest.raises(ValueError, match="touches"):
+        dataclasses.replace(good, touches=("weights",))
+    with pytest.raises(ValueError, match="exactly one"):
+        dataclasses.replace(good, pure_epsilon=0.1)
+    with pytest.raises(ValueError, match="exactly one"):
+        dataclasses.replace(good, dp_event=None)
+    with pytest.raises(ValueError, match="params"):
+        dataclasses.replace(good, params={"scale": math.inf})
+    with pytest.raises(ValueError, match="sensitivity_reason"):
+        dataclasses.replace(good, sensitivity_reason="")
+    assert "gaussian" in MECHANISM_KINDS
+
+
+def test_ledger_validation():
+    record = gaussian_record(1.0)
+    with pytest.raises(ValueError, match="node.*edge.*none"):
+        Ledger(level="graph", target_epsilon=1.0, target_delta=DELTA, mechanisms=(record,))
+    with pytest.raises(ValueError, match="rdp.*pld"):
+        Ledger(level="node", target_epsilon=1.0, target_delta=DELTA, mechanisms=(record,), accountant="gdp")
+    with pytest.raises(ValueError, match="target_epsilon"):
+        Ledger(level="node", target_epsilon=math.inf, target_delta=DELTA, mechanisms=(record,))
+    with pytest.raises(ValueError, match="target_delta"):
+        Ledger(level="node", target_epsilon=5.0, target_delta=0.0, mechanisms=(record,)).composed()

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from nodedp.analysis.bootstrap import bootstrap_ci, summarize
+
+
+def fake_runs(*, n_seeds: int = 5, seed: int = 0) -> pl.DataFrame:
+    """Two datasets, a private method at two budgets and a non-private one, in shuffled order."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for dataset in ("b-graph", "a-graph"):
+        for method, eps in (("dp-mlp", 4.0), ("gcn", math.inf), ("dp-mlp", 1.0)):
+            for s in range(n_seeds):
+                acc = 0.6 + 0.05 * (eps if math.isfinite(eps) else 5.0) / 5 + rng.normal(0, 0.02)
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "method": method,
+                        "target_epsilon": eps,
+                        "seed": s,
+                        "epsilon": eps * 0.98 if math.isfinite(eps) else math.inf,
+                        "test_accuracy": acc,
+                        "test_macro_f1": acc - 0.05,
+                    }
+                )
+    return pl.DataFrame(rows).sample(fraction=1.0, shuffle=True, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_interval_contains_the_mean(seed: int) -> None:
+    values = np.random.default_rng(seed).normal(0.7, 0.05, size=6)
+    mean, low, high = bootstrap_ci(values, seed=seed)
+    assert mean == pytest.approx(values.mean())
+    assert low < mean < high
+
+
+def test_interval_shrinks_with_more_samples() -> None:
+    rng = np.random.default_rng(1)
+    widths = []
+    for n in (5, 50, 500):
+        _, low, high = bootstrap_ci(rng.normal(0.0, 1.0, size=n))
+        widths.append(high - low)
+    assert widths[0] > widths[1] > widths[2]
+    # Width of a mean's interval scales like 1/sqrt(n): 10x the samples, ~3x narrower.
+    assert widths[1] / widths[2] == pytest.approx(math.sqrt(10), rel=0.3)
+
+
+def test_higher_confidence_gives_a_wider_interval() -> None:
+    values = np.random.default_rng(2).normal(size=10)
+    _, low90, high90 = bootstrap_ci(values, confidence=0.9)
+    _, low99, high99 = bootstrap_ci(values, confidence=0.99)
+    assert low99 < low90 and high90 < high99
+
+
+def test_same_seed_same_interval_other_seed_other_interval() -> None:
+    values = np.random.default_rng(3).normal(size=8)
+    assert bootstrap_ci(values, seed=7) == bootstrap_ci(values, seed=7)
+    assert bootstrap_ci(values, seed=7) != bootstrap_ci(values, seed=8)
+
+
+def test_agrees_with_scipy_percentile_bootstrap() -> None:
+    values = np.random.default_rng(4).normal(0.7, 0.05, size=20)
+    mean, low, high = bootstrap_ci(values, n_resamples=20_000, seed=0)
+    ref = stats.bootstrap(
+        (values,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95, random_state=1
+    ).confidence_interval
+    # Monte-Carlo error of a 2.5% quantile from 20k resamples is well under 5% of the width.
+    width = ref.high - ref.low
+    assert low == pytest.approx(ref.low, abs=0.05 * width)
+    assert high == pytest.approx(ref.high, abs=0.05 * width)
+
+
+def test_a_single_value_is_its_own_interval() -> None:
+    assert bootstrap_ci(np.array([0.42])) == (0.42, 0.42, 0.42)
+
+
+def test_constant_values_give_a_zero_width_interval() -> None:
+    assert bootstrap_ci(np.full(4, 0.5)) == (0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("values", "kwargs", "match"),
+    [
+        (np.array([]), {}, "non-empty 1-D"),
+        (np.ones((2, 2)), {}, "non-empty 1-D"),
+        (np.array([0.5, np.nan]), {}, "finite"),
+        (np.ones(3), {"n_resamples": 999}, "n_resamples must be >= 1000"),
+        (np.ones(3), {"confidence": 1.0}, "confidence must lie in"),
+    ],
+)
+def test_rejects_bad_input(values: np.ndarray, kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        bootstrap_ci(values, **kwargs)
+
+
+def test_summarize_one_row_per_cell_sorted() -> None:
+    summary = summarize(fake_runs())
+    keys = summary.select("dataset", "method", "target_epsilon").rows()
+    assert keys == [
+        ("a-graph", "dp-mlp", 1.0),
+        ("a-graph", "dp-mlp", 4.0),
+        ("a-graph", "gcn", math.inf),
+        ("b-graph", "dp-mlp", 1.0),
+        ("b-graph", "dp-mlp", 4.0),
+        ("b-graph", "gcn", math.inf),
+    ]
+    assert summary["n_runs"].to_list() == [5] * 6
+    assert summary["epsilon_mean"].to_list()[:3] == pytest.approx([0.98, 3.92, math.inf])
+    for metric in ("test_accuracy", "test_macro_f1"):
+        assert (summary[f"{metric}_ci_low"] <= summary[f"{metric}_mean"]).all()
+        assert (summary[f"{metric}_mean"] <= summary[f"{metric}_ci_high"]).all()
+    assert set(summary["confidence"]) == {0.95} and set(summary["n_resamples"]) == {1000}
+
+
+def test_summarize_matches_bootstrap_ci_per_cell() -> None:
+    runs = fake_runs()
+    summary = summarize(runs, metrics=("test_accuracy",), n_resamples=2000, confidence=0.9, seed=5)
+    row = summary.row(3, named=True)
+    cell = runs.filter(
+        (pl.col("dataset") == row["dataset"])
+        & (pl.col("method") == row["method"])
+        & (pl.col("target_epsilon") == row["target_epsilon"])
+    ).sort("seed")
+    expected = bootstrap_ci(cell["test_accuracy"].to_numpy(), n_resamples=2000, confidence=0.9, seed=5)
+    assert (row["test_accuracy_mean"], row["test_accuracy_ci_low"], row["test_accuracy_ci_high"]) == expected
+    assert "test_macro_f1_mean" not in summary.columns
+
+
+def test_summarize_is_deterministic_and_independent_of_row_order_and_other_cells() -> None:
+    runs = fake_runs()
+    first = summarize(runs)
+    assert summarize(runs).equals(first)
+    assert summarize(runs.sample(fraction=1.0, shuffle=True, seed=99)).equals(first)
+    alone = summarize(runs.filter(pl.col("dataset") == "a-graph"))
+    assert first.filter(pl.col("dataset") == "a-graph").equals(alone)
+
+
+def test_summarize_names_missing_columns() -> None:
+    with pytest.raises(ValueError, match=r"runs lack columns \['val_accuracy'\]"):
+        summarize(fake_runs(), metrics=("val_accuracy",))

@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from nodedp.analysis.collect import RUNS_SCHEMA, InvalidRunError, collect_runs, write_runs
+
+
+class LedgerOverspent(ValueError):
+    pass
+
+
+def fake_verify(ledger: dict) -> float:
+    """Stands in for nodedp.accounting.verify_ledger_dict: the ledger states its own ε."""
+    if ledger["epsilon"] > ledger["target_epsilon"]:
+        raise LedgerOverspent(f"ε {ledger['epsilon']} > target {ledger['target_epsilon']}")
+    return ledger["epsilon"]
+
+
+def write_run(
+    root: Path,
+    *,
+    dataset: str = "csbm",
+    method: str = "dp-mlp",
+    eps: float | None = 4.0,
+    seed: int = 0,
+    spent: float | None = None,
+    ledger: dict[str, Any] | None = None,
+    drop: str | None = None,
+) -> Path:
+    """One run directory; ``eps=None`` is a non-private run. Returns its metrics.json."""
+    private = eps is not None
+    spent = (eps * 0.99 if private else None) if spent is None else spent
+    metrics: dict[str, Any] = {
+        "dataset": dataset,
+        "method": method,
+        "seed": seed,
+        "private": private,
+        "target_epsilon": eps,
+        "target_delta": 1e-4 if private else None,
+        "epsilon": spent,
+        "delta": 1e-4 if private else None,
+        "level": "node" if private else "none",
+        "test": {"accuracy": 0.7 + 0.01 * seed, "macro_f1": 0.6},
+        "val": {"accuracy": 0.72, "macro_f1": 0.61},
+        "timings": {"total_s": 3.0, "train_s": 2.5},
+        "hyperparameters": {},
+        "version": {"nodedp": "0.1.0", "git_commit": "abc"},
+    }
+    if drop is not None:
+        *parents, leaf = drop.split(".")
+        node = metrics
+        for part in parents:
+            node = node[part]
+        del node[leaf]
+    run_dir = root / dataset / method / f"eps~{eps if private else 'inf'}" / f"seed~{seed}"
+    run_dir.mkdir(parents=True)
+    if ledger is None:
+        ledger = {"epsilon": spent, "target_epsilon": eps} if private else {}
+    (run_dir / "ledger.json").write_text(json.dumps(ledger))
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    return run_dir / "metrics.json"
+
+
+def test_collects_private_and_non_private_runs(tmp_path: Path) -> None:
+    paths = [
+        write_run(tmp_path, eps=1.0, seed=0),
+        write_run(tmp_path, eps=1.0, seed=1),
+        write_run(tmp_path, method="gcn", eps=None, seed=0),
+    ]
+    runs = collect_runs(paths, verify_ledger=fake_verify)
+    assert runs.schema == pl.Schema(RUNS_SCHEMA)
+    assert runs.height == 3
+    assert runs["seed"].to_list() == [0, 1, 0]
+    assert runs["test_accuracy"].to_list() == pytest.approx([0.70, 0.71, 0.70])
+    gcn = runs.row(2, named=True)
+    assert gcn["private"] is False
+    assert gcn["target_epsilon"] == math.inf and gcn["epsilon"] == math.inf
+    assert gcn["delta"] is None and gcn["level"] == "none"
+    assert runs.row(0, named=True)["epsilon"] == pytest.approx(0.99)
+
+
+def test_a_run_outside_a_git_checkout_has_a_null_commit(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0)
+    metrics = json.loads(path.read_text())
+    metrics["version"]["git_commit"] = None
+    path.write_text(json.dumps(metrics))
+    assert collect_runs([path], verify_ledger=fake_verify)["git_commit"].to_list() == [None]
+
+
+def test_no_paths_give_an_empty_frame_with_the_schema() -> None:
+    runs = collect_runs([], verify_ledger=fake_verify)
+    assert runs.is_empty() and runs.schema == pl.Schema(RUNS_SCHEMA)
+
+
+def test_non_private_runs_are_not_sent_to_the_verifier(tmp_path: Path) -> None:
+    def refuse_all(ledger: dict) -> float:
+        raise AssertionError("a non-private ledger was verified")
+
+    runs = collect_runs([write_run(tmp_path, method="gcn", eps=None)], verify_ledger=refuse_all)
+    assert runs.height == 1
+
+
+def test_refuses_a_ledger_that_fails_verification(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0, ledger={"epsilon": 1.5, "target_epsilon": 1.0})
+    with pytest.raises(InvalidRunError, match="ledger failed verification") as info:
+        collect_runs([path], verify_ledger=fake_verify)
+    assert info.value.run_dir == path.parent
+    assert str(path.parent) in str(info.value)
+
+
+def test_refuses_a_ledger_whose_target_is_looser_than_the_run(tmp_path: Path) -> None:
+    # The ledger passes against its own target of 8 but spends more than the run's 1.
+    path = write_run(tmp_path, eps=1.0, ledger={"epsilon": 3.0, "target_epsilon": 8.0})
+    with pytest.raises(InvalidRunError, match="ledger epsilon 3.0 exceeds target 1.0"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_refuses_a_recorded_epsilon_above_target(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0, spent=1.01, ledger={"epsilon": 0.9, "target_epsilon": 1.0})
+    with pytest.raises(InvalidRunError, match="recorded epsilon 1.01 exceeds target 1.0"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_refuses_a_missing_ledger(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0)
+    (path.parent / "ledger.json").unlink()
+    with pytest.raises(InvalidRunError, match="ledger.json is missing"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_a_non_private_run_also_needs_its_ledger(tmp_path: Path) -> None:
+    path = write_run(tmp_path, method="gcn", eps=None)
+    (path.parent / "ledger.json").unlink()
+    with pytest.raises(InvalidRunError, match="ledger.json is missing"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+@pytest.mark.parametrize("key", ["seed", "test.macro_f1", "timings.train_s", "version.git_commit"])
+def test_refuses_metrics_missing_a_key(tmp_path: Path, key: str) -> None:
+    path = write_run(tmp_path, eps=1.0, drop=key)
+    with pytest.raises(InvalidRunError, match=f"lacks \\['{key}'\\]"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_refuses_a_private_run_without_a_target(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0)
+    metrics = json.loads(path.read_text())
+    metrics["target_epsilon"] = None
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(InvalidRunError, match="needs target_epsilon"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_refuses_duplicate_runs_naming_both(tmp_path: Path) -> None:
+    first = write_run(tmp_path / "a", eps=1.0, seed=3)
+    second = write_run(tmp_path / "b", eps=1.0, seed=3)
+    with pytest.raises(InvalidRunError, match="duplicates") as info:
+        collect_runs([first, second], verify_ledger=fake_verify)
+    assert info.value.run_dir == second.parent
+    assert str(first.parent) in str(info.value)
+
+
+def test_same_seed_at_another_budget_is_not_a_duplicate(tmp_path: Path) -> None:
+    paths = [write_run(tmp_path, eps=1.0, seed=0), write_run(tmp_path, eps=2.0, seed=0)]
+    assert collect_runs(paths, verify_ledger=fake_verify).height == 2
+
+
+def test_defaults_to_the_accounting_verifier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict] = []
+
+    def verify_ledger_dict(ledger: dict) -> float:
+        seen.append(ledger)
+        return fake_verify(ledger)
+
+    fake_accounting = types.ModuleType("nodedp.accounting")
+    fake_accounting.verify_ledger_dict = verify_ledger_dict  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nodedp.accounting", fake_accounting)
+    collect_runs([write_run(tmp_path, eps=1.0)])
+    assert seen == [{"epsilon": 0.99, "target_epsilon": 1.0}]
+
+
+def test_write_runs_round_trips_and_leaves_no_temporary(tmp_path: Path) -> None:
+    runs = collect_runs(
+        [write_run(tmp_path / "runs", eps=1.0), write_run(tmp_path / "runs", method="gcn", eps=None)],
+        verify_ledger=fake_verify,
+    )
+    out = tmp_path / "out" / "runs.parquet"
+    write_runs(runs, out)
+    assert pl.read_parquet(out).equals(runs)
+    assert [p.name for p in out.parent.iterdir()] == ["runs.parquet"]

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from nodedp.analysis.figures import plot_accuracy_vs_epsilon
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def fake_summary() -> pl.DataFrame:
+    rows = []
+    for dataset in ("cora", "csbm"):
+        for method, eps, mean in (
+            ("dp-mlp", 1.0, 0.5),
+            ("dp-mlp", 4.0, 0.6),
+            ("gap", 1.0, 0.55),
+            ("gap", 4.0, 0.7),
+            ("gcn", math.inf, 0.8),
+        ):
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "target_epsilon": eps,
+                    "n_runs": 3,
+                    "test_accuracy_mean": mean,
+                    "test_accuracy_ci_low": mean - 0.02,
+                    "test_accuracy_ci_high": mean + 0.02,
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 1000
+
+
+def test_writes_png_and_pdf_without_leftovers(tmp_path: Path) -> None:
+    png, pdf = tmp_path / "fig" / "acc.png", tmp_path / "fig" / "acc.pdf"
+    plot_accuracy_vs_epsilon(fake_summary(), png, pdf_path=pdf)
+    assert_png(png)
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert sorted(p.name for p in png.parent.iterdir()) == ["acc.pdf", "acc.png"]
+
+
+def test_one_dataset(tmp_path: Path) -> None:
+    path = tmp_path / "one.png"
+    plot_accuracy_vs_epsilon(fake_summary().filter(pl.col("dataset") == "cora"), path)
+    assert_png(path)
+
+
+def test_only_non_private_methods(tmp_path: Path) -> None:
+    path = tmp_path / "np.png"
+    plot_accuracy_vs_epsilon(fake_summary().filter(pl.col("target_epsilon").is_infinite()), path)
+    assert_png(path)
+
+
+def test_only_private_methods_at_a_single_budget(tmp_path: Path) -> None:
+    path = tmp_path / "single.png"
+    plot_accuracy_vs_epsilon(fake_summary().filter(pl.col("target_epsilon") == 4.0), path)
+    assert_png(path)
+
+
+def test_refuses_an_empty_summary(tmp_path: Path) -> None:
+    path = tmp_path / "empty.png"
+    with pytest.raises(ValueError, match="summary is empty"):
+        plot_accuracy_vs_epsilon(fake_summary().clear(), path)
+    assert not path.exists()
+
+
+def test_names_missing_metric_columns(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"lacks columns \['test_macro_f1_mean'.*'test_macro_f1'"):
+        plot_accuracy_vs_epsilon(fake_summary(), tmp_path / "f1.png", metric="test_macro_f1")

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from nodedp.analysis.tables import latex_escape, write_tables
+
+COMMAND = "snakemake --cores 2 paper/tables/accuracy.md"
+
+
+def cell(dataset: str, method: str, eps: float, mean: float, *, n_runs: int = 5) -> dict:
+    return {
+        "dataset": dataset,
+        "method": method,
+        "target_epsilon": eps,
+        "n_runs": n_runs,
+        "epsilon_mean": eps,
+        "test_accuracy_mean": mean,
+        "test_accuracy_ci_low": mean - 0.013,
+        "test_accuracy_ci_high": mean + 0.013,
+        "confidence": 0.95,
+        "n_resamples": 1000,
+    }
+
+
+def fake_summary(**overrides: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            cell("cora", "dp_mlp", 8.0, 0.65),
+            cell("cora", "dp_mlp", 0.5, 0.40),
+            cell("cora", "gap", 0.5, 0.45),
+            cell("cora", "gap", 8.0, 0.712, **overrides),
+            cell("cora", "gcn", math.inf, 0.80),
+            cell("amazon", "gap", 1.0, 0.55),
+        ]
+    )
+
+
+def write(tmp_path: Path, summary: pl.DataFrame) -> tuple[str, str]:
+    md, tex = tmp_path / "t" / "acc.md", tmp_path / "t" / "acc.tex"
+    write_tables(summary, markdown_path=md, latex_path=tex, regenerate_command=COMMAND)
+    return md.read_text(encoding="utf-8"), tex.read_text(encoding="utf-8")
+
+
+def table_lines(markdown: str) -> list[list[str]]:
+    rows = [line for line in markdown.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in rows]
+
+
+def test_markdown_layout_epsilon_columns_sorted_non_private_last(tmp_path: Path) -> None:
+    markdown, _ = write(tmp_path, fake_summary())
+    header, _, *rows = table_lines(markdown)
+    assert header == ["Dataset", "Method", "ε = 0.5", "ε = 1", "ε = 8", "non-private"]
+    # Datasets sorted; private methods before the non-private reference.
+    assert [r[:2] for r in rows] == [["amazon", "gap"], ["cora", "dp_mlp"], ["cora", "gap"], ["cora", "gcn"]]
+    assert rows[2][4] == "**71.2 (69.9–72.5)**"
+    assert rows[1][4] == "65.0 (63.7–66.3)"
+    assert rows[3][5] == "80.0 (78.7–81.3)"
+    assert rows[3][2] == "—" and rows[1][5] == "—"
+
+
+def test_bold_only_the_best_private_method_where_several_compete(tmp_path: Path) -> None:
+    markdown, _ = write(tmp_path, fake_summary())
+    rows = table_lines(markdown)[2:]
+    bold = {(r[0], r[1], i) for r in rows for i, c in enumerate(r) if c.startswith("**")}
+    # amazon has one private method per ε (nothing to win); gcn is non-private.
+    assert bold == {("cora", "gap", 2), ("cora", "gap", 4)}
+
+
+def test_footer_states_seeds_confidence_resamples_and_command(tmp_path: Path) -> None:
+    markdown, latex = write(tmp_path, fake_summary())
+    for text in (markdown, latex):
+        assert "mean over 5 seeds" in text
+        assert "95% percentile-bootstrap" in text or r"95\% percentile-bootstrap" in text
+        assert "1000 resamples" in text
+        assert COMMAND in text
+    assert "[n=" not in markdown
+
+
+def test_cells_with_fewer_runs_are_flagged(tmp_path: Path) -> None:
+    markdown, _ = write(tmp_path, fake_summary(n_runs=3))
+    assert "mean over 3–5 seeds" in markdown
+    assert "**71.2 (69.9–72.5) [n=3]**" in markdown
+    assert markdown.count("[n=") == 2  # the cell and the caption's explanation
+
+
+def test_latex_is_a_booktabs_tabular_with_escaped_names(tmp_path: Path) -> None:
+    _, latex = write(tmp_path, fake_summary())
+    lines = latex.splitlines()
+    assert "\\begin{tabular}{llrrrr}" in lines
+    assert lines.index("\\toprule") < lines.index("\\bottomrule")
+    eps = " & ".join(f"$\\varepsilon = {e}$" for e in ("0.5", "1", "8"))
+    assert f"Dataset & Method & {eps} & non-private \\\\" in lines
+    assert "cora & dp\\_mlp & 40.0 (38.7--41.3) & -- & 65.0 (63.7--66.3) & -- \\\\" in lines
+    assert " & gap & \\textbf{45.0 (43.7--46.3)} & -- & \\textbf{71.2 (69.9--72.5)} & -- \\\\" in lines
+    # A rule separates datasets; no unescaped underscore or per-cent sign outside comments.
+    assert lines.count("\\midrule") == 2
+    body = [line for line in lines if not line.startswith("%")]
+    assert all("_" not in line.replace("\\_", "") for line in body)
+    assert all("%" not in line.replace("\\%", "") for line in body)
+
+
+def test_latex_escape() -> None:
+    assert latex_escape("a_b & 50% #1 {x} $y ~ ^ \\") == (
+        r"a\_b \& 50\% \#1 \{x\} \$y \textasciitilde{} \textasciicircum{} \textbackslash{}"
+    )
+
+
+def test_other_metric_and_clear_error_for_a_missing_one(tmp_path: Path) -> None:
+    summary = fake_summary()
+    match = r"lacks columns .*test_macro_f1_mean.*metrics available: \['test_accuracy'\]"
+    with pytest.raises(ValueError, match=match):
+        write_tables(
+            summary, markdown_path=tmp_path / "a.md", latex_path=tmp_path / "a.tex",
+            metric="test_macro_f1", regenerate_command=COMMAND,
+        )
+    renamed = summary.rename({c: c.replace("test_accuracy", "val_accuracy") for c in summary.columns})
+    write_tables(
+        renamed, markdown_path=tmp_path / "v.md", latex_path=tmp_path / "v.tex",
+        metric="val_accuracy", regenerate_command=COMMAND,
+    )
+    assert (tmp_path / "v.md").read_text(encoding="utf-8").startswith("Table: Validation accuracy (%)")
+
+
+def test_refuses_an_empty_summary_and_mixed_settings(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="summary is empty"):
+        write(tmp_path, fake_summary().clear())
+    mixed = fake_summary().with_columns(
+        pl.when(pl.col("method") == "gcn").then(2000).otherwise(1000).alias("n_resamples")
+    )
+    with pytest.raises(ValueError, match="mixes several n_resamples"):
+        write(tmp_path, mixed)
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+
+from nodedp.accounting import Ledger
+from nodedp.methods import MethodInfo, UnknownMethodError, get_method, method_names, register_method
+
+
+def test_registry_has_the_walking_skeleton_methods():
+    assert {"mlp", "gcn", "dp-mlp"} <= set(method_names())
+    assert get_method("dp-mlp").private and get_method("dp-mlp").level == "node"
+    assert not get_method("mlp").private and get_method("gcn").level == "none"
+
+
+def test_unknown_method_names_the_choices():
+    with pytest.raises(UnknownMethodError, match=r"unknown method 'dp-foo'.*dp-mlp"):
+        get_method("dp-foo")
+
+
+def test_duplicate_registration_is_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        register_method(get_method("mlp"))
+
+
+def test_private_method_must_declare_a_level():
+    @dataclass(frozen=True)
+    class Hp:
+        lr: float = 0.1
+
+    with pytest.raises(ValueError, match="level"):
+        MethodInfo(name="x", description="", private=True, level="none", hparams=Hp, run=lambda *a: None)
+
+
+def test_parse_hparams_refuses_unknown_keys_and_wrong_types():
+    info = get_method("dp-mlp")
+    with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['clip'\].*clip_norm"):
+        info.parse_hparams({"clip": 1.0})
+    with pytest.raises(ValueError, match="'epochs' must be int"):
+        info.parse_hparams({"epochs": 2.5})
+    with pytest.raises(ValueError, match="'epochs' must be int"):
+        info.parse_hparams({"epochs": True})
+    with pytest.raises(ValueError, match="clip_norm must be > 0"):
+        info.parse_hparams({"clip_norm": 0.0})
+    with pytest.raises(ValueError, match="optimizer"):
+        info.parse_hparams({"optimizer": "lbfgs"})
+    hp = info.parse_hparams({"lr": 1, "epochs": 3})
+    assert hp.lr == 1.0 and isinstance(hp.lr, float) and hp.epochs == 3
+
+
+def test_check_epsilon_matches_privacy():
+    get_method("dp-mlp").check_epsilon(1.0)
+    get_method("mlp").check_epsilon(math.inf)
+    with pytest.raises(ValueError, match="non-private"):
+        get_method("mlp").check_epsilon(1.0)
+    for bad in (math.inf, 0.0, -1.0):
+        with pytest.raises(ValueError, match="private"):
+            get_method("dp-mlp").check_epsilon(bad)
+
+
+def test_non_private_methods_return_an_empty_ledger(tiny_inputs):
+    from nodedp.methods import RunSpec
+
+    for name in ("mlp", "gcn"):
+        info = get_method(name)
+        spec = RunSpec(dataset="csbm-tiny", method=name, seed=0, target_epsilon=math.inf, target_delta=0.0)
+        result = info.run(tiny_inputs, spec, info.parse_hparams({"epochs": 3}))
+        assert result.ledger == Ledger.non_private()
+        assert 0.0 <= result.test["accuracy"] <= 1.0

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from nodedp.cli import format_epsilon, main
+
+
+def test_help_lists_the_verbs_the_rules_call():
+    out = subprocess.run(
+        [sys.executable, "-m", "nodedp", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for verb in ("datasets", "methods", "graph", "split", "bound-degree", "train", "collect", "summarize", "tables", "figures"):
+        assert verb in out
+
+
+def test_epsilon_path_component():
+    assert [format_epsilon(e) for e in (1, 1.0, 0.5, 16, float("inf"))] == ["1", "1", "0.5", "16", "inf"]
+
+
+def train_args(graph, split, out, *extra):
+    return ["train", "--graph", str(graph), "--split", str(split), "--out", str(out), "--no-progress", *extra]
+
+
+def test_train_one_cell_writes_metrics_and_a_ledger_within_target(tiny_graph_dir, tiny_split_path, tmp_path):
+    out = tmp_path / "run"
+    args = train_args(
+        tiny_graph_dir, tiny_split_path, out,
+        "--method", "dp-mlp", "--epsilon", "2", "--seed", "0", "--hparams", '{"epochs": 2, "batch_size": 32}',
+    )
+    assert main(args) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert metrics["method"] == "dp-mlp" and metrics["private"] and metrics["level"] == "node"
+    assert metrics["target_epsilon"] == 2.0 and 0.99 * 2 <= metrics["epsilon"] <= 2.0
+    # δ auto: a power of ten strictly below 1/N.
+    assert metrics["target_delta"] < 1 / 300 and ledger["target"]["delta"] == metrics["target_delta"]
+    assert {"accuracy", "macro_f1"} <= set(metrics["test"]) and {"accuracy", "macro_f1"} <= set(metrics["val"])
+    assert metrics["hyperparameters"]["epochs"] == 2 and metrics["version"]["nodedp"]
+    assert ledger["mechanisms"][0]["kind"] == "subsampled_gaussian"
+
+
+def test_non_private_run_has_infinite_target_and_empty_ledger(tiny_graph_dir, tiny_split_path, tmp_path):
+    out = tmp_path / "run"
+    args = train_args(tiny_graph_dir, tiny_split_path, out, "--method", "mlp", "--epsilon", "inf", "--seed", "1",
+                      "--hparams", '{"epochs": 2}')
+    assert main(args) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    ledger = json.loads((out / "ledger.json").read_text())
+    assert metrics["target_epsilon"] is None and metrics["epsilon"] is None and metrics["level"] == "none"
+    assert ledger["mechanisms"] == [] and ledger["private"] is False
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--method", "dp-foo", "--epsilon", "1"], "unknown method 'dp-foo'"),
+        (["--method", "mlp", "--epsilon", "1"], "non-private"),
+        (["--method", "dp-mlp", "--epsilon", "inf"], "must be finite"),
+        (["--method", "dp-mlp", "--epsilon", "1", "--hparams", '{"lr": "fast"}'], "'lr' must be float"),
+    ],
+)
+def test_bad_cells_fail_before_writing_anything(tiny_graph_dir, tiny_split_path, tmp_path, capsys, extra, message):
+    out = tmp_path / "run"
+    assert main(train_args(tiny_graph_dir, tiny_split_path, out, "--seed", "0", *extra)) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_impossible_epsilon_and_delta_are_refused_by_the_parser(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
+    for extra in (["--epsilon", "0"], ["--epsilon", "-1"], ["--epsilon", "1", "--delta", "1.5"]):
+        with pytest.raises(SystemExit) as exc:
+            main(train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--seed", "0", *extra))
+        assert exc.value.code == 2
+    assert "must be" in capsys.readouterr().err
+
+
+def test_delta_not_below_one_over_n_is_refused(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
+    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--epsilon", "1",
+                      "--seed", "0", "--delta", "0.1")
+    assert main(args) == 2
+    assert "0.1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["in-degree", "out-degree"])
+def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, tmp_path, kind):
+    out = tmp_path / f"{kind}.pt"
+    args = ["bound-degree", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind", kind,
+            "--bound", "3", "--seed", "0", "--out", str(out)]
+    assert main(args) == 0
+    artifact = torch.load(out, weights_only=True)
+    edges = artifact["edge_index"]
+    assert artifact["kind"] == kind and artifact["bound"] == 3 and edges.size(1) > 0
+    endpoint = edges[1] if kind == "in-degree" else edges[0]
+    assert int(torch.bincount(endpoint).max()) <= 3

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from nodedp.train import evaluate, metrics_from_logits
+
+
+def _logits_for(pred: list[int], classes: int) -> torch.Tensor:
+    return torch.nn.functional.one_hot(torch.tensor(pred), classes).float()
+
+
+def test_hand_computed_example() -> None:
+    y = torch.tensor([0, 0, 1, 1, 2])
+    pred = [0, 1, 1, 1, 0]
+    # F1 = 2tp / (#pred + #true): class 0: 2/4, class 1: 4/5, class 2: 0/1.
+    metrics = metrics_from_logits(_logits_for(pred, 3), y)
+    assert metrics["accuracy"] == pytest.approx(3 / 5)
+    assert metrics["macro_f1"] == pytest.approx((0.5 + 0.8 + 0.0) / 3)
+
+
+def test_classes_only_predicted_count_and_absent_classes_do_not() -> None:
+    y = torch.tensor([0, 0])
+    # class 0: 2·1/(1+2) = 2/3; class 1 (predicted, not true): 0; classes 2-4 absent.
+    metrics = metrics_from_logits(_logits_for([0, 1], 5), y)
+    assert metrics["macro_f1"] == pytest.approx((2 / 3 + 0.0) / 2)
+
+
+def test_perfect_predictions() -> None:
+    y = torch.tensor([2, 0, 1, 2])
+    assert metrics_from_logits(_logits_for(y.tolist(), 4), y) == {"accuracy": 1.0, "macro_f1": 1.0}
+
+
+def test_shape_errors() -> None:
+    with pytest.raises(ValueError, match="logits"):
+        metrics_from_logits(torch.zeros(3, 2), torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="zero examples"):
+        metrics_from_logits(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long))
+
+
+def test_evaluate_uses_eval_mode_chunks_and_restores_mode() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.5), nn.Linear(16, 3))
+    x, y = torch.randn(23, 4), torch.randint(0, 3, (23,))
+    model.train()
+    full = evaluate(model, x, y)
+    assert model.training
+    with torch.no_grad():
+        expected = metrics_from_logits(model.eval()(x), y)  # dropout off
+    model.train()
+    assert full == expected
+    assert evaluate(model, x, y, batch_size=5) == pytest.approx(full)

@@ -1,0 +1,259 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nodedp.models import MLP
+from nodedp.train import PerSampleGradients
+
+B = 5
+
+
+@pytest.fixture(autouse=True)
+def _float64() -> Iterator[None]:
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
+def _brute_force(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """[B, P] per-example gradients over the trainable parameters, one backward per example."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    rows = []
+    for i in range(len(y)):
+        grads = torch.autograd.grad(
+            F.cross_entropy(model(x[i : i + 1]), y[i : i + 1], reduction="sum"), params, allow_unused=True
+        )
+        rows.append(torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(grads, params)]))
+    return torch.stack(rows)
+
+
+def _check(model: nn.Module, x: Tensor, y: Tensor) -> None:
+    """Norms and clipped sums agree with brute force to 1e-5."""
+    expected = _brute_force(model, x, y)
+    params = [p for p in model.parameters() if p.requires_grad]
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(x)
+    psg.backward(F.cross_entropy(out, y, reduction="none"))
+    assert all(p.grad is None for p in params)  # backward skipped the unclipped gradients
+    torch.testing.assert_close(psg.norms(), expected.norm(dim=1), rtol=1e-5, atol=1e-7)
+    factors = torch.rand(len(y))
+    psg.write_clipped_sum(factors)
+    assert not any(p.grad.requires_grad for p in params)  # detached from the forward graph
+    got = torch.cat([p.grad.flatten() for p in params])
+    torch.testing.assert_close(got, factors @ expected, rtol=1e-5, atol=1e-7)
+    assert all(p.requires_grad for p in params)  # unfrozen after capture
+    psg.remove()
+
+
+class Pool(nn.Module):
+    """``inner`` on [B, ...] inputs, mean over inner positions, then a linear head."""
+
+    def __init__(self, inner: nn.Module, width: int, classes: int = 3) -> None:
+        super().__init__()
+        self.inner, self.head = inner, nn.Linear(width, classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = torch.tanh(self.inner(x))
+        return self.head(h.reshape(h.shape[0], -1, h.shape[-1]).mean(1))
+
+
+def _labels() -> Tensor:
+    return torch.randint(0, 3, (B,))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_2d(bias: bool) -> None:
+    model = nn.Sequential(nn.Linear(6, 8, bias=bias), nn.ReLU(), nn.Linear(8, 3, bias=bias))
+    _check(model, torch.randn(B, 6), _labels())
+
+
+@pytest.mark.parametrize(
+    ("shape", "width"),
+    [((B, 3, 4), 5), ((B, 6, 2), 3), ((B, 2, 3, 4), 5)],  # Gram trick, materialised, 4-D input
+    ids=["gram", "einsum", "4d"],
+)
+def test_linear_on_sequences(shape: tuple[int, ...], width: int) -> None:
+    _check(Pool(nn.Linear(shape[-1], width), width), torch.randn(*shape), _labels())
+
+
+def test_linear_called_twice_adds_per_example() -> None:
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.head(self.lin(torch.tanh(self.lin(x))))
+
+    _check(Shared(), torch.randn(B, 4), _labels())
+
+
+def test_inplace_activation_after_sequence_linear() -> None:
+    # F.linear of a 3-D input returns a view; an in-place ReLU on it must not lose the hook.
+    inner = nn.Sequential(nn.Linear(4, 6), nn.ReLU(inplace=True), nn.Linear(6, 5))
+    _check(Pool(inner, 5), torch.randn(B, 3, 4), _labels())
+
+
+@pytest.mark.parametrize("shape", [(B, 6), (B, 3, 6)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm(shape: tuple[int, ...], bias: bool) -> None:
+    _check(Pool(nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6, bias=bias)), 6), torch.randn(*shape), _labels())
+
+
+@pytest.mark.parametrize("shape", [(B, 6), (B, 6, 4)])
+def test_group_norm(shape: tuple[int, ...]) -> None:
+    model = nn.Sequential(nn.GroupNorm(2, 6), nn.Flatten(), nn.Linear(6 * (shape[2] if len(shape) == 3 else 1), 3))
+    _check(model, torch.randn(*shape), _labels())
+
+
+def test_embedding_with_repeats_and_padding() -> None:
+    idx = torch.tensor([[1, 1, 2, 0], [0, 0, 0, 0], [3, 4, 3, 3], [5, 2, 1, 0], [4, 4, 4, 4]])
+    _check(Pool(nn.Embedding(6, 5, padding_idx=0), 5), idx, _labels())
+
+
+class Attention(nn.Module):
+    """A module with a directly owned parameter and a child: goes through the torch.func fallback."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(width))
+        self.value = nn.Linear(width, width)
+
+    def forward(self, x: Tensor) -> Tensor:
+        weights = torch.softmax(x @ self.query, dim=1)
+        return self.value(x * weights.unsqueeze(-1))
+
+
+def test_generic_fallback_module() -> None:
+    _check(Pool(Attention(4), 4), torch.randn(B, 3, 4), _labels())
+
+
+@pytest.mark.parametrize("normalization", [None, "group", "layer"])
+@pytest.mark.parametrize("activation", ["relu", "selu", "tanh"])
+def test_mlp_variants(normalization: str | None, activation: str) -> None:
+    model = MLP(5, 6, 3, num_layers=3, activation=activation, normalization=normalization)
+    _check(model, torch.randn(B, 5), _labels())
+
+
+def test_frozen_parameters_are_skipped() -> None:
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    model[0].weight.requires_grad_(False)
+    _check(model, torch.randn(B, 4), _labels())
+    assert model[0].weight.grad is None
+
+
+def test_module_not_reaching_the_loss_gets_zero_gradient() -> None:
+    class Branch(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.used, self.unused = nn.Linear(4, 3), nn.Linear(4, 3)
+
+        def forward(self, x: Tensor) -> Tensor:
+            self.unused(x)
+            return self.used(x)
+
+    model = Branch()
+    _check(model, torch.randn(B, 4), _labels())
+    assert torch.count_nonzero(model.unused.weight.grad) == 0
+
+
+def test_batch_norm_is_refused() -> None:
+    with pytest.raises(ValueError, match="BatchNorm"):
+        PerSampleGradients(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+
+
+def test_parameter_used_outside_its_module_is_refused() -> None:
+    class Leaky(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin, self.other = nn.Linear(4, 3), nn.Linear(4, 3)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.other(x) + x @ self.lin.weight.t()  # as nn.MultiheadAttention's out_proj
+
+    psg = PerSampleGradients(Leaky())
+    with psg.capture():
+        out = psg.model(torch.randn(B, 4))
+    psg.backward(out.sum(1))
+    with pytest.raises(RuntimeError, match="not called"):
+        psg.norms()
+
+
+def test_module_mixing_examples_into_rows_is_refused() -> None:
+    class Flattens(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.lin(x.reshape(-1, 4))  # rows are no longer examples
+
+    psg = PerSampleGradients(Flattens())
+    with pytest.raises(NotImplementedError, match="examples"), psg.capture():
+        psg.model(torch.randn(B, 2, 4))
+    assert all(p.requires_grad for p in psg.model.parameters())  # unfrozen even after an error
+
+
+def test_fallback_refuses_random_forward() -> None:
+    class Noisy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(4))
+
+        def forward(self, x: Tensor) -> Tensor:
+            return F.dropout(x * self.scale, p=0.5, training=True)
+
+    psg = PerSampleGradients(Noisy())
+    with psg.capture():
+        out = psg.model(torch.randn(B, 4))
+    psg.backward(out.sum(1))
+    with pytest.raises(RuntimeError, match="random"):
+        psg.norms()
+
+
+def test_fallback_refuses_tuple_outputs() -> None:
+    model = nn.GRU(4, 3, batch_first=True)
+    psg = PerSampleGradients(model)
+    with pytest.raises(NotImplementedError, match="GRU"), psg.capture():
+        model(torch.randn(B, 2, 4))
+
+
+def test_backward_needs_one_loss_per_example() -> None:
+    model = nn.Linear(4, 3)
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(torch.randn(B, 4))
+    with pytest.raises(ValueError, match="one loss per example"):
+        psg.backward(F.cross_entropy(out, _labels()))  # a mean, not per-example losses
+
+
+def test_clipped_sum_is_added_onto_a_flat_vector_whose_views_are_the_grads() -> None:
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    x, y = torch.randn(B, 4), _labels()
+    expected = _brute_force(model, x, y)
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(x)
+    psg.backward(F.cross_entropy(out, y, reduction="none"))
+    factors = torch.rand(B)
+    with pytest.raises(ValueError, match="flat vector"):
+        psg.write_clipped_sum(factors, onto=torch.zeros(3))
+    base = torch.randn(expected.shape[1])
+    onto = base.clone()
+    psg.write_clipped_sum(factors, onto=onto)
+
+    def grads() -> Tensor:
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    torch.testing.assert_close(grads(), base + factors @ expected)
+    onto.div_(4.0)  # one op on the flat vector updates every gradient
+    torch.testing.assert_close(grads(), (base + factors @ expected) / 4)

@@ -1,0 +1,57 @@
+"""The config schema: enums equal the registries, bad configs are rejected with the field named."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from nodedp.accounting import ACCOUNTANTS
+from nodedp.data import dataset_names
+from nodedp.methods import method_names
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def validate(config: dict) -> None:
+    jsonschema.Draft202012Validator(SCHEMA).validate(config)
+
+
+def test_enums_equal_the_registries():
+    assert sorted(SCHEMA["$defs"]["dataset"]["enum"]) == sorted(dataset_names())
+    assert sorted(SCHEMA["$defs"]["method"]["enum"]) == sorted(method_names())
+    assert sorted(SCHEMA["properties"]["privacy"]["properties"]["accountant"]["enum"]) == sorted(ACCOUNTANTS)
+
+
+def test_shipped_config_is_valid():
+    validate(yaml.safe_load((ROOT / "config.yaml").read_text()))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda c: c["studies"]["demo"]["methods"].append("dp-foo"),
+        lambda c: c["studies"]["demo"]["datasets"].append("nope"),
+        lambda c: c["studies"]["demo"].update({"epsilons": [0]}),
+        lambda c: c["studies"]["demo"].update({"epsilons": [-1]}),
+        lambda c: c["studies"]["demo"].update({"seeds": [1.5]}),
+        lambda c: c["studies"]["demo"].update({"seeds": ["a"]}),
+        lambda c: c["studies"]["demo"].pop("seeds"),
+        lambda c: c.pop("studies"),
+        lambda c: c["privacy"].update({"delta": 1.0}),
+        lambda c: c["privacy"].update({"delta": "tiny"}),
+        lambda c: c["privacy"].update({"accountant": "moments"}),
+        lambda c: c.update({"typo": 1}),
+        lambda c: c["bootstrap"].update({"resamples": 10}),
+    ],
+)
+def test_bad_configs_are_rejected(edit):
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    bad = copy.deepcopy(config)
+    edit(bad)
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad)

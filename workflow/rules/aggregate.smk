@@ -1,0 +1,33 @@
+# Aggregation stage: runs -> per-dataset run tables -> a study summary with bootstrap CIs.
+
+
+rule collect:
+    input:
+        dataset_run_metrics,
+    output:
+        "results/summary/{study}/runs/{dataset}.parquet",
+    log:
+        "logs/collect/{study}/{dataset}.log",
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp collect --out {output} {input} > {log} 2>&1"
+
+
+rule summarize:
+    input:
+        study_dataset_tables,
+    output:
+        "results/summary/{study}/summary.parquet",
+    log:
+        "logs/summarize/{study}.log",
+    params:
+        resamples=config["bootstrap"]["resamples"],
+        confidence=config["bootstrap"]["confidence"],
+        seed=config["bootstrap"]["seed"],
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp summarize --resamples {params.resamples}"
+        " --confidence {params.confidence} --seed {params.seed}"
+        " --out {output} {input} > {log} 2>&1"

@@ -1,0 +1,120 @@
+# Validation, wildcard constraints and target functions. No rules here.
+import json
+import os
+import shlex
+import sys
+
+from snakemake.utils import validate
+
+# Jobs (local, conda or SLURM) run this checkout's nodedp, whatever the environment.
+SRC = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, SRC)
+shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)}; ")
+
+from nodedp.cli import format_epsilon
+from nodedp.config import check_config
+
+validate(config, "../schemas/config.schema.yaml")
+# What a JSON schema cannot say (method hyperparameters, split fractions):
+# checked by the package itself, before any job runs.
+check_config(config)
+
+STUDIES = config["studies"]
+ALL_DATASETS = sorted({d for s in STUDIES.values() for d in s["datasets"]})
+ALL_METHODS = sorted({m for s in STUDIES.values() for m in s["methods"]})
+SETTING = "transductive"
+
+
+wildcard_constraints:
+    dataset="|".join(ALL_DATASETS),
+    method="|".join(ALL_METHODS),
+    study="|".join(STUDIES),
+    seed=r"\d+",
+    eps=r"inf|\d+(\.\d+)?(e-?\d+)?",
+    setting="transductive|inductive",
+
+
+def study_cells(study, dataset=None):
+    """(dataset, method, eps, seed) of every run of a study."""
+    from nodedp.methods import get_method
+
+    spec = STUDIES[study]
+    for d in spec["datasets"]:
+        if dataset is not None and d != dataset:
+            continue
+        for m in spec["methods"]:
+            eps_values = spec["epsilons"] if get_method(m).private else [float("inf")]
+            for e in eps_values:
+                for s in spec["seeds"]:
+                    yield d, m, format_epsilon(e), s
+
+
+def run_targets(study, dataset=None):
+    return [
+        f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json"
+        for d, m, e, s in study_cells(study, dataset)
+    ]
+
+
+def paper_targets(study):
+    if study not in STUDIES:
+        raise ValueError(f"config.yaml has no study {study!r}; studies: {sorted(STUDIES)}")
+    return [
+        f"paper/{study}/tables/accuracy.md",
+        f"paper/{study}/tables/accuracy.tex",
+        f"paper/{study}/figures/accuracy_vs_epsilon.png",
+    ]
+
+
+def data_targets():
+    seeds = sorted({s for spec in STUDIES.values() for s in spec["seeds"]})
+    return expand(
+        "results/splits/{dataset}/{setting}/seed~{seed}.pt",
+        dataset=ALL_DATASETS,
+        setting=SETTING,
+        seed=seeds,
+    )
+
+
+# Input functions: named, so rules hold no lambdas.
+def demo_targets(wildcards):
+    return paper_targets("demo")
+
+
+def dataset_run_metrics(wildcards):
+    return run_targets(wildcards.study, wildcards.dataset)
+
+
+def study_dataset_tables(wildcards):
+    return expand(
+        "results/summary/{study}/runs/{dataset}.parquet",
+        study=wildcards.study,
+        dataset=STUDIES[wildcards.study]["datasets"],
+    )
+
+
+def method_hparams(wildcards):
+    """Only this method's hyperparameters, so editing one method reruns only its cells."""
+    return json.dumps(config["methods"].get(wildcards.method, {}), sort_keys=True)
+
+
+def train_structure_inputs(wildcards):
+    """Degree-bounded edge sets a method declares it needs, at the dataset's public bounds."""
+    from nodedp.data import get_dataset
+    from nodedp.methods import get_method
+
+    info = get_dataset(wildcards.dataset)
+    bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound}
+    return [
+        f"results/structure/{wildcards.dataset}/{SETTING}/seed~{wildcards.seed}/{kind}~{bounds[kind]}.pt"
+        for kind in get_method(wildcards.method).needs
+    ]
+
+
+# Resources grow with each retry (Snakemake's `attempt`); sites set partitions in the profile.
+def train_mem_mb(wildcards, attempt):
+    return 4000 * attempt
+
+
+def train_runtime(wildcards, attempt):
+    return 60 * attempt

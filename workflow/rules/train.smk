@@ -1,0 +1,35 @@
+# Training stage: one cell of the grid (dataset, method, ε, seed) per job.
+
+
+rule train:
+    input:
+        graph="resources/graphs/{dataset}/graph.pt",
+        meta="resources/graphs/{dataset}/meta.json",
+        split=f"results/splits/{{dataset}}/{SETTING}/seed~{{seed}}.pt",
+        structure=train_structure_inputs,
+    output:
+        metrics="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/metrics.json",
+        ledger="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/ledger.json",
+    log:
+        "logs/train/{dataset}/{method}/eps~{eps}/seed~{seed}.log",
+    benchmark:
+        "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
+    params:
+        hparams=method_hparams,
+        delta=config["privacy"]["delta"],
+        accountant=config["privacy"]["accountant"],
+    threads: 1
+    resources:
+        mem_mb=train_mem_mb,
+        runtime=train_runtime,
+    group:
+        "train"
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp train --graph resources/graphs/{wildcards.dataset}"
+        " --split {input.split} --structure {input.structure}"
+        " --method {wildcards.method} --epsilon {wildcards.eps} --seed {wildcards.seed}"
+        " --hparams {params.hparams:q} --delta {params.delta} --accountant {params.accountant}"
+        " --threads {threads} --out results/runs/{wildcards.dataset}/{wildcards.method}/eps~{wildcards.eps}/seed~{wildcards.seed}"
+        " > {log} 2>&1"
