@@ -64,3 +64,17 @@ def test_torch_save_atomic_bytes_do_not_depend_on_file_name(tmp_path: Path) -> N
     assert sha256_file(first) == sha256_file(second)
     loaded = torch.load(second, weights_only=True)
     assert torch.equal(loaded["edge_index"], obj["edge_index"]) and loaded["seed"] == 3
+
+
+def test_atomic_files_get_the_ordinary_mode_not_mkstemps_0600(tmp_path):
+    import os
+
+    from nodedp.io import write_json
+
+    umask = os.umask(0o022)
+    try:
+        path = write_json(tmp_path / "a.json", {"a": 1})
+    finally:
+        os.umask(umask)
+    # The module read the umask at import; under the common 022 that is 0644.
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
-
 __all__ = ["atomic_write", "read_json", "sha256_file", "torch_save_atomic", "write_json"]
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write(path: str | Path, write_fn: Callable[[Path], None]) -> Path:
@@ -35,6 +36,8 @@ def atomic_write(path: str | Path, write_fn: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         write_fn(tmp)
+        # mkstemp creates 0600; give the result the mode an ordinary file would get.
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -64,6 +67,8 @@ def torch_save_atomic(obj: Any, path: str | Path) -> Path:
     """``torch.save`` atomically. Serialising to memory first keeps the bytes
     independent of the file name (torch names the archive after the file, here
     a random temporary one), so equal objects get equal checksums."""
+    import torch  # here, so that torch-free stages (analysis, accounting) do not pay for it
+
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     return atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))

@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from nodedp.accounting import Ledger
 from nodedp.methods import MethodInfo, UnknownMethodError, get_method, method_names, register_method
@@ -69,3 +70,31 @@ def test_non_private_methods_return_an_empty_ledger(tiny_inputs):
         result = info.run(tiny_inputs, spec, info.parse_hparams({"epochs": 3}))
         assert result.ledger == Ledger.non_private()
         assert 0.0 <= result.test["accuracy"] <= 1.0
+
+
+def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypatch):
+    """With an inductive split the GCN's graph has no edge between train, val and test."""
+    import dataclasses
+
+    import nodedp.methods.gcn as gcn_module
+    from nodedp.data import split_masks
+    from nodedp.methods import RunInputs, RunSpec
+
+    seen = {}
+    real = gcn_module.NodeReadout
+
+    def spy(gnn, x, edge_index):
+        seen["edges"] = edge_index
+        return real(gnn, x, edge_index)
+
+    monkeypatch.setattr(gcn_module, "NodeReadout", spy)
+    split = dataclasses.replace(tiny_inputs.split, setting="inductive")
+    inputs = RunInputs(graph=tiny_inputs.graph, split=split, num_classes=tiny_inputs.num_classes)
+    info = get_method("gcn")
+    spec = RunSpec(dataset="csbm-tiny", method="gcn", seed=0, target_epsilon=math.inf, target_delta=0.0)
+    info.run(inputs, spec, info.parse_hparams({"epochs": 1}))
+    part = torch.zeros(tiny_inputs.graph.num_nodes, dtype=torch.long)
+    for i, mask in enumerate(split_masks(split, tiny_inputs.graph.num_nodes)):
+        part[mask] = i
+    src, dst = seen["edges"]
+    assert seen["edges"].size(1) > 0 and torch.equal(part[src], part[dst])

@@ -20,6 +20,26 @@ STRUCTURE_KINDS = ("in-degree", "out-degree")
 
 
 @dataclass(frozen=True)
+class OptimHparams:
+    """Hyperparameters every trained method shares; method specs extend it."""
+
+    epochs: int = 100
+    lr: float = 0.01
+    optimizer: str = "adam"
+    weight_decay: float = 0.0
+
+    def optim_config(self):
+        from nodedp.train import OptimConfig
+
+        return OptimConfig(optimizer=self.optimizer, lr=self.lr, weight_decay=self.weight_decay)
+
+    def check(self) -> None:
+        self.optim_config()  # the optimizer's own validation names the valid choices
+        if self.epochs < 1 or not self.lr > 0:
+            raise ValueError(f"need epochs ≥ 1 and lr > 0, got {self.epochs} and {self.lr}")
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One cell of the grid, with the privacy target already resolved."""
 

@@ -1,4 +1,4 @@
-"""`gcn`: the non-private GCN reference (full-batch, transductive)."""
+"""`gcn`: the non-private GCN reference (full batch; inductive splits drop cross-split edges)."""
 
 from __future__ import annotations
 
@@ -8,31 +8,25 @@ from dataclasses import dataclass
 import torch
 
 from nodedp.accounting import Ledger
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
+from nodedp.data import remove_cross_split_edges
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.registry import register_method
-from nodedp.models.gcn import GCN, NodeReadout
-from nodedp.train import OptimConfig, evaluate, resolve_device, seed_everything, train_model
-
-OPTIMIZERS = ("adam", "sgd", "adamw")
-
+from nodedp.models import GCN, NodeReadout
+from nodedp.train import evaluate, resolve_device, seed_everything, train_model
 
 @dataclass(frozen=True)
-class GcnHparams:
+class GcnHparams(OptimHparams):
+    weight_decay: float = 5e-4
     hidden_dim: int = 64
     num_layers: int = 2
     dropout: float = 0.5
-    epochs: int = 100
-    lr: float = 0.01
-    optimizer: str = "adam"
-    weight_decay: float = 5e-4
 
     def check(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer {self.optimizer!r} not in {list(OPTIMIZERS)}")
-        if min(self.hidden_dim, self.num_layers, self.epochs) < 1:
-            raise ValueError("hidden_dim, num_layers and epochs must be ≥ 1")
-        if not (self.lr > 0 and 0 <= self.dropout < 1 and self.weight_decay >= 0):
-            raise ValueError("need lr > 0, 0 ≤ dropout < 1, weight_decay ≥ 0")
+        super().check()
+        if min(self.hidden_dim, self.num_layers) < 1:
+            raise ValueError("hidden_dim and num_layers must be ≥ 1")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
 
 
 def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
@@ -40,8 +34,11 @@ def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     y = graph.y.to(device)
+    edges = graph.edge_index
+    if split.setting == "inductive":  # train, val and test nodes each see only their own part
+        edges = remove_cross_split_edges(edges, split)
     gnn = GCN(graph.num_features, hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout)
-    model = NodeReadout(gnn, graph.x, graph.edge_index).to(device)
+    model = NodeReadout(gnn, graph.x, edges).to(device)
     train_nodes = split.train.to(device)
 
     def batch_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,7 +51,7 @@ def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
         model,
         batch_fn=batch_fn,
         batches=(everything for _ in range(hp.epochs)),  # full batch, one step per epoch
-        optim=OptimConfig(optimizer=hp.optimizer, lr=hp.lr, weight_decay=hp.weight_decay),
+        optim=hp.optim_config(),
         privacy=None,
         generator=generator,
         device=device,

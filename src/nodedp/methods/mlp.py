@@ -12,12 +12,11 @@ from dataclasses import dataclass
 import torch
 
 from nodedp.accounting import Ledger
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.dpsgd import plan_dpsgd
 from nodedp.methods.registry import register_method
 from nodedp.models import MLP
 from nodedp.train import (
-    OptimConfig,
     PrivacyConfig,
     evaluate,
     poisson_batches,
@@ -27,27 +26,22 @@ from nodedp.train import (
     train_model,
 )
 
-OPTIMIZERS = ("adam", "sgd", "adamw")
-
-
 @dataclass(frozen=True)
-class MlpHparams:
+class MlpHparams(OptimHparams):
+    epochs: int = 50
+    lr: float = 0.005
+    weight_decay: float = 5e-4
     hidden_dim: int = 64
     num_layers: int = 2
     dropout: float = 0.5
-    epochs: int = 50
     batch_size: int = 256
-    lr: float = 0.005
-    optimizer: str = "adam"
-    weight_decay: float = 5e-4
 
     def check(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer {self.optimizer!r} not in {list(OPTIMIZERS)}")
-        if min(self.hidden_dim, self.num_layers, self.epochs, self.batch_size) < 1:
-            raise ValueError("hidden_dim, num_layers, epochs and batch_size must be ≥ 1")
-        if not (self.lr > 0 and 0 <= self.dropout < 1 and self.weight_decay >= 0):
-            raise ValueError("need lr > 0, 0 ≤ dropout < 1, weight_decay ≥ 0")
+        super().check()
+        if min(self.hidden_dim, self.num_layers, self.batch_size) < 1:
+            raise ValueError("hidden_dim, num_layers and batch_size must be ≥ 1")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
 
 
 @dataclass(frozen=True)
@@ -123,7 +117,7 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         model,
         batch_fn=batch_fn,
         batches=batches,
-        optim=OptimConfig(optimizer=hp.optimizer, lr=hp.lr, weight_decay=hp.weight_decay),
+        optim=hp.optim_config(),
         privacy=privacy,
         generator=generator,
         device=device,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nodedp.models.gcn import GCN, NodeReadout
 from nodedp.models.mlp import MLP
 
-__all__ = ["MLP"]
+__all__ = ["GCN", "MLP", "NodeReadout"]
