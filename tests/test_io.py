@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from nodedp.io import atomic_write, read_json, sha256_file, torch_save_atomic, write_json
+from nodedp.io import (
+    atomic_write,
+    read_json,
+    sha256_file,
+    torch_save_atomic,
+    write_json,
+)
 
 
 def test_write_json_round_trips_sorted_and_indented(tmp_path: Path) -> None:

@@ -93,7 +93,13 @@ def cmd_split(args: argparse.Namespace) -> None:
 def cmd_bound_degree(args: argparse.Namespace) -> None:
     import torch
 
-    from nodedp.data import bound_in_degree, bound_out_degree, load_graph, load_split, remove_cross_split_edges
+    from nodedp.data import (
+        bound_in_degree,
+        bound_out_degree,
+        load_graph,
+        load_split,
+        remove_cross_split_edges,
+    )
     from nodedp.io import torch_save_atomic
 
     graph = load_graph(Path(args.graph))

@@ -10,7 +10,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from nodedp.analysis.collect import RUNS_SCHEMA, InvalidRunError, collect_runs, write_runs
+from nodedp.analysis.collect import (
+    RUNS_SCHEMA,
+    InvalidRunError,
+    collect_runs,
+    write_runs,
+)
 
 
 class LedgerOverspent(ValueError):

@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from nodedp.accounting import Ledger
-from nodedp.methods import MethodInfo, UnknownMethodError, get_method, method_names, register_method
+from nodedp.methods import (
+    MethodInfo,
+    UnknownMethodError,
+    get_method,
+    method_names,
+    register_method,
+)
 
 
 def test_registry_has_the_walking_skeleton_methods():

@@ -5,7 +5,12 @@ from collections.abc import Callable, Iterator
 import pytest
 import torch
 
-from nodedp.train import fixed_size_batches, make_generator, poisson_batches, shuffled_epochs
+from nodedp.train import (
+    fixed_size_batches,
+    make_generator,
+    poisson_batches,
+    shuffled_epochs,
+)
 
 
 def test_poisson_inclusion_rate_is_q_for_every_example() -> None:

@@ -12,7 +12,12 @@ from collections.abc import Callable
 
 from dp_accounting.dp_event import DpEvent
 
-from nodedp.accounting.events import ACCOUNTANTS, check_delta, epsilon_of, subsampled_gaussian_event
+from nodedp.accounting.events import (
+    ACCOUNTANTS,
+    check_delta,
+    epsilon_of,
+    subsampled_gaussian_event,
+)
 
 __all__ = ["calibrate_dpsgd", "calibrate_noise_multiplier"]
 

@@ -24,7 +24,13 @@ from typing import Any
 
 from dp_accounting.dp_event import DpEvent
 
-from nodedp.accounting.events import ACCOUNTANTS, compose, epsilon_of, event_from_dict, event_to_dict
+from nodedp.accounting.events import (
+    ACCOUNTANTS,
+    compose,
+    epsilon_of,
+    event_from_dict,
+    event_to_dict,
+)
 
 __all__ = [
     "LEVELS",

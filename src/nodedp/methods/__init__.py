@@ -2,7 +2,12 @@
 
 from nodedp.methods import gcn, mlp  # noqa: F401  (registration)
 from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
-from nodedp.methods.registry import UnknownMethodError, get_method, method_names, register_method
+from nodedp.methods.registry import (
+    UnknownMethodError,
+    get_method,
+    method_names,
+    register_method,
+)
 
 __all__ = [
     "MethodInfo",

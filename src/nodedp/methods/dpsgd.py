@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nodedp.accounting import MechanismRecord, calibrate_dpsgd, subsampled_gaussian_event
+from nodedp.accounting import (
+    MechanismRecord,
+    calibrate_dpsgd,
+    subsampled_gaussian_event,
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,13 @@ class DpSgdPlan:
     @property
     def noise_std(self) -> float:
         return self.noise_multiplier * self.sensitivity
+
+    def privacy_config(self):
+        from nodedp.train import PrivacyConfig
+
+        return PrivacyConfig(
+            clip_norm=self.clip_norm, noise_std=self.noise_std, expected_batch_size=self.expected_batch_size
+        )
 
 
 def plan_dpsgd(

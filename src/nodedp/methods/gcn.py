@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
@@ -10,9 +9,11 @@ import torch
 from nodedp.accounting import Ledger
 from nodedp.data import remove_cross_split_edges
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import GCN, NodeReadout
-from nodedp.train import evaluate, resolve_device, seed_everything, train_model
+from nodedp.train import resolve_device, seed_everything
+
 
 @dataclass(frozen=True)
 class GcnHparams(OptimHparams):
@@ -33,40 +34,25 @@ def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
-    y = graph.y.to(device)
     edges = graph.edge_index
     if split.setting == "inductive":  # train, val and test nodes each see only their own part
         edges = remove_cross_split_edges(edges, split)
     gnn = GCN(graph.num_features, hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout)
     model = NodeReadout(gnn, graph.x, edges).to(device)
-    train_nodes = split.train.to(device)
-
-    def batch_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        nodes = train_nodes[idx.to(device)]
-        return nodes, y[nodes]
-
-    everything = torch.arange(train_nodes.numel())
-    start = time.perf_counter()
-    stats = train_model(
+    everything = torch.arange(split.train.numel())
+    return fit_node_classifier(
         model,
-        batch_fn=batch_fn,
-        batches=(everything for _ in range(hp.epochs)),  # full batch, one step per epoch
+        inputs_of=lambda nodes: nodes,  # the model reads the whole graph and returns these rows
+        y=graph.y.to(device),
+        split=split,
+        spec=spec,
         optim=hp.optim_config(),
+        batches=(everything for _ in range(hp.epochs)),  # full batch, one step per epoch
+        total=hp.epochs,
         privacy=None,
+        ledger=Ledger.non_private(),
         generator=generator,
         device=device,
-        progress=spec.progress and f"{spec.method} {spec.dataset}",
-        total=hp.epochs,
-    )
-    train_seconds = time.perf_counter() - start
-    model.eval()
-    val, test = split.val.to(device), split.test.to(device)
-    return RunResult(
-        val=evaluate(model, val, y[val]),
-        test=evaluate(model, test, y[test]),
-        ledger=Ledger.non_private(),
-        train_seconds=train_seconds,
-        details={"steps": stats.steps},
     )
 
 

@@ -6,25 +6,21 @@ Poisson sampling then gives node-level DP at the usual add/remove sensitivity C.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-
-import torch
 
 from nodedp.accounting import Ledger
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.dpsgd import plan_dpsgd
+from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import MLP
 from nodedp.train import (
-    PrivacyConfig,
-    evaluate,
     poisson_batches,
     resolve_device,
     seed_everything,
     shuffled_epochs,
-    train_model,
 )
+
 
 @dataclass(frozen=True)
 class MlpHparams(OptimHparams):
@@ -65,16 +61,10 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     x, y = graph.x.to(device), graph.y.to(device)
-    train_nodes = split.train.to(device)
     model = MLP(
         x.size(1), hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout
     ).to(device)
-
-    def batch_fn(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        nodes = train_nodes[idx.to(device)]
-        return x[nodes], y[nodes]
-
-    n = train_nodes.numel()
+    n = split.train.numel()
     if private:
         plan = plan_dpsgd(
             name=f"dp-sgd:{spec.method}",
@@ -100,38 +90,26 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         )
         ledger.check()  # before spending any time on training
         batches = poisson_batches(n, sampling_rate=plan.sampling_rate, steps=plan.steps, generator=generator)
-        privacy = PrivacyConfig(
-            clip_norm=plan.clip_norm,
-            noise_std=plan.noise_std,
-            expected_batch_size=plan.expected_batch_size,
-        )
+        privacy = plan.privacy_config()
         total = plan.steps
     else:
         ledger = Ledger.non_private()
         batches = shuffled_epochs(n, batch_size=hp.batch_size, epochs=hp.epochs, generator=generator)
         privacy = None
         total = hp.epochs * -(-n // hp.batch_size)
-
-    start = time.perf_counter()
-    stats = train_model(
+    return fit_node_classifier(
         model,
-        batch_fn=batch_fn,
-        batches=batches,
+        inputs_of=lambda nodes: x[nodes],
+        y=y,
+        split=split,
+        spec=spec,
         optim=hp.optim_config(),
+        batches=batches,
+        total=total,
         privacy=privacy,
+        ledger=ledger,
         generator=generator,
         device=device,
-        progress=spec.progress and f"{spec.method} {spec.dataset}",
-        total=total,
-    )
-    train_seconds = time.perf_counter() - start
-    model.eval()
-    return RunResult(
-        val=evaluate(model, x[split.val.to(device)], y[split.val.to(device)]),
-        test=evaluate(model, x[split.test.to(device)], y[split.test.to(device)]),
-        ledger=ledger,
-        train_seconds=train_seconds,
-        details={"steps": stats.steps, "noise_std": stats.noise_std},
     )
 
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from nodedp.train.evaluate import evaluate, metrics_from_logits
-from nodedp.train.loop import OptimConfig, PrivacyConfig, TrainStats, build_optimizer, train_model
+from nodedp.train.loop import (
+    OptimConfig,
+    PrivacyConfig,
+    TrainStats,
+    build_optimizer,
+    train_model,
+)
 from nodedp.train.per_sample import PerSampleGradients
 from nodedp.train.sampling import fixed_size_batches, poisson_batches, shuffled_epochs
 from nodedp.train.seeding import make_generator, resolve_device, seed_everything
