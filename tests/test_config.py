@@ -25,7 +25,6 @@ def test_the_shipped_config_passes(config):
     [
         (lambda c: c["methods"].update({"dp-mlp": {"clip_norm": -1.0}}), "methods.dp-mlp: .*clip_norm"),
         (lambda c: c["methods"].update({"mlp": {"hiden_dim": 3}}), r"methods.mlp: .*hiden_dim.*valid"),
-        (lambda c: c.update({"splits": {"train": 0.8, "val": 0.1, "test": 0.2}}), "splits: train \\+ val \\+ test"),
         (lambda c: c["studies"]["demo"]["methods"].append("dp-foo"), "studies.demo.methods: unknown method 'dp-foo'"),
         (lambda c: c["studies"]["demo"]["datasets"].append("cora2"), "studies.demo.datasets: unknown dataset 'cora2'"),
     ],

@@ -70,24 +70,32 @@ def cmd_methods(args: argparse.Namespace) -> None:
                 print(f"    {f.name} = {getattr(info.hparams(), f.name)!r}")
 
 
+def cmd_download(args: argparse.Namespace) -> None:
+    from nodedp.data import get_dataset
+    from nodedp.data.download import fetch_files, resolve_mirror
+
+    info = get_dataset(args.dataset)
+    if info.kind != "download":
+        raise ValueError(f"dataset {args.dataset!r} is {info.kind}: it has nothing to download")
+    out = Path(args.out)
+    lock = Path(args.lock) if args.lock else None
+    paths = fetch_files(info.files, out, mirror=resolve_mirror(args.mirror), lock_path=lock, progress=args.progress)
+    print(f"{args.dataset}: {len(paths)} file(s) in {out}")
+
+
 def cmd_graph(args: argparse.Namespace) -> None:
     from nodedp.data import build_dataset
 
-    meta = build_dataset(args.dataset, Path(args.out))
+    meta = build_dataset(args.dataset, Path(args.out), raw_dir=Path(args.raw) if args.raw else None)
     print(json.dumps({k: meta[k] for k in ("name", "num_nodes", "num_edges", "num_classes")}))
 
 
 def cmd_split(args: argparse.Namespace) -> None:
-    from nodedp.data import random_split, save_split
-    from nodedp.io import read_json
+    from nodedp.data import make_split, save_split
 
-    meta = read_json(Path(args.graph) / "meta.json")
-    train, val, test = args.fractions
-    split = random_split(
-        meta["num_nodes"], seed=args.seed, train=train, val=val, test=test, setting=args.setting
-    )
+    split = make_split(Path(args.graph), seed=args.seed, setting=args.setting, fractions=args.fractions)
     save_split(split, Path(args.out))
-    print(f"{args.setting} split: {split.train.numel()} train / {split.val.numel()} val / {split.test.numel()} test")
+    print(f"{split.setting} split: {split.train.numel()} train / {split.val.numel()} val / {split.test.numel()} test")
 
 
 def cmd_bound_degree(args: argparse.Namespace) -> None:
@@ -283,15 +291,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("methods", cmd_methods, "list the method registry")
     p.add_argument("--verbose", "-v", action="store_true", help="also print each method's default hyperparameters")
 
+    p = verb("download", cmd_download, "fetch a dataset's upstream files (checksums verified; mirror: $NODEDP_MIRROR)")
+    p.add_argument("--dataset", required=True, help="a downloaded dataset id (see `datasets`)")
+    p.add_argument("--out", required=True, help="download directory (appears complete or not at all)")
+    p.add_argument("--mirror", default=None,
+                   help="base URL that serves https://HOST/PATH as MIRROR/HOST/PATH (default: $NODEDP_MIRROR)")
+    p.add_argument("--lock", default=None,
+                   help="checksum lock file for unpinned files (default: checksums.lock.json beside --out)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())
+
     p = verb("graph", cmd_graph, "build a dataset into the canonical format (graph.pt + meta.json)")
     p.add_argument("--dataset", required=True, help="a dataset id (see `datasets`)")
+    p.add_argument("--raw", default=None, help="download directory of a downloaded dataset (from `download`)")
     p.add_argument("--out", required=True, help="output directory")
 
-    p = verb("split", cmd_split, "draw and store a random train/val/test split")
+    p = verb("split", cmd_split, "store a train/val/test split as the dataset's protocol says")
     p.add_argument("--graph", required=True, help="canonical graph directory")
-    p.add_argument("--setting", default="transductive", choices=["transductive", "inductive"])
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--fractions", type=float, nargs=3, default=(0.75, 0.10, 0.15), metavar=("TRAIN", "VAL", "TEST"))
+    p.add_argument("--setting", default=None, choices=["transductive", "inductive"],
+                   help="override the protocol's setting")
+    p.add_argument("--seed", type=int, required=True, help="seed of a random split (an official split ignores it)")
+    p.add_argument("--fractions", type=float, nargs=3, default=None, metavar=("TRAIN", "VAL", "TEST"),
+                   help="override the protocol's random fractions")
     p.add_argument("--out", required=True, help="output .pt file")
 
     p = verb("bound-degree", cmd_bound_degree, "sample edges so every in- or out-degree is within a public bound")

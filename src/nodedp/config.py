@@ -1,4 +1,4 @@
-"""Checks on config.yaml beyond its JSON schema, shared by the workflow and the CLI."""
+"""Checks on config.yaml beyond its JSON schema (method hyperparameters), shared by the workflow and the CLI."""
 
 from __future__ import annotations
 
@@ -31,7 +31,3 @@ def check_config(config: Mapping[str, Any]) -> None:
             get_method(method).parse_hparams(values)
         except ValueError as err:
             raise ConfigError(f"methods.{method}: {err}") from None
-    splits = config.get("splits") or {}
-    fractions = [splits.get(k, d) for k, d in (("train", 0.75), ("val", 0.10), ("test", 0.15))]
-    if abs(sum(fractions) - 1.0) > 1e-9:
-        raise ConfigError(f"splits: train + val + test must be 1, got {fractions} (sum {sum(fractions)})")

@@ -87,10 +87,18 @@ def test_dataset_info_validates_fields(overrides: dict, message: str) -> None:
 
 
 @pytest.mark.usefixtures("restore_registry")
-def test_build_dataset_without_builder_is_an_error(tmp_path: Path) -> None:
-    register_dataset(info("remote", kind="download", build=None))
-    with pytest.raises(ValueError, match="'remote' .* has no builder"):
-        build_dataset("remote", tmp_path)
+def test_incomplete_dataset_entries_are_refused() -> None:
+    with pytest.raises(ValueError, match="'remote': a downloaded dataset needs files and a reader"):
+        info("remote", kind="download", build=None)
+    with pytest.raises(ValueError, match="'gen': a synthetic dataset needs build"):
+        info("gen", kind="synthetic", build=None)
+    with pytest.raises(ValueError, match="unknown preprocessing protocol 'nope'"):
+        info("x", protocol="nope")
+
+
+def test_downloaded_dataset_needs_its_download_directory(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'cora' is downloaded: pass the download directory"):
+        build_dataset("cora", tmp_path)
     assert not any(tmp_path.iterdir())
 
 

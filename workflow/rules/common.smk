@@ -22,7 +22,14 @@ check_config(config)
 STUDIES = config["studies"]
 ALL_DATASETS = sorted({d for s in STUDIES.values() for d in s["datasets"]})
 ALL_METHODS = sorted({m for s in STUDIES.values() for m in s["methods"]})
-SETTING = "transductive"
+
+
+def dataset_setting(dataset):
+    """The split setting (transductive/inductive) the dataset's preprocessing protocol prescribes."""
+    from nodedp.data import get_dataset
+    from nodedp.data.preprocess import get_protocol
+
+    return get_protocol(get_dataset(dataset).protocol).split.setting
 
 
 wildcard_constraints:
@@ -67,7 +74,7 @@ def paper_targets(study):
 
 
 def data_targets():
-    """Graphs and both split settings (transductive; inductive = cross-split edges removed)."""
+    """Graphs and their splits in both settings (inductive = cross-split edges removed)."""
     seeds = sorted({s for spec in STUDIES.values() for s in spec["seeds"]})
     return expand(
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
@@ -75,6 +82,29 @@ def data_targets():
         setting=["transductive", "inductive"],
         seed=seeds,
     )
+
+
+def is_downloaded(dataset):
+    from nodedp.data import get_dataset
+
+    return get_dataset(dataset).kind == "download"
+
+
+def graph_raw_inputs(wildcards):
+    return [f"resources/raw/{wildcards.dataset}"] if is_downloaded(wildcards.dataset) else []
+
+
+def graph_raw_option(wildcards):
+    return f"--raw resources/raw/{wildcards.dataset}" if is_downloaded(wildcards.dataset) else ""
+
+
+def mirror_option(wildcards):
+    mirror = config["download"]["mirror"]
+    return f"--mirror {shlex.quote(mirror)}" if mirror else ""
+
+
+def train_split_input(wildcards):
+    return f"results/splits/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}.pt"
 
 
 # Input functions: named, so rules hold no lambdas.
@@ -107,7 +137,7 @@ def train_structure_inputs(wildcards):
     info = get_dataset(wildcards.dataset)
     bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound}
     return [
-        f"results/structure/{wildcards.dataset}/{SETTING}/seed~{wildcards.seed}/{kind}~{bounds[kind]}.pt"
+        f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}/{kind}~{bounds[kind]}.pt"
         for kind in get_method(wildcards.method).needs
     ]
 

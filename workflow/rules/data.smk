@@ -1,7 +1,25 @@
-# Data stage: canonical graphs (generated from code, or downloaded) and stored splits.
+# Data stage: downloads (local rules), canonical graphs, stored splits.
+
+
+rule download:
+    output:
+        directory("resources/raw/{dataset}"),
+    log:
+        "logs/download/{dataset}.log",
+    params:
+        mirror=mirror_option,
+    localrule: True
+    retries: 2
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp download --dataset {wildcards.dataset} --out {output}"
+        " --lock resources/raw/checksums.lock.json {params.mirror} > {log} 2>&1"
 
 
 rule graph:
+    input:
+        raw=graph_raw_inputs,
     output:
         graph="resources/graphs/{dataset}/graph.pt",
         meta="resources/graphs/{dataset}/meta.json",
@@ -9,10 +27,12 @@ rule graph:
         "logs/graph/{dataset}.log",
     benchmark:
         "benchmarks/graph/{dataset}.tsv"
+    params:
+        raw=graph_raw_option,
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "python -m nodedp graph --dataset {wildcards.dataset}"
+        "python -m nodedp graph --dataset {wildcards.dataset} {params.raw}"
         " --out resources/graphs/{wildcards.dataset} > {log} 2>&1"
 
 
@@ -23,11 +43,8 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
-    params:
-        fractions=f"{config['splits']['train']} {config['splits']['val']} {config['splits']['test']}",
     conda:
         "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp split --graph resources/graphs/{wildcards.dataset}"
-        " --setting {wildcards.setting} --seed {wildcards.seed}"
-        " --fractions {params.fractions} --out {output} > {log} 2>&1"
+        " --setting {wildcards.setting} --seed {wildcards.seed} --out {output} > {log} 2>&1"

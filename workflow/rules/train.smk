@@ -5,7 +5,7 @@ rule train:
     input:
         graph="resources/graphs/{dataset}/graph.pt",
         meta="resources/graphs/{dataset}/meta.json",
-        split=f"results/splits/{{dataset}}/{SETTING}/seed~{{seed}}.pt",
+        split=train_split_input,
         structure=train_structure_inputs,
     output:
         metrics="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/metrics.json",

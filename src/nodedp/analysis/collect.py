@@ -72,6 +72,10 @@ def _lookup(metrics: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def _read_json(path: Path, run_dir: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
@@ -132,8 +136,9 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         "level": str(metrics["level"]),
         "test_accuracy": float(metrics["test"]["accuracy"]),
         "test_macro_f1": float(metrics["test"]["macro_f1"]),
-        "val_accuracy": float(metrics["val"]["accuracy"]),
-        "val_macro_f1": float(metrics["val"]["macro_f1"]),
+        # null where a protocol has no validation part (DPAR's 80/20)
+        "val_accuracy": _optional_float(metrics["val"]["accuracy"]),
+        "val_macro_f1": _optional_float(metrics["val"]["macro_f1"]),
         "train_s": float(metrics["timings"]["train_s"]),
         "total_s": float(metrics["timings"]["total_s"]),
         "git_commit": None if commit is None else str(commit),  # None outside a git checkout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nodedp.data import catalog  # noqa: F401  (registers the real datasets)
 from nodedp.data.degree import bound_in_degree, bound_out_degree
 from nodedp.data.graph import (
     FORMAT_VERSION,
@@ -14,12 +15,14 @@ from nodedp.data.graph import (
 )
 from nodedp.data.registry import (
     DATASETS,
+    OFFICIAL_SPLIT_FILE,
     DatasetInfo,
     UnknownDatasetError,
     build_dataset,
     csbm_dataset,
     dataset_names,
     get_dataset,
+    make_split,
     register_dataset,
 )
 from nodedp.data.splits import (
@@ -52,6 +55,8 @@ __all__ = [
     "dataset_names",
     "generate_csbm",
     "get_dataset",
+    "make_split",
+    "OFFICIAL_SPLIT_FILE",
     "graph_stats",
     "load_graph",
     "load_graph_meta",

@@ -13,20 +13,28 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import torch
 from torch_geometric.data import Data
 
+from nodedp.data.download import RemoteFile
+from nodedp.data.formats import RawGraph
 from nodedp.data.graph import save_graph
+from nodedp.data.preprocess import apply_protocol, get_protocol
+from nodedp.data.splits import Split, random_split, validate_split
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
+from nodedp.io import read_json, torch_save_atomic
 
 __all__ = [
     "DATASETS",
     "KINDS",
+    "OFFICIAL_SPLIT_FILE",
     "DatasetInfo",
     "UnknownDatasetError",
     "build_dataset",
     "csbm_dataset",
     "dataset_names",
     "get_dataset",
+    "make_split",
     "register_dataset",
 ]
 
@@ -43,8 +51,11 @@ class UnknownDatasetError(KeyError, ValueError):
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """A registered dataset. ``build`` makes the graph (``None`` for datasets that
-    are downloaded by another stage); ``source`` is recorded in ``meta.json``."""
+    """A registered dataset. Synthetic ones have ``build`` (the graph from code);
+    downloaded ones have ``files`` (fetched by the download stage) and ``reader``
+    (the download directory -> ``RawGraph``), then their ``protocol``'s
+    preprocessing. The protocol also says how the split stage splits.
+    ``source`` is recorded in ``meta.json``."""
 
     name: str
     kind: str
@@ -54,10 +65,18 @@ class DatasetInfo:
     in_degree_bound: int
     citation: str = ""
     source: Mapping[str, Any] = field(default_factory=dict)
+    files: tuple[RemoteFile, ...] = ()
+    reader: Callable[[Path], RawGraph] | None = None
+    protocol: str = "planetoid"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"dataset {self.name!r}: unknown kind {self.kind!r}; valid choices: {list(KINDS)}")
+        if self.kind == "synthetic" and self.build is None:
+            raise ValueError(f"dataset {self.name!r}: a synthetic dataset needs build")
+        if self.kind == "download" and not (self.files and self.reader is not None):
+            raise ValueError(f"dataset {self.name!r}: a downloaded dataset needs files and a reader")
+        get_protocol(self.protocol)  # names the valid protocols
         for bound in ("out_degree_bound", "in_degree_bound"):
             value = getattr(self, bound)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -87,12 +106,40 @@ def get_dataset(name: str) -> DatasetInfo:
         raise UnknownDatasetError(f"unknown dataset {name!r}; valid choices: {dataset_names()}") from None
 
 
-def build_dataset(name: str, directory: str | Path) -> dict[str, Any]:
-    """Build dataset ``name`` and save it in canonical form under ``directory``; return its meta."""
+OFFICIAL_SPLIT_FILE = "official_split.pt"
+
+
+def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | None = None) -> dict[str, Any]:
+    """Build dataset ``name`` in canonical form under ``directory`` and return its meta.
+
+    Synthetic datasets are generated; downloaded ones are read from ``raw_dir``
+    (what the download stage fetched) and preprocessed by their protocol, whose
+    report goes into ``meta.json``. An official split (OGB, Reddit) is stored
+    beside the graph as ``official_split.pt``, in the preprocessed node ids.
+    """
     info = get_dataset(name)
-    if info.build is None:
-        raise ValueError(f"dataset {name!r} (kind {info.kind!r}) has no builder: it is made by its download stage")
-    return save_graph(info.build(), directory, name=name, source={"kind": info.kind, **info.source})
+    source: dict[str, Any] = {"kind": info.kind, "protocol": info.protocol, **info.source}
+    if info.kind == "synthetic":
+        return save_graph(info.build(), directory, name=name, source=source)
+    if raw_dir is None:
+        raise ValueError(f"dataset {name!r} is downloaded: pass the download directory (raw_dir)")
+    raw = info.reader(Path(raw_dir))
+    data = raw.data
+    if raw.official_split is not None:  # masks travel through node-removing steps
+        for part, nodes in raw.official_split.items():
+            mask = torch.zeros(data.num_nodes, dtype=torch.bool)
+            mask[nodes] = True
+            data[f"{part}_mask"] = mask
+    data, report = apply_protocol(data, info.protocol)
+    directory = Path(directory)
+    if raw.official_split is not None:
+        official = {part: data[f"{part}_mask"].nonzero().view(-1) for part in raw.official_split}
+        for part in raw.official_split:
+            del data[f"{part}_mask"]
+        torch_save_atomic(official, directory / OFFICIAL_SPLIT_FILE)
+    source["files"] = [{"url": f.url, "sha256": f.sha256} for f in info.files]
+    source["preprocessing"] = report
+    return save_graph(data, directory, name=name, source=source)
 
 
 def csbm_dataset(
@@ -144,3 +191,28 @@ register_dataset(csbm_dataset(
     out_degree_bound=10,
     in_degree_bound=5,
 ))
+
+
+def make_split(graph_dir: str | Path, *, seed: int, setting: str | None = None,
+               fractions: tuple[float, float, float] | None = None) -> Split:
+    """The split the graph's protocol prescribes (recorded in its meta.json).
+
+    Random protocols draw ``random_split`` with their fractions and ``seed``;
+    official ones load the stored official split (every seed shares it).
+    ``setting`` and ``fractions`` override the protocol, e.g. by hand.
+    """
+    graph_dir = Path(graph_dir)
+    meta = read_json(graph_dir / "meta.json")
+    protocol = get_protocol(meta["source"].get("protocol", "planetoid")).split
+    setting = setting or protocol.setting
+    if protocol.kind == "official" and fractions is None:
+        parts = torch.load(graph_dir / OFFICIAL_SPLIT_FILE, weights_only=True)
+        split = Split(parts["train"], parts["val"], parts["test"], setting=setting, seed=seed)
+        validate_split(split, where=str(graph_dir / OFFICIAL_SPLIT_FILE), num_nodes=meta["num_nodes"])
+        return split
+    if fractions is None:
+        if protocol.kind == "official":
+            raise ValueError(f"{graph_dir}: protocol has an official split; pass fractions to draw a random one")
+        fractions = (protocol.train, protocol.val, protocol.test)
+    train, val, test = fractions
+    return random_split(meta["num_nodes"], seed=seed, train=train, val=val, test=test, setting=setting)

@@ -64,7 +64,7 @@ class RunInputs:
 
 @dataclass(frozen=True)
 class RunResult:
-    val: Mapping[str, float]
+    val: Mapping[str, float | None]  # None where the split has no validation part
     test: Mapping[str, float]
     ledger: Ledger
     train_seconds: float

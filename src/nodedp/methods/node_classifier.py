@@ -52,7 +52,9 @@ def fit_node_classifier(
     train_seconds = time.perf_counter() - start
     model.eval()
 
-    def scores(nodes: Tensor) -> dict[str, float]:
+    def scores(nodes: Tensor) -> dict[str, float | None]:
+        if nodes.numel() == 0:  # e.g. DPAR's 80/20 protocol has no validation part
+            return {"accuracy": None, "macro_f1": None}
         nodes = nodes.to(device)
         return evaluate(model, inputs_of(nodes), y[nodes])
 

@@ -1,0 +1,647 @@
+"""Readers of the upstream dataset formats: downloaded files in, a ``RawGraph`` out.
+
+A reader decodes; it does not preprocess (``preprocess.py`` applies each
+paper's protocol). What every reader returns:
+
+* ``x`` float32 [N, F]; ``y`` int64 [N] with ``-1`` for a node the file gives
+  no label.
+* ``edge_index`` int64 [2, E]: the edge set the file states, sorted by
+  (source, target). No edge is added, dropped or re-oriented (self loops and
+  one-directional edges stay), with two exceptions that are part of decoding:
+  an edge listed twice is kept once, and where the format itself declares its
+  edge list undirected (OGB's ``add_inverse_edge``) both directions are stored.
+* ``official_split``: sorted node ids per part (``train``/``val``/``test``)
+  where the source defines a split (Planetoid, Reddit, OGB), else ``None``.
+
+Each docstring says where the result differs from PyG's or OGB's own loader,
+so counts can be compared with the papers. Every problem with a file (missing,
+truncated, corrupt, a missing key, sizes that disagree) raises
+``DatasetFormatError`` naming the file. Nothing here touches the network, and
+nothing imports the ``ogb`` package (its loader breaks under recent torch).
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import copyreg
+import pickle
+import zipfile
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+import numpy as np
+import pandas as pd
+import scipy.io
+import scipy.sparse as sp
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+__all__ = [
+    "FACEBOOK100_CLASS_YEARS",
+    "FACEBOOK100_COLUMNS",
+    "FACEBOOK100_FEATURE_COLUMNS",
+    "OGB_NODE_DATASETS",
+    "SPLIT_PARTS",
+    "DatasetFormatError",
+    "OgbNodeLayout",
+    "RawGraph",
+    "encode_facebook100",
+    "read_facebook100_mat",
+    "read_graphmining_npz",
+    "read_npz_graph",
+    "read_ogb_node",
+    "read_planetoid",
+    "read_reddit",
+]
+
+SPLIT_PARTS = ("train", "val", "test")
+
+
+class DatasetFormatError(ValueError):
+    """A dataset file is missing, corrupt, or not in the format its reader expects."""
+
+
+@dataclass(frozen=True)
+class RawGraph:
+    """A decoded upstream graph (see the module docstring for the conventions)."""
+
+    data: Data
+    official_split: Mapping[str, Tensor] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+# -- shared decoding helpers ---------------------------------------------------
+
+# What a broken file makes numpy, scipy, pandas, gzip, zipfile or pickle raise.
+_DECODE_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    NotImplementedError,
+    zlib.error,
+    zipfile.BadZipFile,
+    pickle.UnpicklingError,
+    scipy.io.matlab.MatReadError,
+)
+
+
+def _fail(where: Path | str, problem: str) -> NoReturn:
+    raise DatasetFormatError(f"{where}: {problem}")
+
+
+@contextmanager
+def _decoding(path: Path) -> Iterator[None]:
+    """Turn a library's failure to decode ``path`` into a ``DatasetFormatError`` naming it."""
+    try:
+        yield
+    except DatasetFormatError:
+        raise
+    except _DECODE_ERRORS as error:
+        raise DatasetFormatError(f"{path}: cannot be decoded ({type(error).__name__}: {error})") from error
+
+
+def _require_file(path: Path) -> Path:
+    if not path.is_file():
+        _fail(path, "missing file")
+    return path
+
+
+def _read_npz(path: Path, keys: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The arrays among ``keys`` that ``path`` holds, and every key it holds.
+
+    Only the asked keys are read: other keys may hold pickled objects, which
+    are never unpickled (``allow_pickle=False``).
+    """
+    _require_file(path)
+    with _decoding(path), np.load(path, allow_pickle=False) as archive:
+        present = sorted(archive.files)
+        return {key: archive[key] for key in keys if key in present}, present
+
+
+def _need(arrays: Mapping[str, np.ndarray], present: list[str], path: Path, *keys: str) -> list[np.ndarray]:
+    missing = [key for key in keys if key not in arrays]
+    if missing:
+        _fail(path, f"missing key(s) {missing}; keys present: {present}")
+    return [arrays[key] for key in keys]
+
+
+def _csr(arrays: Mapping[str, np.ndarray], present: list[str], path: Path, prefix: str) -> sp.csr_matrix:
+    """The CSR matrix stored as ``{prefix}_data/_indices/_indptr/_shape``."""
+    data, indices, indptr, shape = _need(
+        arrays, present, path, f"{prefix}_data", f"{prefix}_indices", f"{prefix}_indptr", f"{prefix}_shape"
+    )
+    with _decoding(path):
+        matrix = sp.csr_matrix((data, indices, indptr), shape=tuple(int(s) for s in shape))
+        # The constructor checks lengths only; out-of-range column ids would corrupt toarray().
+        matrix.check_format(full_check=True)
+    return matrix
+
+
+def _read_csv_gz(path: Path, *, dtype: type, header: bool = False) -> pd.DataFrame:
+    """A gzipped CSV (OGB's storage), parsed by pandas' C reader straight into ``dtype``."""
+    _require_file(path)
+    with _decoding(path):
+        return pd.read_csv(path, header=0 if header else None, dtype=dtype, compression="gzip")
+
+
+def _edge_set(
+    row: np.ndarray, col: np.ndarray, *, num_nodes: int, where: Path | str, both_directions: bool = False
+) -> Tensor:
+    """Sorted unique (row, col) pairs as int64 [2, E] (plus (col, row) if ``both_directions``).
+
+    Works on one int64 key per edge (``row * N + col``) sorted in place, so a
+    60M-edge list costs a few copies of one int64 array, never Python objects.
+    """
+    row = np.asarray(row, dtype=np.int64).ravel()
+    col = np.asarray(col, dtype=np.int64).ravel()
+    if row.size != col.size:
+        _fail(where, f"edge list has {row.size} sources but {col.size} targets")
+    if row.size:
+        low, high = min(int(row.min()), int(col.min())), max(int(row.max()), int(col.max()))
+        if low < 0 or high >= num_nodes:
+            _fail(where, f"edge endpoint {low if low < 0 else high} out of range for {num_nodes} nodes")
+    keys = np.empty(row.size * (2 if both_directions else 1), dtype=np.int64)
+    forward = keys[: row.size]
+    np.multiply(row, num_nodes, out=forward)
+    forward += col
+    if both_directions:
+        backward = keys[row.size :]
+        np.multiply(col, num_nodes, out=backward)
+        backward += row
+    keys.sort()
+    if keys.size:
+        distinct = np.empty(keys.size, dtype=bool)
+        distinct[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
+        keys = keys[distinct]
+    edge_index = np.empty((2, keys.size), dtype=np.int64)
+    np.floor_divide(keys, num_nodes, out=edge_index[0])
+    np.remainder(keys, num_nodes, out=edge_index[1])
+    return torch.from_numpy(edge_index)
+
+
+def _labels_from_one_hot(matrix: sp.spmatrix | np.ndarray, where: Path | str) -> np.ndarray:
+    """Column of each row's single nonzero; ``-1`` for a row without one (unlabeled)."""
+    indicator = sp.csr_matrix(matrix) != 0
+    per_row = np.diff(indicator.indptr)
+    if per_row.size and int(per_row.max()) > 1:
+        _fail(where, f"{int((per_row > 1).sum())} nodes have several labels (multi-label is not supported)")
+    labels = np.full(indicator.shape[0], -1, dtype=np.int64)
+    labels[per_row == 1] = indicator.indices[indicator.indptr[:-1][per_row == 1]]
+    return labels
+
+
+def _as_int64(values: np.ndarray, where: Path | str, what: str) -> np.ndarray:
+    """``values`` as int64; floats must be whole numbers (MATLAB and CSV files store doubles)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        if not (np.isfinite(values).all() and (values == np.round(values)).all()):
+            _fail(where, f"{what} are not all integers")
+    elif values.dtype.kind not in "iu":
+        _fail(where, f"{what} must be integers, got dtype {values.dtype}")
+    return values.astype(np.int64)
+
+
+def _integer_labels(values: np.ndarray, where: Path | str) -> np.ndarray:
+    values = np.asarray(values)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        _fail(where, f"labels must be a vector, got shape {list(values.shape)}")
+    return _as_int64(values, where, "labels")
+
+
+def _graph(x: np.ndarray, y: np.ndarray, edge_index: Tensor, *, where: Path | str) -> Data:
+    """Checked ``Data``: x float32 [N, F], y int64 [N] in {-1, 0, 1, ...}."""
+    x = np.asarray(x)
+    if x.ndim != 2:
+        _fail(where, f"features must be a matrix, got shape {list(x.shape)}")
+    if x.dtype.kind not in "fiub":
+        _fail(where, f"features must be numeric, got dtype {x.dtype}")
+    num_nodes = x.shape[0]
+    if y.shape != (num_nodes,):
+        _fail(where, f"{num_nodes} feature rows but {y.shape[0]} labels")
+    if y.size and int(y.min()) < -1:
+        _fail(where, f"negative label {int(y.min())}")
+    features = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+    if not bool(torch.isfinite(features).all()):
+        _fail(where, "features contain NaN or inf")
+    return Data(x=features, y=torch.from_numpy(y.astype(np.int64, copy=False)), edge_index=edge_index)
+
+
+def _split(parts: Mapping[str, np.ndarray], *, num_nodes: int, where: Path | str) -> dict[str, Tensor]:
+    """Sorted node ids per part; parts must be disjoint and within [0, num_nodes)."""
+    split = {}
+    for part in SPLIT_PARTS:
+        ids = np.sort(np.asarray(parts[part], dtype=np.int64).ravel())
+        if ids.size and (int(ids[0]) < 0 or int(ids[-1]) >= num_nodes):
+            _fail(where, f"{part} node id out of range for {num_nodes} nodes")
+        split[part] = torch.from_numpy(ids)
+    everything = np.concatenate([split[part].numpy() for part in SPLIT_PARTS])
+    if np.unique(everything).size != everything.size:
+        _fail(where, "the official train/val/test parts overlap or repeat nodes")
+    return split
+
+
+# -- Planetoid (Cora, CiteSeer, PubMed) ----------------------------------------
+
+_PLANETOID_FILES = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+_PLANETOID_NUM_VAL = 500  # the public split: 500 validation nodes right after the training ones
+_NDARRAY_RECONSTRUCT = np.ndarray.__reduce__(np.empty(0))[0]
+_NUMPY_SCALAR = np.float64(0).__reduce__()[0]
+# Everything the Planetoid pickles (written by Python 2 numpy/scipy) may name.
+# Any other global (e.g. os.system in a tampered file) is refused, not called.
+_PLANETOID_GLOBALS: Mapping[tuple[str, str], Any] = MappingProxyType(
+    {
+        **{
+            (module, "_reconstruct"): _NDARRAY_RECONSTRUCT
+            for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+        },
+        **{(module, "scalar"): _NUMPY_SCALAR for module in ("numpy.core.multiarray", "numpy._core.multiarray")},
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        **{
+            (module, "csr_matrix"): sp.csr_matrix
+            for module in ("scipy.sparse.csr", "scipy.sparse._csr", "scipy.sparse")
+        },
+        ("collections", "defaultdict"): collections.defaultdict,
+        **{(module, "list"): list for module in ("__builtin__", "builtins")},
+        **{(module, "object"): object for module in ("__builtin__", "builtins")},
+        **{(module, "_reconstructor"): copyreg._reconstructor for module in ("copy_reg", "copyreg")},
+        ("_codecs", "encode"): codecs.encode,  # how Python 3 writes bytes at protocol 2
+    }
+)
+
+
+class _PlanetoidUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return _PLANETOID_GLOBALS[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(
+                f"refusing global {module}.{name}: Planetoid files hold only numpy arrays, CSR matrices and lists"
+            ) from None
+
+
+def _unpickle_planetoid(path: Path) -> Any:
+    _require_file(path)
+    with _decoding(path), path.open("rb") as stream:
+        # latin1: the files were pickled by Python 2.
+        return _PlanetoidUnpickler(stream, encoding="latin1").load()
+
+
+def _planetoid_matrix(path: Path) -> np.ndarray:
+    value = _unpickle_planetoid(path)
+    if sp.issparse(value):
+        value = value.toarray()
+    if not isinstance(value, np.ndarray) or value.ndim != 2:
+        _fail(path, f"expected a 2-D matrix, got {type(value).__name__}")
+    return value
+
+
+def read_planetoid(raw_dir: Path, name: str) -> RawGraph:
+    """Planetoid files ``ind.{name}.{x,y,tx,ty,allx,ally,graph,test.index}`` in ``raw_dir``.
+
+    Node order, features, labels and the public split (the ``y`` nodes train,
+    the next 500 validate, ``test.index`` tests) are PyG's ``Planetoid``. Test
+    ids may leave gaps (CiteSeer's isolated nodes): like PyG those nodes get
+    zero features, but they get label ``-1`` where PyG gives class 0. Unlike
+    PyG, self loops stay (PyG drops them); duplicate adjacency entries collapse
+    in both. Pickles are loaded with an allow-list of the classes they need.
+    """
+    raw_dir = Path(raw_dir)
+    paths = {part: raw_dir / f"ind.{name.lower()}.{part}" for part in _PLANETOID_FILES}
+    x, tx, allx = (_planetoid_matrix(paths[part]) for part in ("x", "tx", "allx"))
+    y, ty, ally = (_planetoid_matrix(paths[part]) for part in ("y", "ty", "ally"))
+    _require_file(paths["test.index"])
+    with _decoding(paths["test.index"]):
+        test_index = np.loadtxt(paths["test.index"], dtype=np.int64, ndmin=1)
+    adjacency = _unpickle_planetoid(paths["graph"])
+    if not isinstance(adjacency, dict):
+        _fail(paths["graph"], f"expected a dict of adjacency lists, got {type(adjacency).__name__}")
+
+    if not (x.shape[1] == tx.shape[1] == allx.shape[1]):
+        _fail(raw_dir, f"feature widths differ: x {x.shape[1]}, tx {tx.shape[1]}, allx {allx.shape[1]}")
+    if not (y.shape[1] == ty.shape[1] == ally.shape[1]):
+        _fail(raw_dir, f"label widths differ: y {y.shape[1]}, ty {ty.shape[1]}, ally {ally.shape[1]}")
+    if x.shape[0] != y.shape[0] or allx.shape[0] != ally.shape[0] or tx.shape[0] != ty.shape[0]:
+        _fail(raw_dir, "a feature file and its label file (x/y, allx/ally, tx/ty) have different row counts")
+    if ty.shape[0] != test_index.size or test_index.size == 0:
+        _fail(paths["test.index"], f"{test_index.size} test ids for {ty.shape[0]} rows of ty")
+    num_known = allx.shape[0]
+    if int(test_index.min()) < num_known or np.unique(test_index).size != test_index.size:
+        _fail(paths["test.index"], f"test ids must be distinct and follow the {num_known} allx nodes")
+    if x.shape[0] + _PLANETOID_NUM_VAL > num_known:
+        _fail(raw_dir, f"{x.shape[0]} training + {_PLANETOID_NUM_VAL} validation nodes exceed allx ({num_known})")
+    num_nodes = int(test_index.max()) + 1
+
+    features = np.zeros((num_nodes, allx.shape[1]), dtype=np.float32)
+    features[:num_known] = allx
+    features[test_index] = tx
+    labels = np.full(num_nodes, -1, dtype=np.int64)
+    labels[:num_known] = _labels_from_one_hot(ally, paths["ally"])
+    labels[test_index] = _labels_from_one_hot(ty, paths["ty"])
+
+    with _decoding(paths["graph"]):
+        sources = np.fromiter(adjacency.keys(), dtype=np.int64, count=len(adjacency))
+        targets = [np.asarray(neighbours, dtype=np.int64).ravel() for neighbours in adjacency.values()]
+    row = np.repeat(sources, [t.size for t in targets])
+    col = np.concatenate(targets) if targets else np.empty(0, dtype=np.int64)
+    edge_index = _edge_set(row, col, num_nodes=num_nodes, where=paths["graph"])
+
+    split = _split(
+        {
+            "train": np.arange(x.shape[0]),
+            "val": np.arange(x.shape[0], x.shape[0] + _PLANETOID_NUM_VAL),
+            "test": test_index,
+        },
+        num_nodes=num_nodes,
+        where=raw_dir,
+    )
+    return RawGraph(data=_graph(features, labels, edge_index, where=raw_dir), official_split=split)
+
+
+# -- graph2gauss / gnn-benchmark / ppnp npz -----------------------------------
+
+_ADJ_KEYS = ("adj_data", "adj_indices", "adj_indptr", "adj_shape")
+_ATTR_KEYS = ("attr_data", "attr_indices", "attr_indptr", "attr_shape")
+_LABEL_KEYS = ("labels_data", "labels_indices", "labels_indptr", "labels_shape")
+
+
+def read_npz_graph(path: Path, *, binarize_features: bool = True) -> RawGraph:
+    """A graph2gauss / gnn-benchmark / ppnp ``.npz`` (Cora-ML, CiteSeer, PubMed, DBLP,
+    Coauthor CS/Physics, Amazon Computers/Photo, MS Academic).
+
+    Keys: the CSR adjacency ``adj_data/adj_indices/adj_indptr/adj_shape``;
+    features as CSR ``attr_*`` or dense ``attr_matrix``; labels as a vector
+    ``labels`` or a one-hot CSR ``labels_*`` (rows without a label get ``-1``).
+    The adjacency's nonzeros are the edges, direction kept (Cora-ML's citation
+    graph is directed: 8,416 edges, DPAR's count). PyG's ``read_npz``
+    (``CitationFull``, ``Coauthor``, ``Amazon``) instead drops self loops and
+    symmetrises, which preprocessing does where a paper asks for it.
+    ``binarize_features`` sets positive feature values to 1, as PyG does (the
+    Cora-ML copy in the mirror stores TF-IDF weights where upstream's graph2gauss
+    file may store ones; binarised, both give the same features).
+    """
+    path = Path(path)
+    arrays, present = _read_npz(path, (*_ADJ_KEYS, *_ATTR_KEYS, "attr_matrix", "labels", *_LABEL_KEYS))
+    adjacency = _csr(arrays, present, path, "adj")
+    if adjacency.shape[0] != adjacency.shape[1]:
+        _fail(path, f"adjacency must be square, got shape {list(adjacency.shape)}")
+    if "attr_data" in arrays:
+        features = _csr(arrays, present, path, "attr").toarray()
+    elif "attr_matrix" in arrays:
+        features = np.asarray(arrays["attr_matrix"])
+    else:
+        _fail(path, f"missing features: need {list(_ATTR_KEYS)} or 'attr_matrix'; keys present: {present}")
+    if "labels" in arrays:
+        labels = arrays["labels"]
+        labels = _labels_from_one_hot(labels, path) if labels.ndim == 2 else _integer_labels(labels, path)
+    elif "labels_data" in arrays:
+        labels = _labels_from_one_hot(_csr(arrays, present, path, "labels"), path)
+    else:
+        _fail(path, f"missing labels: need 'labels' or {list(_LABEL_KEYS)}; keys present: {present}")
+    num_nodes = adjacency.shape[0]
+    if features.ndim != 2 or features.shape[0] != num_nodes:
+        _fail(path, f"adjacency has {num_nodes} nodes but features have shape {list(features.shape)}")
+    if binarize_features:
+        features = np.where(features > 0, 1, features)
+    coo = adjacency.tocoo()
+    nonzero = coo.data != 0  # an explicitly stored zero is not an edge
+    edge_index = _edge_set(coo.row[nonzero], coo.col[nonzero], num_nodes=num_nodes, where=path)
+    return RawGraph(data=_graph(features, labels, edge_index, where=path))
+
+
+# -- graphmining npz (FacebookPagePage, LastFMAsia) ----------------------------
+
+
+def read_graphmining_npz(path: Path) -> RawGraph:
+    """``facebook.npz`` / ``lastfm_asia.npz`` of PyG's ``FacebookPagePage`` / ``LastFMAsia``:
+    dense ``features`` [N, F], ``target`` [N], ``edges`` [E, 2] (both directions
+    listed). Same graph as PyG's, up to edge order and duplicate rows.
+    """
+    path = Path(path)
+    arrays, present = _read_npz(path, ("features", "target", "edges"))
+    features, target, edges = _need(arrays, present, path, "features", "target", "edges")
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        _fail(path, f"'edges' must be [E, 2], got shape {list(edges.shape)}")
+    if features.ndim != 2:
+        _fail(path, f"'features' must be [N, F], got shape {list(features.shape)}")
+    edge_index = _edge_set(edges[:, 0], edges[:, 1], num_nodes=features.shape[0], where=path)
+    return RawGraph(data=_graph(features, _integer_labels(target, path), edge_index, where=path))
+
+
+# -- Facebook100 (.mat) ---------------------------------------------------------
+
+FACEBOOK100_COLUMNS = ("status", "gender", "major", "minor", "housing", "year", "high_school")
+FACEBOOK100_FEATURE_COLUMNS = ("status", "gender", "major", "minor", "housing")
+# GAP's Facebook100 loader (sisaman/pyg-datasets) treats class years outside
+# 2004-2009 (a handful of alumni and faculty per school) as missing.
+FACEBOOK100_CLASS_YEARS = (2004, 2009)
+
+
+def encode_facebook100(
+    local_info: np.ndarray, *, where: Path | str = "local_info"
+) -> tuple[Tensor, Tensor, dict[str, Any]]:
+    """GAP/ProGAP's Facebook100 features and labels from ``local_info`` [N, 7].
+
+    Features: one-hot of status, gender, major, minor and housing, one block per
+    column in that order, categories sorted; 0 (missing) is the all-zero row of
+    its block. Label: class year, ``-1`` where it is 0 or outside
+    ``FACEBOOK100_CLASS_YEARS``, the remaining years numbered 0..C-1 in order.
+    Returns ``(x, y, extra)``; ``extra`` holds ``feature_names`` ("major=201")
+    and ``class_years`` (label k is ``class_years[k]``).
+
+    GAP's code calls ``pandas.get_dummies``, which passes a column without any
+    0 through as raw integer codes instead of one-hot (e.g. Caltech36's status:
+    76 features there, 79 here); this follows the paper's "one-hot".
+    A pure function of ``local_info``, so schools can be stacked first (FB-100).
+    """
+    info = np.asarray(local_info)
+    if info.ndim != 2 or info.shape[1] != len(FACEBOOK100_COLUMNS):
+        _fail(where, f"local_info must be [N, {len(FACEBOOK100_COLUMNS)}], got shape {list(info.shape)}")
+    info = _as_int64(info, where, "local_info codes")
+    if info.size and int(info.min()) < 0:
+        _fail(where, f"local_info codes must be non-negative, got {int(info.min())}")
+    num_nodes = info.shape[0]
+    blocks, names = [], []
+    for column in FACEBOOK100_FEATURE_COLUMNS:
+        values = info[:, FACEBOOK100_COLUMNS.index(column)]
+        categories = np.unique(values[values > 0])
+        block = np.zeros((num_nodes, categories.size), dtype=np.float32)
+        known = np.flatnonzero(values > 0)
+        block[known, np.searchsorted(categories, values[known])] = 1.0
+        blocks.append(block)
+        names.extend(f"{column}={value}" for value in categories.tolist())
+    year = info[:, FACEBOOK100_COLUMNS.index("year")]
+    first, last = FACEBOOK100_CLASS_YEARS
+    labeled = (year >= first) & (year <= last)
+    class_years = np.unique(year[labeled])
+    labels = np.full(num_nodes, -1, dtype=np.int64)
+    labels[labeled] = np.searchsorted(class_years, year[labeled])
+    extra = {"feature_names": tuple(names), "class_years": tuple(class_years.tolist())}
+    return torch.from_numpy(np.concatenate(blocks, axis=1)), torch.from_numpy(labels), extra
+
+
+def read_facebook100_mat(path: Path) -> RawGraph:
+    """One Facebook100 school's ``.mat``: sparse adjacency ``A`` and ``local_info``.
+
+    Features and labels as ``encode_facebook100`` (GAP/ProGAP: predict class
+    year). Edges are ``A``'s nonzeros (symmetric in the published files), as
+    GAP's ``from_scipy_sparse_matrix``. ``extra`` adds ``local_info`` (int64
+    [N, 7], columns ``FACEBOOK100_COLUMNS``) so FB-100 can re-encode stacked schools.
+    """
+    path = Path(path)
+    _require_file(path)
+    with _decoding(path):
+        contents = scipy.io.loadmat(path, variable_names=["A", "local_info"])
+    missing = [key for key in ("A", "local_info") if key not in contents]
+    if missing:
+        _fail(path, f"missing variable(s) {missing}")
+    adjacency, local_info = contents["A"], contents["local_info"]
+    with _decoding(path):
+        adjacency = sp.coo_matrix(adjacency)
+    num_nodes = local_info.shape[0] if local_info.ndim == 2 else -1
+    if adjacency.shape != (num_nodes, num_nodes):
+        _fail(path, f"A has shape {list(adjacency.shape)} but local_info has shape {list(local_info.shape)}")
+    x, y, extra = encode_facebook100(local_info, where=path)
+    nonzero = adjacency.data != 0
+    edge_index = _edge_set(adjacency.row[nonzero], adjacency.col[nonzero], num_nodes=num_nodes, where=path)
+    data = _graph(x.numpy(), y.numpy(), edge_index, where=path)
+    extra["local_info"] = torch.from_numpy(local_info.astype(np.int64))
+    return RawGraph(data=data, extra=extra)
+
+
+# -- Reddit (PyG's files) ------------------------------------------------------
+
+
+def read_reddit(raw_dir: Path) -> RawGraph:
+    """PyG ``Reddit``'s ``reddit_data.npz`` (``feature``, ``label``, ``node_types``)
+    and ``reddit_graph.npz`` (a scipy sparse matrix). ``node_types`` 1/2/3 give
+    the official train/val/test split. Same graph as PyG (which coalesces too).
+    """
+    raw_dir = Path(raw_dir)
+    data_path, graph_path = raw_dir / "reddit_data.npz", raw_dir / "reddit_graph.npz"
+    arrays, present = _read_npz(data_path, ("feature", "label", "node_types"))
+    features, labels, node_types = _need(arrays, present, data_path, "feature", "label", "node_types")
+    _require_file(graph_path)
+    with _decoding(graph_path):
+        adjacency = sp.load_npz(graph_path).tocoo()
+    num_nodes = features.shape[0] if features.ndim == 2 else -1
+    if adjacency.shape != (num_nodes, num_nodes):
+        _fail(graph_path, f"adjacency has shape {list(adjacency.shape)} for {num_nodes} nodes")
+    if node_types.shape != (num_nodes,):
+        _fail(data_path, f"'node_types' has shape {list(node_types.shape)} for {num_nodes} nodes")
+    edge_index = _edge_set(adjacency.row, adjacency.col, num_nodes=num_nodes, where=graph_path)
+    split = _split(
+        {part: np.flatnonzero(node_types == code) for code, part in enumerate(SPLIT_PARTS, start=1)},
+        num_nodes=num_nodes,
+        where=data_path,
+    )
+    data = _graph(features, _integer_labels(labels, data_path), edge_index, where=data_path)
+    return RawGraph(data=data, official_split=split)
+
+
+# -- OGB node property prediction (no ogb package) -----------------------------
+
+
+@dataclass(frozen=True)
+class OgbNodeLayout:
+    """Where one OGB node dataset keeps its files inside the unzipped folder.
+
+    ``node_type`` is set for heterogeneous graphs (ogbn-mag), of which only that
+    type's nodes and its ``relation`` edges are read; ``add_inverse_edge`` is
+    OGB's own ``master.csv`` flag (the edge file lists each undirected edge once).
+    """
+
+    split: str
+    add_inverse_edge: bool
+    node_type: str | None = None
+    relation: str | None = None
+
+    def edge_file(self) -> Path:
+        return Path("raw", "relations", self.relation, "edge.csv.gz") if self.relation else Path("raw", "edge.csv.gz")
+
+    def node_file(self, stem: str) -> Path:
+        return Path("raw", stem, self.node_type, f"{stem}.csv.gz") if self.node_type else Path("raw", f"{stem}.csv.gz")
+
+    def split_file(self, part: str) -> Path:
+        parts = ("split", self.split, *((self.node_type,) if self.node_type else ()))
+        return Path(*parts, f"{part}.csv.gz")
+
+
+# Layouts from ogb's nodeproppred/master.csv and io/read_graph_raw.py.
+OGB_NODE_DATASETS: Mapping[str, OgbNodeLayout] = MappingProxyType(
+    {
+        "ogbn-arxiv": OgbNodeLayout(split="time", add_inverse_edge=False),
+        "ogbn-products": OgbNodeLayout(split="sales_ranking", add_inverse_edge=True),
+        "ogbn-mag": OgbNodeLayout(
+            split="time", add_inverse_edge=False, node_type="paper", relation="paper___cites___paper"
+        ),
+    }
+)
+_OGB_SPLIT_FILES = {"train": "train", "val": "valid", "test": "test"}
+
+
+def read_ogb_node(root: Path, name: str) -> RawGraph:
+    """An OGB node dataset from its unzipped download folder (``raw/`` and ``split/``).
+
+    ogbn-arxiv: directed citation edges, as OGB gives them. ogbn-products:
+    each listed edge in both directions, as OGB's loader does. ogbn-mag: the
+    paper nodes, their cites edges (directed) and the paper split only, as
+    DP-GNN uses it. The official split becomes ``official_split``
+    (OGB's ``valid`` is ``val``). Reads with pandas' C parser into int64/float32
+    arrays (ogbn-products' 62M edges: a few GB, no Python loop over rows).
+    """
+    if name not in OGB_NODE_DATASETS:
+        raise ValueError(f"unknown OGB node dataset {name!r}; valid choices: {sorted(OGB_NODE_DATASETS)}")
+    layout = OGB_NODE_DATASETS[name]
+    root = Path(root)
+
+    if layout.node_type is None:
+        count_path = root / "raw" / "num-node-list.csv.gz"
+        counts = _read_csv_gz(count_path, dtype=np.int64).to_numpy().ravel()
+        if counts.size != 1:
+            _fail(count_path, f"expected one graph's node count, got {counts.size} values")
+    else:
+        count_path = root / "raw" / "num-node-dict.csv.gz"
+        table = _read_csv_gz(count_path, dtype=np.int64, header=True)
+        if layout.node_type not in table.columns or len(table) != 1:
+            _fail(count_path, f"expected one row with a {layout.node_type!r} column, got columns {list(table.columns)}")
+        counts = table[layout.node_type].to_numpy()
+    num_nodes = int(counts[0])
+
+    feature_path = root / layout.node_file("node-feat")
+    features = _read_csv_gz(feature_path, dtype=np.float32).to_numpy()
+    if features.shape[0] != num_nodes:
+        _fail(feature_path, f"{features.shape[0]} feature rows for {num_nodes} nodes ({count_path.name})")
+    label_path = root / layout.node_file("node-label")
+    labels = _read_csv_gz(label_path, dtype=np.int64).to_numpy()
+    if labels.shape != (num_nodes, 1):
+        _fail(label_path, f"expected one label column for {num_nodes} nodes, got shape {list(labels.shape)}")
+
+    edge_path = root / layout.edge_file()
+    edges = _read_csv_gz(edge_path, dtype=np.int64).to_numpy()
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        _fail(edge_path, f"expected two columns (source, target), got shape {list(edges.shape)}")
+    edge_index = _edge_set(
+        edges[:, 0], edges[:, 1], num_nodes=num_nodes, where=edge_path, both_directions=layout.add_inverse_edge
+    )
+    del edges
+
+    parts = {
+        part: _read_csv_gz(root / layout.split_file(stem), dtype=np.int64).to_numpy()
+        for part, stem in _OGB_SPLIT_FILES.items()
+    }
+    split = _split(parts, num_nodes=num_nodes, where=root / layout.split_file("train").parent)
+    data = _graph(features, _integer_labels(labels, label_path), edge_index, where=feature_path)
+    return RawGraph(data=data, official_split=split)
