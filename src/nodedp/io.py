@@ -8,7 +8,6 @@ never leaves a file that Snakemake or a later reader would take as complete.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import tempfile
@@ -64,11 +63,14 @@ def sha256_file(path: str | Path) -> str:
 
 
 def torch_save_atomic(obj: Any, path: str | Path) -> Path:
-    """``torch.save`` atomically. Serialising to memory first keeps the bytes
-    independent of the file name (torch names the archive after the file, here
-    a random temporary one), so equal objects get equal checksums."""
+    """``torch.save`` atomically. torch is handed an open file, not a path: it
+    names the archive after a path (here a random temporary one) but not after
+    a file object, so equal objects get equal checksums. Streaming to the file
+    (rather than to memory first) keeps a 2 GiB graph from costing 4 GiB more."""
     import torch  # here, so that torch-free stages (analysis, accounting) do not pay for it
 
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getvalue()))
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:
+            torch.save(obj, handle)
+
+    return atomic_write(path, write)

@@ -17,7 +17,6 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.utils import is_undirected
 
 from nodedp.io import read_json, sha256_file, torch_save_atomic, write_json
 
@@ -37,6 +36,8 @@ FORMAT_VERSION = 1
 GRAPH_FILE = "graph.pt"
 META_FILE = "meta.json"
 _TENSOR_KEYS = ("x", "y", "edge_index")
+# Elements per chunk where a whole-graph temporary would cost GiBs (ogbn-products: 62M edges).
+_CHUNK = 1 << 24
 
 
 class GraphValidationError(ValueError):
@@ -67,7 +68,9 @@ def validate_graph(data: Data, *, where: str, num_classes: int | None = None) ->
         fail("graph has no nodes")
     if y.size(0) != num_nodes:
         fail(f"x has {num_nodes} rows but y has {y.size(0)} labels")
-    if not bool(torch.isfinite(x).all()):
+    # Row blocks: isfinite of the whole x is a bool copy of it (245 MiB on ogbn-products).
+    rows_per_chunk = max(1, _CHUNK // max(1, x.size(1)))
+    if not all(bool(torch.isfinite(rows).all()) for rows in x.split(rows_per_chunk)):
         fail("x contains NaN or inf")
     if int(y.min()) < 0:
         fail(f"labels out of range: min label {int(y.min())} < 0")
@@ -79,10 +82,29 @@ def validate_graph(data: Data, *, where: str, num_classes: int | None = None) ->
             fail(f"edge index out of range: negative node id {low}")
         if high >= num_nodes:
             fail(f"edge index out of range: node id {high} >= num_nodes {num_nodes}")
-        keys = edge_index[0] * num_nodes + edge_index[1]
-        num_duplicates = keys.numel() - torch.unique(keys).numel()
+        keys = _sorted_edge_keys(edge_index[0], edge_index[1], num_nodes=num_nodes)
+        num_duplicates = int(np.count_nonzero(keys[1:] == keys[:-1]))
         if num_duplicates:
             fail(f"{num_duplicates} duplicate edges")
+
+
+def _sorted_edge_keys(src: Tensor, dst: Tensor, *, num_nodes: int) -> np.ndarray:
+    """src * N + dst per edge, sorted: one int64 array, built and sorted in
+    place (torch.unique would keep several edge-sized copies)."""
+    keys = src * num_nodes
+    keys += dst
+    keys = keys.cpu().numpy()
+    keys.sort()
+    return keys
+
+
+def _is_undirected(edge_index: Tensor, *, num_nodes: int, in_degree: Tensor, out_degree: Tensor) -> bool:
+    """Whether the multiset of edges equals that of the reversed edges (exact)."""
+    if not torch.equal(in_degree, out_degree):
+        return False
+    src, dst = edge_index
+    forward = _sorted_edge_keys(src, dst, num_nodes=num_nodes)
+    return bool(np.array_equal(forward, _sorted_edge_keys(dst, src, num_nodes=num_nodes)))
 
 
 def _summary(values: Tensor) -> dict[str, float]:
@@ -106,26 +128,29 @@ def graph_stats(data: Data) -> dict[str, Any]:
     shares = (counts.to(torch.float64) / num_nodes).tolist()
     smallest = int(counts.min())
     num_edges = int(src.numel())
+    in_degree = torch.bincount(dst, minlength=num_nodes)
+    out_degree = torch.bincount(src, minlength=num_nodes)
+    # In chunks: y[src] and y[dst] at once are two int64 copies of the edge list.
+    same_label = sum(
+        int((data.y[s] == data.y[d]).sum()) for s, d in zip(src.split(_CHUNK), dst.split(_CHUNK), strict=True)
+    )
     return {
         "num_nodes": num_nodes,
         "num_edges": num_edges,
         "num_features": data.x.size(1),
         "num_classes": num_classes,
-        "is_undirected": bool(is_undirected(data.edge_index, num_nodes=num_nodes)),
+        "is_undirected": _is_undirected(
+            data.edge_index, num_nodes=num_nodes, in_degree=in_degree, out_degree=out_degree
+        ),
         "self_loops": int((src == dst).sum()),
-        "degree": {
-            "in": _summary(torch.bincount(dst, minlength=num_nodes)),
-            "out": _summary(torch.bincount(src, minlength=num_nodes)),
-        },
+        "degree": {"in": _summary(in_degree), "out": _summary(out_degree)},
         "class_counts": counts.tolist(),
         # None where a class below the largest label is empty: the ratio is unbounded.
         "class_balance": {
             "shares": shares,
             "max_over_min": float(counts.max()) / smallest if smallest else None,
         },
-        "edge_homophily": (
-            float((data.y[src] == data.y[dst]).to(torch.float64).mean()) if num_edges else None
-        ),
+        "edge_homophily": same_label / num_edges if num_edges else None,
     }
 
 
