@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import pytest
@@ -206,13 +205,35 @@ def test_train_nodes_out_of_range_are_refused() -> None:
         bound_in_degree(torch.tensor([[0], [1]]), num_nodes=2, train_nodes=torch.tensor([2]), max_degree=1, seed=0)
 
 
-def test_million_edges_are_bounded_in_seconds() -> None:
+def test_million_edges_are_bounded() -> None:
+    # Speed and memory at scale: benchmarks/scale.py.
     generator = torch.Generator().manual_seed(0)
     num_nodes = 100_000
     edges = torch.randint(0, num_nodes, (2, 1_000_000), generator=generator)
     train = torch.arange(0, num_nodes, 2)
-    start = time.perf_counter()
     kept_in = bound_in_degree(edges, num_nodes=num_nodes, train_nodes=train, max_degree=5, seed=0)
     kept_out = bound_out_degree(edges, num_nodes=num_nodes, max_degree=5, seed=0)
-    assert time.perf_counter() - start < 5.0
     assert int(torch.bincount(kept_in[1]).max()) <= 5 and int(torch.bincount(kept_out[0]).max()) <= 5
+
+
+def test_out_degree_ties_of_truncated_hashes_are_settled_like_a_full_sort(monkeypatch) -> None:
+    """With hashes masked to a few bits the sort keys tie often: the result must still be
+    each source's D smallest (hash, column) pairs, as a lexsort over full hashes picks them."""
+    import numpy as np
+
+    import nodedp.data.degree as degree
+
+    real = degree._edge_hashes
+    monkeypatch.setattr(degree, "_edge_hashes", lambda *a: real(*a) & np.uint64(0xF00000000000000F))
+    generator = torch.Generator().manual_seed(1)
+    num_nodes, max_degree = 50, 3
+    edges = torch.randint(0, num_nodes, (2, 2_000), generator=generator)
+    kept = degree.bound_out_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=7)
+
+    src, dst = edges.numpy()
+    hashes = degree._edge_hashes(degree._node_hashes(num_nodes, seed=7, stream=degree._OUT_DEGREE_STREAM), src, dst)
+    order = np.lexsort((np.arange(src.size), hashes, src))
+    rank = np.empty(src.size, dtype=np.int64)
+    counts = np.bincount(src, minlength=num_nodes)
+    rank[order] = np.arange(src.size) - (np.cumsum(counts) - counts)[src[order]]
+    assert torch.equal(kept, edges[:, torch.from_numpy(rank < max_degree)])

@@ -162,3 +162,15 @@ def test_load_graph_meta_refuses_other_format_version(tmp_path: Path) -> None:
     write_json(tmp_path / "meta.json", {**meta, "format_version": FORMAT_VERSION + 1})
     with pytest.raises(GraphValidationError, match="format_version"):
         load_graph(tmp_path)
+
+
+def test_a_directed_cycle_is_not_undirected_though_its_degrees_balance() -> None:
+    from torch_geometric.data import Data
+
+    from nodedp.data import graph_stats
+
+    cycle = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long), edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    assert graph_stats(cycle)["is_undirected"] is False
+    both = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long),
+                edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]))
+    assert graph_stats(both)["is_undirected"] is True

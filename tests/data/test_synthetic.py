@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import pytest
 import torch
@@ -120,8 +119,7 @@ def test_spec_is_frozen() -> None:
         spec().seed = 3  # type: ignore[misc]
 
 
-def test_ten_thousand_nodes_degree_twenty_is_fast() -> None:
-    start = time.perf_counter()
+def test_ten_thousand_nodes_degree_twenty_hits_the_mean_degree() -> None:
+    # Speed is measured by benchmarks/scale.py, not asserted here.
     data = generate_csbm(spec(num_nodes=10_000, avg_degree=20.0, num_features=32, degree_exponent=2.1))
-    assert time.perf_counter() - start < 2.0
     assert data.edge_index.size(1) == pytest.approx(200_000, rel=0.05)
