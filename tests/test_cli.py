@@ -97,3 +97,13 @@ def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, t
     assert artifact["kind"] == kind and artifact["bound"] == 3 and edges.size(1) > 0
     endpoint = edges[1] if kind == "in-degree" else edges[0]
     assert int(torch.bincount(endpoint).max()) <= 3
+
+
+def test_download_refuses_synthetic_datasets_and_reports_unreachable_hosts(tmp_path, capsys):
+    assert main(["download", "--dataset", "csbm-tiny", "--out", str(tmp_path / "raw")]) == 2
+    assert "nothing to download" in capsys.readouterr().err
+    # A mirror on a closed loopback port: the download fails with the URL named, nothing written.
+    with pytest.raises(SystemExit) as exc:
+        main(["download", "--dataset", "cora", "--out", str(tmp_path / "raw"), "--no-progress",
+              "--mirror", "http://127.0.0.1:9"])
+    assert "ind.cora" in str(exc.value) and not (tmp_path / "raw").exists()

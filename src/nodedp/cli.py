@@ -72,14 +72,17 @@ def cmd_methods(args: argparse.Namespace) -> None:
 
 def cmd_download(args: argparse.Namespace) -> None:
     from nodedp.data import get_dataset
-    from nodedp.data.download import fetch_files, resolve_mirror
+    from nodedp.data.download import DownloadError, fetch_files, resolve_mirror
 
     info = get_dataset(args.dataset)
     if info.kind != "download":
         raise ValueError(f"dataset {args.dataset!r} is {info.kind}: it has nothing to download")
     out = Path(args.out)
     lock = Path(args.lock) if args.lock else None
-    paths = fetch_files(info.files, out, mirror=resolve_mirror(args.mirror), lock_path=lock, progress=args.progress)
+    try:
+        paths = fetch_files(info.files, out, mirror=resolve_mirror(args.mirror), lock_path=lock, progress=args.progress)
+    except DownloadError as err:  # the network's fault, not the input's: no traceback either
+        raise SystemExit(f"nodedp download: error: {err}") from None
     print(f"{args.dataset}: {len(paths)} file(s) in {out}")
 
 
