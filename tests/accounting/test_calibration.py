@@ -5,11 +5,15 @@ import math
 import pytest
 
 from nodedp.accounting import (
+    calibrate,
+    calibrate_dp_gnn,
     calibrate_dpsgd,
     calibrate_noise_multiplier,
     compose,
     epsilon_of,
     gaussian_event,
+    hypergeometric_gaussian_epsilon,
+    max_occurrences,
     subsampled_gaussian_event,
 )
 
@@ -66,7 +70,9 @@ def test_tolerance_sets_how_close_below_the_target_it_lands():
         make_event=lambda s: compose([gaussian_event(noise_multiplier=s), gaussian_event(noise_multiplier=2 * s)]),
         tolerance=1e-4,
     )
-    spent = epsilon_of(compose([gaussian_event(noise_multiplier=sigma), gaussian_event(noise_multiplier=2 * sigma)]), delta=DELTA)
+    spent = epsilon_of(
+        compose([gaussian_event(noise_multiplier=sigma), gaussian_event(noise_multiplier=2 * sigma)]), delta=DELTA
+    )
     assert 3.0 * (1 - 1e-4) <= spent <= 3.0
 
 
@@ -112,4 +118,31 @@ def test_target_that_constrains_nothing_is_a_clear_error():
     with pytest.raises(ValueError, match="does not constrain"):
         calibrate_noise_multiplier(
             target_epsilon=4.0, target_delta=DELTA, make_event=lambda s: gaussian_event(noise_multiplier=10.0)
+        )
+
+
+@pytest.mark.parametrize("target", [0.5, 2.0, 10.0])
+@pytest.mark.parametrize(
+    ("n", "k", "r", "m", "steps"), [(2000, 5, 1, 100, 50), (500, 3, 2, 100, 300), (90_000, 10, 1, 10_000, 100)]
+)
+def test_calibrated_dp_gnn_lands_just_below_the_target(target, n, k, r, m, steps):
+    schedule = {"num_examples": n, "max_occurrences": max_occurrences(max_degree=k, num_layers=r), "batch_size": m}
+    sigma = calibrate_dp_gnn(target_epsilon=target, target_delta=1 / n, steps=steps, **schedule)
+    spent = hypergeometric_gaussian_epsilon(noise_multiplier=sigma, steps=steps, delta=1 / n, **schedule)
+    assert 0.99 * target <= spent <= target
+
+
+def test_calibrate_searches_any_decreasing_epsilon():
+    sigma = calibrate(target_epsilon=2.0, epsilon_of_sigma=lambda s: 7.0 / s**1.5, tolerance=1e-3)
+    assert 2.0 * (1 - 1e-3) <= 7.0 / sigma**1.5 <= 2.0
+
+
+def test_bad_dp_gnn_schedule_is_refused_before_searching():
+    with pytest.raises(ValueError, match="batch_size"):
+        calibrate_dp_gnn(
+            target_epsilon=1.0, target_delta=DELTA, num_examples=10, max_occurrences=3, batch_size=11, steps=5
+        )
+    with pytest.raises(ValueError, match="target_delta"):
+        calibrate_dp_gnn(
+            target_epsilon=1.0, target_delta=0.0, num_examples=10, max_occurrences=3, batch_size=5, steps=5
         )

@@ -16,6 +16,8 @@ from nodedp.accounting import (
     compose,
     epsilon_of,
     gaussian_event,
+    hypergeometric_gaussian_epsilon,
+    hypergeometric_gaussian_params,
     read_ledger,
     subsampled_gaussian_event,
     verify_ledger_dict,
@@ -61,6 +63,26 @@ def laplace_record(epsilon: float) -> MechanismRecord:
         sensitivity_reason="one node owns one label",
         dp_event=None,
         pure_epsilon=epsilon,
+    )
+
+
+def dp_gnn_record(sigma: float, *, steps: int = STEPS) -> MechanismRecord:
+    return MechanismRecord(
+        name="dp-sgd:gcn",
+        kind="hypergeometric_gaussian",
+        touches=("features", "labels", "edges"),
+        params=hypergeometric_gaussian_params(
+            num_examples=2000,
+            max_degree=5,
+            num_layers=1,
+            batch_size=100,
+            noise_multiplier=sigma,
+            clip_norm=1.0,
+            steps=steps,
+        ),
+        sensitivity=2.0 * 6,
+        sensitivity_reason="a node occurs in at most N(K,r) = 6 subgraphs, each clipped to C",
+        dp_event=None,
     )
 
 
@@ -125,7 +147,9 @@ def test_composition_costs_more_than_each_part_and_pure_epsilon_adds():
 
 
 def test_pld_ledger_accounts_with_pld():
-    ledger = Ledger(level="edge", target_epsilon=5.0, target_delta=DELTA, mechanisms=(gaussian_record(2.0),), accountant="pld")
+    ledger = Ledger(
+        level="edge", target_epsilon=5.0, target_delta=DELTA, mechanisms=(gaussian_record(2.0),), accountant="pld"
+    )
     assert ledger.composed()[0] == epsilon_of(gaussian_event(noise_multiplier=2.0), delta=DELTA, accountant="pld")
     assert ledger.composed()[0] < dataclasses.replace(ledger, accountant="rdp").composed()[0]
     assert verify_ledger_dict(ledger.to_dict()) == ledger.composed()[0]
@@ -198,3 +222,76 @@ def test_ledger_validation():
         Ledger(level="node", target_epsilon=math.inf, target_delta=DELTA, mechanisms=(record,))
     with pytest.raises(ValueError, match="target_delta"):
         Ledger(level="node", target_epsilon=5.0, target_delta=0.0, mechanisms=(record,)).composed()
+
+
+def test_hypergeometric_mechanism_composes_to_its_own_epsilon():
+    record = dp_gnn_record(10.0)
+    ledger = Ledger(level="node", target_epsilon=100.0, target_delta=DELTA, mechanisms=(record,))
+    alone = hypergeometric_gaussian_epsilon(
+        num_examples=2000, max_occurrences=6, batch_size=100, noise_multiplier=10.0, steps=STEPS, delta=DELTA
+    )
+    assert ledger.composed() == (alone, DELTA)
+    # RDP adds across mechanisms: two records of T steps cost what one of 2T costs.
+    twice = dataclasses.replace(ledger, mechanisms=(record, dataclasses.replace(record, name="again")))
+    doubled = dataclasses.replace(ledger, mechanisms=(dp_gnn_record(10.0, steps=2 * STEPS),))
+    assert twice.composed()[0] == pytest.approx(doubled.composed()[0], rel=1e-12)
+    assert twice.composed()[0] > alone
+
+
+def test_hypergeometric_with_dp_events_costs_more_than_each_and_pure_epsilon_adds():
+    def spent(*records: MechanismRecord) -> float:
+        return Ledger(level="node", target_epsilon=100.0, target_delta=DELTA, mechanisms=records).composed()[0]
+
+    ours, dpsgd, gauss = dp_gnn_record(10.0), dpsgd_record(1.0), gaussian_record(4.0)
+    mixed = spent(ours, dpsgd, gauss)
+    assert mixed > spent(ours) and mixed > spent(dpsgd, gauss) and mixed > spent(dpsgd) and mixed > spent(gauss)
+    # RDP composition beats adding the parts' ε.
+    assert mixed < spent(ours) + spent(dpsgd, gauss)
+    assert spent(ours, dpsgd, gauss, laplace_record(0.25)) == pytest.approx(mixed + 0.25, rel=1e-12)
+
+
+def test_hypergeometric_ledger_round_trips_and_verifies(tmp_path):
+    ledger = Ledger(
+        level="node", target_epsilon=50.0, target_delta=DELTA, mechanisms=(dp_gnn_record(10.0), gaussian_record(3.0))
+    )
+    d = json.loads(json.dumps(ledger.to_dict(), allow_nan=False))
+    assert Ledger.from_dict(d) == ledger
+    assert d["mechanisms"][0]["dp_event"] is None and d["mechanisms"][0]["pure_epsilon"] is None
+    assert read_ledger(write_ledger(ledger, tmp_path / "ledger.json")) == ledger
+    assert verify_ledger_dict(d) == pytest.approx(ledger.composed()[0], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("steps", 2 * STEPS, PrivacyBudgetExceeded),  # more steps than the stored ε was computed for
+        ("batch_size", 200, PrivacyBudgetExceeded),
+        ("max_degree", 2, ValueError),  # contradicts the recorded N(K,r)
+        ("noise_multiplier", 20.0, ValueError),  # contradicts noise_std / clip_norm
+        ("sampling", "poisson", ValueError),
+    ],
+)
+def test_verify_catches_tampered_hypergeometric_params(field, value, error):
+    ledger = Ledger(level="node", target_epsilon=50.0, target_delta=DELTA, mechanisms=(dp_gnn_record(10.0),))
+    d = ledger.to_dict()
+    d["mechanisms"][0]["params"][field] = value
+    with pytest.raises(error):
+        verify_ledger_dict(d)
+
+
+def test_pld_refuses_rdp_curve_mechanisms_by_kind():
+    ledger = Ledger(
+        level="node", target_epsilon=50.0, target_delta=DELTA, mechanisms=(dp_gnn_record(10.0),), accountant="pld"
+    )
+    with pytest.raises(ValueError, match="'hypergeometric_gaussian'.*use accountant 'rdp'"):
+        ledger.composed()
+
+
+def test_rdp_curve_record_takes_no_other_cost():
+    record = dp_gnn_record(10.0)
+    with pytest.raises(ValueError, match="own RDP curve"):
+        dataclasses.replace(record, pure_epsilon=0.1)
+    with pytest.raises(ValueError, match="own RDP curve"):
+        dataclasses.replace(record, dp_event=gaussian_event(noise_multiplier=1.0))
+    with pytest.raises(ValueError, match="noise_std"):
+        dataclasses.replace(record, params={**record.params, "noise_std": 1.0})

@@ -1,4 +1,4 @@
-"""Privacy accounting: mechanisms as DpEvents, noise calibration, the δ policy and the ledger.
+"""Privacy accounting: mechanisms as DpEvents (or RDP curves of their own), noise calibration, the δ policy and the ledger.
 
 Torch-free by design (numpy, scipy and dp_accounting only), so that ledgers
 can be verified and aggregated without a deep-learning stack.
@@ -6,7 +6,7 @@ can be verified and aggregated without a deep-learning stack.
 
 from __future__ import annotations
 
-from nodedp.accounting.calibration import calibrate_dpsgd, calibrate_noise_multiplier
+from nodedp.accounting.calibration import calibrate, calibrate_dp_gnn, calibrate_dpsgd, calibrate_noise_multiplier
 from nodedp.accounting.delta import default_delta, resolve_delta
 from nodedp.accounting.events import (
     ACCOUNTANTS,
@@ -18,9 +18,16 @@ from nodedp.accounting.events import (
     gaussian_event,
     subsampled_gaussian_event,
 )
+from nodedp.accounting.hypergeometric import (
+    hypergeometric_gaussian_epsilon,
+    hypergeometric_gaussian_params,
+    hypergeometric_gaussian_rdp,
+    max_occurrences,
+)
 from nodedp.accounting.ledger import (
     LEVELS,
     MECHANISM_KINDS,
+    RDP_CURVES,
     TOUCHABLE,
     Ledger,
     MechanismRecord,
@@ -34,11 +41,14 @@ __all__ = [
     "ACCOUNTANTS",
     "LEVELS",
     "MECHANISM_KINDS",
+    "RDP_CURVES",
     "RDP_ORDERS",
     "TOUCHABLE",
     "Ledger",
     "MechanismRecord",
     "PrivacyBudgetExceeded",
+    "calibrate",
+    "calibrate_dp_gnn",
     "calibrate_dpsgd",
     "calibrate_noise_multiplier",
     "compose",
@@ -47,6 +57,10 @@ __all__ = [
     "event_from_dict",
     "event_to_dict",
     "gaussian_event",
+    "hypergeometric_gaussian_epsilon",
+    "hypergeometric_gaussian_params",
+    "hypergeometric_gaussian_rdp",
+    "max_occurrences",
     "read_ledger",
     "resolve_delta",
     "subsampled_gaussian_event",

@@ -3,6 +3,8 @@
 The search runs over the same accountant that later accounts the run, so the
 calibrated noise multiplier σ spends at most the target: ε(σ) ≤ target_ε.
 It is the smallest such σ to within ``tolerance``: ε(σ) ≥ (1 − tolerance)·target_ε.
+``calibrate`` is the search over any ε(σ); the other functions give it the ε
+of a DpEvent or of a curve that is not one (DP-GNN's Theorem 1).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from nodedp.accounting.events import (
     epsilon_of,
     subsampled_gaussian_event,
 )
+from nodedp.accounting.hypergeometric import hypergeometric_gaussian_epsilon, hypergeometric_gaussian_rdp
 
-__all__ = ["calibrate_dpsgd", "calibrate_noise_multiplier"]
+__all__ = ["calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_noise_multiplier"]
 
 # The σ search range: below it ε is effectively infinite for every mechanism
 # here, above it the noise drowns any signal a model could learn from.
@@ -42,19 +45,33 @@ def calibrate_noise_multiplier(
     accountant: str = "rdp",
     tolerance: float = 0.005,
 ) -> float:
-    """The smallest noise multiplier σ with ε(make_event(σ)) ≤ ``target_epsilon`` at ``target_delta``.
-
-    Assumes ε decreases as σ grows. The result satisfies
-    (1 − tolerance)·target ≤ ε(σ) ≤ target whenever ε is continuous in σ; where
-    the accountant's ε jumps across that window, the σ just above the jump is
-    returned (still within budget). Works on log σ against log ε, which is
-    close to linear, so a regula falsi lands in a few accountant calls.
-    """
-    if isinstance(target_epsilon, bool) or not (math.isfinite(target_epsilon) and target_epsilon > 0):
-        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}")
+    """The smallest noise multiplier σ with ε(make_event(σ)) ≤ ``target_epsilon`` at ``target_delta``."""
     check_delta(target_delta, "target_delta")
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"unknown accountant {accountant!r}; valid choices: {list(ACCOUNTANTS)}")
+    return calibrate(
+        target_epsilon=target_epsilon,
+        epsilon_of_sigma=lambda sigma: epsilon_of(make_event(sigma), delta=target_delta, accountant=accountant),
+        tolerance=tolerance,
+    )
+
+
+def calibrate(
+    *,
+    target_epsilon: float,
+    epsilon_of_sigma: Callable[[float], float],
+    tolerance: float = 0.005,
+) -> float:
+    """The smallest noise multiplier σ with ``epsilon_of_sigma(σ)`` ≤ ``target_epsilon``.
+
+    Assumes ε decreases as σ grows. The result satisfies
+    (1 − tolerance)·target ≤ ε(σ) ≤ target whenever ε is continuous in σ; where
+    ε jumps across that window, the σ just above the jump is returned (still
+    within budget). Works on log σ against log ε, which is close to linear, so
+    a regula falsi lands in a few evaluations of ε.
+    """
+    if isinstance(target_epsilon, bool) or not (math.isfinite(target_epsilon) and target_epsilon > 0):
+        raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon!r}")
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
 
@@ -66,8 +83,8 @@ def calibrate_noise_multiplier(
         nonlocal evaluations
         evaluations += 1
         if evaluations > _MAX_EVALUATIONS:
-            raise RuntimeError(f"calibration did not converge in {_MAX_EVALUATIONS} accountant calls")
-        epsilon = epsilon_of(make_event(math.exp(u)), delta=target_delta, accountant=accountant)
+            raise RuntimeError(f"calibration did not converge in {_MAX_EVALUATIONS} evaluations of ε")
+        epsilon = float(epsilon_of_sigma(math.exp(u)))
         return epsilon, _log(epsilon)
 
     # Bracket: lo is over budget, hi within it. Points are (log σ, log ε).
@@ -86,7 +103,7 @@ def calibrate_noise_multiplier(
             if u >= math.log(SIGMA_MAX):
                 raise ValueError(
                     f"target_epsilon = {target_epsilon} is unreachable: even noise multiplier {SIGMA_MAX:g} "
-                    f"spends ε = {epsilon:.6g} at δ = {target_delta:g} (the mechanism's ε has a floor)"
+                    f"spends ε = {epsilon:.6g} (the mechanism's ε has a floor)"
                 )
             direction = 1.0
         else:
@@ -96,7 +113,7 @@ def calibrate_noise_multiplier(
             if u <= math.log(SIGMA_MIN):
                 raise ValueError(
                     f"target_epsilon = {target_epsilon} does not constrain the noise: noise multiplier "
-                    f"{SIGMA_MIN:g} already spends only ε = {epsilon:.6g} at δ = {target_delta:g}"
+                    f"{SIGMA_MIN:g} already spends only ε = {epsilon:.6g}"
                 )
             direction = -1.0
         # Next guess: the log-log secant through the last two points, else slope −1 (ε ∝ 1/σ).
@@ -154,4 +171,28 @@ def calibrate_dpsgd(
             noise_multiplier=sigma, sampling_rate=sampling_rate, steps=steps
         ),
         accountant=accountant,
+    )
+
+
+def calibrate_dp_gnn(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    num_examples: int,
+    max_occurrences: int,
+    batch_size: int,
+    steps: int,
+    tolerance: float = 0.005,
+) -> float:
+    """σ/C for ``steps`` DP-GNN steps (Theorem 1): noise std on the gradient sum over the clip norm."""
+    check_delta(target_delta, "target_delta")
+    schedule = {"num_examples": num_examples, "max_occurrences": max_occurrences, "batch_size": batch_size}
+    # Validates the schedule before the search starts.
+    hypergeometric_gaussian_rdp(orders=(2.0,), noise_multiplier=1.0, **schedule)
+    return calibrate(
+        target_epsilon=target_epsilon,
+        epsilon_of_sigma=lambda sigma: hypergeometric_gaussian_epsilon(
+            noise_multiplier=sigma, steps=steps, delta=target_delta, **schedule
+        ),
+        tolerance=tolerance,
     )

@@ -5,6 +5,9 @@ composed ε is recomputed from the recorded mechanisms (``verify_ledger_dict``),
 never trusted from the stored number, and a ledger over its target fails.
 
 Composition. DpEvents are composed by the ledger's accountant at the target δ.
+Mechanisms whose bound is an RDP curve of their own (``RDP_CURVES``: kind ->
+curve of the record's params) need the "rdp" accountant: their curves add to
+the DpEvents' RDP at every order, and the sum is converted to ε once.
 Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
 bounded by their own analysis) add their ε on top by basic composition:
 (ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
@@ -16,25 +19,32 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 from dp_accounting.dp_event import DpEvent
+from dp_accounting.privacy_accountant import UnsupportedEventError
+from dp_accounting.rdp import RdpAccountant
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from nodedp.accounting.events import (
     ACCOUNTANTS,
+    RDP_ORDERS,
     compose,
     epsilon_of,
     event_from_dict,
     event_to_dict,
 )
+from nodedp.accounting.hypergeometric import hypergeometric_gaussian_rdp_of_params
 
 __all__ = [
     "LEVELS",
     "MECHANISM_KINDS",
+    "RDP_CURVES",
     "TOUCHABLE",
     "Ledger",
     "MechanismRecord",
@@ -54,6 +64,10 @@ MECHANISM_KINDS: tuple[str, ...] = (
     "hypergeometric_gaussian",
 )
 TOUCHABLE: tuple[str, ...] = ("features", "labels", "edges")
+# Kinds whose cost is an RDP curve computed from the record's params (not a DpEvent).
+RDP_CURVES: Mapping[str, Callable[[Mapping[str, Any], Sequence[float]], np.ndarray]] = MappingProxyType(
+    {"hypergeometric_gaussian": hypergeometric_gaussian_rdp_of_params}
+)
 LEVELS: tuple[str, ...] = ("node", "edge", "none")
 
 # A composed ε above target·(1 + this) is an overrun, not floating-point noise.
@@ -81,7 +95,11 @@ def _float_from_json(value: float | str) -> float:
 
 @dataclass(frozen=True)
 class MechanismRecord:
-    """One mechanism applied to private data; its cost is ``dp_event`` or ``pure_epsilon``, exactly one."""
+    """One mechanism applied to private data.
+
+    Its cost is exactly one of ``dp_event``, ``pure_epsilon``, or (for kinds in
+    ``RDP_CURVES``, which take neither) the kind's RDP curve of ``params``.
+    """
 
     name: str
     kind: str
@@ -114,8 +132,18 @@ class MechanismRecord:
             raise ValueError(f"{self.name}: sensitivity must be a finite number >= 0 or None, got {self.sensitivity}")
         if not self.sensitivity_reason:
             raise ValueError(f"{self.name}: sensitivity_reason must say why the sensitivity holds")
-        if (self.dp_event is None) == (self.pure_epsilon is None):
-            raise ValueError(f"{self.name}: give exactly one of dp_event and pure_epsilon (the mechanism's cost)")
+        if self.kind in RDP_CURVES:
+            if self.dp_event is not None or self.pure_epsilon is not None:
+                raise ValueError(
+                    f"{self.name}: kind {self.kind!r} is accounted by its own RDP curve of params; "
+                    "give neither dp_event nor pure_epsilon"
+                )
+            RDP_CURVES[self.kind](self.params, (2.0,))  # evaluating the curve validates its params
+        elif (self.dp_event is None) == (self.pure_epsilon is None):
+            raise ValueError(
+                f"{self.name}: give exactly one of dp_event and pure_epsilon (the mechanism's cost); "
+                f"only kinds {list(RDP_CURVES)} take neither"
+            )
         if self.dp_event is not None and not isinstance(self.dp_event, DpEvent):
             raise TypeError(f"{self.name}: dp_event must be a DpEvent, got {type(self.dp_event).__name__}")
         if self.pure_epsilon is not None and not (math.isfinite(self.pure_epsilon) and self.pure_epsilon >= 0):
@@ -193,20 +221,32 @@ class Ledger:
     def composed(self) -> tuple[float, float]:
         """(ε, δ) of the whole composition; (inf, 0) when non-private.
 
-        DpEvents are composed by the accountant at ``target_delta``; pure-ε
-        terms add to ε with δ unchanged (basic composition). δ is 0 when every
-        mechanism is pure-ε.
+        DpEvents are composed by the accountant at ``target_delta``; with
+        RDP-curve mechanisms (rdp accountant only) their curves add to the
+        events' RDP before the one conversion. Pure-ε terms add to ε with δ
+        unchanged (basic composition). δ is 0 when every mechanism is pure-ε.
         """
         if not self.private:
             return math.inf, 0.0
         events = [r.dp_event for r in self.mechanisms if r.dp_event is not None]
+        curves = [r for r in self.mechanisms if r.kind in RDP_CURVES]
         pure = math.fsum(r.pure_epsilon for r in self.mechanisms if r.pure_epsilon is not None)
-        if not events:
+        if not events and not curves:
             return pure, 0.0
         if self.target_delta <= 0:
-            raise ValueError("this ledger holds DpEvents, which need a target_delta in (0, 1); it is 0")
-        event = events[0] if len(events) == 1 else compose(events)
-        return epsilon_of(event, delta=self.target_delta, accountant=self.accountant) + pure, self.target_delta
+            raise ValueError("this ledger holds DpEvents or RDP curves, which need a target_delta in (0, 1); it is 0")
+        if not curves:
+            event = events[0] if len(events) == 1 else compose(events)
+            return epsilon_of(event, delta=self.target_delta, accountant=self.accountant) + pure, self.target_delta
+        if self.accountant != "rdp":
+            kinds = sorted({r.kind for r in curves})
+            raise ValueError(
+                f"mechanism kinds {kinds} are accounted by their own RDP curves, which the "
+                f"{self.accountant!r} accountant cannot compose; use accountant 'rdp'"
+            )
+        rdp = sum((RDP_CURVES[r.kind](r.params, RDP_ORDERS) for r in curves), start=_events_rdp(events))
+        epsilon = float(compute_epsilon(list(RDP_ORDERS), list(rdp), self.target_delta)[0])
+        return epsilon + pure, self.target_delta
 
     def check(self) -> None:
         """Raise unless the ledger is a valid spend within its target."""
@@ -247,6 +287,17 @@ class Ledger:
         )
 
 
+def _events_rdp(events: Sequence[DpEvent]) -> np.ndarray:
+    """The composed RDP of ``events`` at ``RDP_ORDERS``, as the rdp accountant computes it."""
+    accountant = RdpAccountant(orders=list(RDP_ORDERS))
+    for event in events:
+        try:
+            accountant.compose(event)
+        except UnsupportedEventError as err:
+            raise ValueError(f"the 'rdp' accountant cannot account {type(event).__name__}: {err}") from err
+    return accountant.rdp
+
+
 def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     """Recompute a stored ledger's ε from its mechanisms; raise if it overspends or disagrees.
 
@@ -268,7 +319,9 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     else:
         agree = math.isclose(epsilon, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)
     if not agree:
-        raise PrivacyBudgetExceeded(f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}")
+        raise PrivacyBudgetExceeded(
+            f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}"
+        )
     return epsilon
 
 

@@ -1,0 +1,198 @@
+"""DP-GNN's amplification by fixed-size sampling of subgraphs (Daigavane et al., Theorem 1).
+
+Each DP-GNN step draws a batch of exactly m of the N training subgraphs
+uniformly without replacement, clips every per-subgraph gradient to norm C and
+adds N(0, σ²I) to their sum. One node occurs in at most N(K, r) subgraphs, so
+the gradient sum moves by at most 2Cρ, where ρ ~ Hypergeometric(N, N(K, r), m)
+counts the batch's subgraphs that hold the node. Mixing the Gaussian
+mechanism's RDP over ρ (the paper's Lemma 5) makes every step (α, γ(α))-RDP:
+
+    γ(α) = 1/(α − 1) · ln E_ρ[exp(α(α − 1) · 2ρ²C²/σ²)],
+
+and T steps (α, T·γ(α))-RDP. The curve is not a dp_accounting DpEvent, so it
+is computed here and converted to (ε, δ) with dp_accounting's RDP conversion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+from scipy.special import logsumexp
+from scipy.stats import hypergeom
+
+from nodedp.accounting.events import RDP_ORDERS, check_delta
+
+__all__ = [
+    "SAMPLING",
+    "hypergeometric_gaussian_epsilon",
+    "hypergeometric_gaussian_params",
+    "hypergeometric_gaussian_rdp",
+    "hypergeometric_gaussian_rdp_of_params",
+    "max_occurrences",
+]
+
+# The batch sampling Theorem 1 assumes; the ledger records it so that a run
+# that samples otherwise cannot borrow this curve.
+SAMPLING = "fixed_size_without_replacement"
+
+# noise_std must equal noise_multiplier · clip_norm to this relative precision.
+_NOISE_RTOL = 1e-9
+
+
+def _check_int(value: Any, name: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_positive(value: Any, name: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float | np.number)
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def max_occurrences(*, max_degree: int, num_layers: int) -> int:
+    """N(K, r) = (K^(r+1) − 1)/(K − 1) = 1 + K + … + K^r: the most r-hop subgraphs one node occurs in.
+
+    With in-degrees bounded by K, a node reaches at most K^i nodes i hops
+    downstream, and each of the nodes within r hops owns one subgraph
+    (r + 1 when K = 1, 1 when K = 0 or r = 0).
+    """
+    k = _check_int(max_degree, "max_degree", minimum=0)
+    r = _check_int(num_layers, "num_layers", minimum=0)
+    return sum(k**i for i in range(r + 1))
+
+
+def hypergeometric_gaussian_rdp(
+    *,
+    orders: Sequence[float],
+    num_examples: int,
+    max_occurrences: int,
+    batch_size: int,
+    noise_multiplier: float,
+) -> np.ndarray:
+    """Theorem 1's per-step RDP γ(α) at each of ``orders`` (all > 1); +inf where it overflows.
+
+    ``num_examples`` is N (training subgraphs), ``max_occurrences`` N(K, r),
+    ``batch_size`` m (drawn without replacement), and ``noise_multiplier`` is
+    σ/C: the std of the noise added to the gradient SUM divided by the
+    per-example clip norm C. Unlike a DpEvent's noise multiplier it is not
+    relative to the sensitivity, which here is 2C per sampled occurrence.
+    """
+    n = _check_int(num_examples, "num_examples", minimum=1)
+    d = _check_int(max_occurrences, "max_occurrences", minimum=1)
+    m = _check_int(batch_size, "batch_size", minimum=1)
+    if m > n:
+        raise ValueError(f"batch_size = {m} exceeds num_examples = {n} (the batch is drawn without replacement)")
+    z = _check_positive(noise_multiplier, "noise_multiplier")
+    alphas = np.asarray(orders, dtype=np.float64)
+    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or not np.all(alphas > 1):
+        raise ValueError(f"orders must be a sequence of finite numbers > 1, got {orders!r}")
+
+    # A node occurs in at most all N subgraphs; capping keeps the distribution defined
+    # and, by Lemma 6's stochastic dominance, still bounds the true count.
+    d = min(d, n)
+    rho = np.arange(max(0, m + d - n), min(m, d) + 1, dtype=np.float64)
+    log_pmf = hypergeom.logpmf(rho, n, d, m)
+    with np.errstate(over="ignore"):
+        # (α − 1)·γ_ρ, with γ_ρ = α(2ρC)²/(2σ²) the Gaussian's RDP at sensitivity 2ρC.
+        exponent = (alphas * (alphas - 1))[:, None] * (2.0 * (rho / z) ** 2)[None, :]
+    log_mgf = logsumexp(log_pmf[None, :] + exponent, axis=1)
+    # Near 0, logsumexp's answer is swamped by the rounding of Σ pmf = 1;
+    # ln(1 + Σ pmf·(e^x − 1)) keeps the digits (the ρ = 0 term adds exactly 0).
+    small = log_mgf < 1.0
+    if np.any(small):
+        log_mgf[small] = np.log1p(np.expm1(exponent[small]) @ np.exp(log_pmf))
+    rdp = log_mgf / (alphas - 1)
+    return np.where(np.isnan(rdp), np.inf, rdp)
+
+
+def hypergeometric_gaussian_epsilon(
+    *,
+    num_examples: int,
+    max_occurrences: int,
+    batch_size: int,
+    noise_multiplier: float,
+    steps: int,
+    delta: float,
+    orders: Sequence[float] = RDP_ORDERS,
+) -> float:
+    """ε at ``delta`` of ``steps`` DP-GNN steps: T·γ(α) converted as dp_accounting's RdpAccountant does."""
+    t = _check_int(steps, "steps", minimum=1)
+    check_delta(delta)
+    rdp = t * hypergeometric_gaussian_rdp(
+        orders=orders,
+        num_examples=num_examples,
+        max_occurrences=max_occurrences,
+        batch_size=batch_size,
+        noise_multiplier=noise_multiplier,
+    )
+    return float(compute_epsilon(list(orders), list(rdp), delta)[0])
+
+
+def hypergeometric_gaussian_params(
+    *,
+    num_examples: int,
+    max_degree: int,
+    num_layers: int,
+    batch_size: int,
+    noise_multiplier: float,
+    clip_norm: float,
+    steps: int,
+) -> dict[str, Any]:
+    """The ledger params of a "hypergeometric_gaussian" mechanism: everything Theorem 1 depends on."""
+    params = {
+        "num_examples": num_examples,
+        "max_occurrences": max_occurrences(max_degree=max_degree, num_layers=num_layers),
+        "max_degree": max_degree,
+        "num_layers": num_layers,
+        "batch_size": batch_size,
+        "noise_multiplier": float(noise_multiplier),
+        "noise_std": float(noise_multiplier) * _check_positive(clip_norm, "clip_norm"),
+        "clip_norm": float(clip_norm),
+        "steps": steps,
+        "sampling": SAMPLING,
+    }
+    hypergeometric_gaussian_rdp_of_params(params, (2.0,))  # validates every field
+    return params
+
+
+def hypergeometric_gaussian_rdp_of_params(params: Mapping[str, Any], orders: Sequence[float]) -> np.ndarray:
+    """T·γ(α) at ``orders`` from a ledger record's params; refuses params that contradict each other."""
+    keys = ("num_examples", "max_occurrences", "max_degree", "num_layers", "batch_size",
+            "noise_multiplier", "noise_std", "clip_norm", "steps", "sampling")  # fmt: skip
+    missing = [key for key in keys if key not in params]
+    if missing:
+        raise ValueError(f"hypergeometric_gaussian params lack {missing}; they need {list(keys)}")
+    if params["sampling"] != SAMPLING:
+        raise ValueError(
+            f"Theorem 1 holds for batches of fixed size drawn without replacement (sampling {SAMPLING!r}), "
+            f"got sampling {params['sampling']!r}"
+        )
+    expected = max_occurrences(max_degree=params["max_degree"], num_layers=params["num_layers"])
+    if params["max_occurrences"] != expected:
+        raise ValueError(
+            f"max_occurrences = {params['max_occurrences']!r} but max_degree = {params['max_degree']} and "
+            f"num_layers = {params['num_layers']} give N(K, r) = {expected}"
+        )
+    z = _check_positive(params["noise_multiplier"], "noise_multiplier")
+    std = _check_positive(params["noise_std"], "noise_std")
+    clip = _check_positive(params["clip_norm"], "clip_norm")
+    if not math.isclose(std, z * clip, rel_tol=_NOISE_RTOL):
+        raise ValueError(f"noise_std = {std!r} is not noise_multiplier × clip_norm = {z!r} × {clip!r}")
+    steps = _check_int(params["steps"], "steps", minimum=1)
+    return steps * hypergeometric_gaussian_rdp(
+        orders=orders,
+        num_examples=params["num_examples"],
+        max_occurrences=params["max_occurrences"],
+        batch_size=params["batch_size"],
+        noise_multiplier=z,
+    )
