@@ -137,7 +137,7 @@ def load_structure(paths: Sequence[str]) -> dict:
     structure = {}
     for path in paths:
         artifact = torch.load(path, weights_only=True)
-        structure[artifact["kind"]] = artifact["edge_index"]
+        structure[artifact["kind"]] = artifact  # {"kind", "bound", "seed", "edge_index"}
     return structure
 
 

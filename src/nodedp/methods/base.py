@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from torch import Tensor
     from torch_geometric.data import Data
 
     from nodedp.accounting import Ledger
@@ -58,8 +57,9 @@ class RunInputs:
     graph: Data
     split: Split
     num_classes: int  # public metadata (meta.json), never read off the labels
-    # Degree-bounded edge sets a method declared in `needs`, by kind.
-    structure: Mapping[str, Tensor] = field(default_factory=dict)
+    # Degree-bounded edge sets a method declared in `needs`, by kind:
+    # {"kind", "bound" (the public K or D), "seed", "edge_index"}.
+    structure: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

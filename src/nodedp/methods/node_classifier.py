@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -28,14 +29,18 @@ def fit_node_classifier(
     ledger: Ledger,
     generator: torch.Generator,
     device: torch.device,
+    example_inputs: Callable[[Tensor], Any] | None = None,
 ) -> RunResult:
     """Examples are the split's training nodes: `batches` index them, `inputs_of(node_ids)`
-    gives the model's inputs for those nodes. Validation and test use the same mapping."""
+    gives the model's inputs for those nodes, for training and for validation and test.
+    Methods whose training examples differ from inference (DP-GNN's sampled subgraphs
+    against the full neighbourhood) pass `example_inputs(example_idx)` for training."""
     train_nodes = split.train.to(device)
 
-    def batch_fn(idx: Tensor) -> tuple[Tensor, Tensor]:
-        nodes = train_nodes[idx.to(device)]
-        return inputs_of(nodes), y[nodes]
+    def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:
+        idx = idx.to(device)
+        nodes = train_nodes[idx]
+        return (example_inputs(idx) if example_inputs is not None else inputs_of(nodes)), y[nodes]
 
     start = time.perf_counter()
     stats = train_model(

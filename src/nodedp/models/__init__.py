@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from nodedp.models.gcn import GCN, NodeReadout
 from nodedp.models.mlp import MLP
+from nodedp.models.subgraph_gnn import LAYERS, SubgraphGNN
 
-__all__ = ["GCN", "MLP", "NodeReadout"]
+__all__ = ["GCN", "LAYERS", "MLP", "NodeReadout", "SubgraphGNN"]

@@ -79,6 +79,14 @@ class _Owner:
     calls: list[_Call] = field(default_factory=list)
 
 
+def _first_tensor(obj: Any) -> Tensor | None:
+    """The first tensor in nested tuples, lists and dicts (a subgraph batch is a tuple)."""
+    if isinstance(obj, Tensor):
+        return obj
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (tuple, list)) else ()
+    return next((t for t in map(_first_tensor, items) if t is not None), None)
+
+
 def _first_input(call: _Call) -> Tensor:
     return call.args[0] if call.args else next(iter(call.kwargs.values()))
 
@@ -324,7 +332,7 @@ class PerSampleGradients:
     def _record_batch(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not self._active:
             return
-        first = next((x for x in [*args, *kwargs.values()] if isinstance(x, Tensor)), None)
+        first = _first_tensor((args, kwargs))
         if first is None or first.dim() == 0:
             raise ValueError("the model's first tensor input must have the examples in dim 0")
         self._batch = first.shape[0]

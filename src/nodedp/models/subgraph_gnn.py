@@ -1,0 +1,218 @@
+"""DP-GNN's models (Daigavane et al.): encoder MLP, r message-passing layers, decoder MLP.
+
+Plain nn.Modules with no privacy logic. Two forward paths share the parameters:
+
+* ``forward(x_local, adj, mask)``: a batch of padded dense subgraphs, one
+  example (one root, row 0) per subgraph; returns the roots' logits. Every
+  op acts within one example, so per-example gradients are well defined, and
+  every parameter lives in an ``nn.Linear`` (or GIN's one-parameter ``ε``
+  module), which ``nodedp.train.per_sample`` handles.
+* ``forward_full(x, edge_index)``: the whole graph by sparse scatter, for
+  inference (the paper's test nodes use their full neighbourhood).
+
+Edges go src -> dst: a node aggregates over its in-neighbours. The dense
+``adj[b, a, c] = 1`` iff c -> a. ``edge_index`` must hold no duplicate edges
+(the dense path cannot represent them) and no self-loops (the layers add
+their own).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.utils import scatter, softmax
+
+from nodedp.models.mlp import _ACTIVATIONS, MLP
+
+__all__ = ["LAYERS", "SubgraphGNN"]
+
+LAYERS = ("gcn", "gin", "gat", "sage")
+
+
+def _in_degree(edge_index: Tensor, num_nodes: int, like: Tensor) -> Tensor:
+    return like.new_zeros(num_nodes).index_add_(0, edge_index[1], like.new_ones(edge_index.shape[1]))
+
+
+def _neighbour_sum(h: Tensor, edge_index: Tensor) -> Tensor:
+    """[N, H]: row v is Σ_{u -> v} h_u."""
+    src, dst = edge_index
+    return torch.zeros_like(h).index_add_(0, dst, h[src])
+
+
+class GCNLayer(nn.Module):
+    """(D+I)^-1 (A+I) H W: the mean over the node itself and its in-neighbours (the paper's normalization)."""
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim)
+        self.out_dim = out_dim
+
+    def dense(self, h: Tensor, adj: Tensor) -> Tensor:
+        hw = self.linear(h)
+        return (adj @ hw + hw) / (adj.sum(-1, keepdim=True) + 1)
+
+    def sparse(self, h: Tensor, edge_index: Tensor) -> Tensor:
+        hw = self.linear(h)
+        degree = _in_degree(edge_index, h.shape[0], hw)
+        return (_neighbour_sum(hw, edge_index) + hw) / (degree + 1).unsqueeze(1)
+
+
+class _OnePlusEpsilon(nn.Module):
+    """h -> (1+ε)·h with a learnable scalar ε, in a module of its own so that
+    per-example gradients reach it through the generic torch.func rule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.epsilon = nn.Parameter(torch.zeros(1))
+
+    def forward(self, h: Tensor) -> Tensor:
+        return (1 + self.epsilon) * h
+
+
+class GINLayer(nn.Module):
+    """MLP((1+ε)·h_v + Σ_{u -> v} h_u), the MLP two linear layers deep."""
+
+    def __init__(self, in_dim: int, out_dim: int, *, activation: str) -> None:
+        super().__init__()
+        self.scale = _OnePlusEpsilon()
+        self.mlp = MLP(in_dim, out_dim, out_dim, num_layers=2, activation=activation)
+        self.out_dim = out_dim
+
+    def dense(self, h: Tensor, adj: Tensor) -> Tensor:
+        return self.mlp(self.scale(h) + adj @ h)
+
+    def sparse(self, h: Tensor, edge_index: Tensor) -> Tensor:
+        return self.mlp(self.scale(h) + _neighbour_sum(h, edge_index))
+
+
+class GATLayer(nn.Module):
+    """Dot-product attention over the node itself and its in-neighbours, heads concatenated.
+
+    score(v, u) = <W_q h_v, W_k h_u> / √d per head, softmax over u, then the
+    weighted sum of W_v h_u. Each head has d = ⌈hidden/heads⌉ dimensions, so
+    the output has heads·d columns (260 for the paper's 256 and 10 heads).
+    """
+
+    def __init__(self, in_dim: int, hidden_dim: int, *, heads: int) -> None:
+        super().__init__()
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1, got {heads}")
+        self.heads, self.head_dim = heads, math.ceil(hidden_dim / heads)
+        self.out_dim = heads * self.head_dim
+        self.query = nn.Linear(in_dim, self.out_dim)
+        self.key = nn.Linear(in_dim, self.out_dim)
+        self.value = nn.Linear(in_dim, self.out_dim)
+
+    def _split(self, t: Tensor) -> Tensor:
+        return t.unflatten(-1, (self.heads, self.head_dim))
+
+    def dense(self, h: Tensor, adj: Tensor) -> Tensor:
+        # [B, S, heads, d] -> [B, heads, S, d]
+        q, k, v = (self._split(f(h)).transpose(1, 2) for f in (self.query, self.key, self.value))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # [B, heads, S(v), S(u)]
+        eye = torch.eye(adj.shape[-1], dtype=torch.bool, device=adj.device)
+        allowed = ((adj > 0) | eye).unsqueeze(1)
+        attention = scores.masked_fill(~allowed, float("-inf")).softmax(-1)
+        return (attention @ v).transpose(1, 2).flatten(2)
+
+    def sparse(self, h: Tensor, edge_index: Tensor) -> Tensor:
+        n = h.shape[0]
+        loops = torch.arange(n, device=h.device).expand(2, n)
+        src, dst = torch.cat([edge_index, loops], dim=1)
+        q, k, v = (self._split(f(h)) for f in (self.query, self.key, self.value))
+        scores = (q[dst] * k[src]).sum(-1) / math.sqrt(self.head_dim)  # [E, heads]
+        attention = softmax(scores, dst, num_nodes=n)
+        return scatter(attention.unsqueeze(-1) * v[src], dst, dim=0, dim_size=n, reduce="sum").flatten(1)
+
+
+class SAGELayer(nn.Module):
+    """W_self h_v + W_neigh mean_{u -> v} h_u (the mean of no neighbours is 0)."""
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.self_linear = nn.Linear(in_dim, out_dim)
+        self.neighbour_linear = nn.Linear(in_dim, out_dim, bias=False)
+        self.out_dim = out_dim
+
+    def dense(self, h: Tensor, adj: Tensor) -> Tensor:
+        mean = adj @ h / adj.sum(-1, keepdim=True).clamp_min(1)
+        return self.self_linear(h) + self.neighbour_linear(mean)
+
+    def sparse(self, h: Tensor, edge_index: Tensor) -> Tensor:
+        degree = _in_degree(edge_index, h.shape[0], h).clamp_min(1)
+        mean = _neighbour_sum(h, edge_index) / degree.unsqueeze(1)
+        return self.self_linear(h) + self.neighbour_linear(mean)
+
+
+def _layer(kind: str, in_dim: int, hidden_dim: int, *, heads: int, activation: str) -> nn.Module:
+    if kind == "gcn":
+        return GCNLayer(in_dim, hidden_dim)
+    if kind == "gin":
+        return GINLayer(in_dim, hidden_dim, activation=activation)
+    if kind == "gat":
+        return GATLayer(in_dim, hidden_dim, heads=heads)
+    return SAGELayer(in_dim, hidden_dim)
+
+
+class SubgraphGNN(nn.Module):
+    """Encoder MLP -> activation -> ``num_layers`` × (GNN layer -> activation) -> decoder MLP.
+
+    ``layer`` is one of ``LAYERS``; ``heads`` applies to "gat" only.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        hidden_dim: int,
+        out_dim: int,
+        *,
+        layer: str,
+        num_layers: int,
+        encoder_layers: int = 1,
+        decoder_layers: int = 1,
+        heads: int = 10,
+        activation: str = "tanh",
+    ) -> None:
+        super().__init__()
+        if layer not in LAYERS:
+            raise ValueError(f"unknown GNN layer {layer!r}; choose from {list(LAYERS)}")
+        if num_layers < 1:
+            raise ValueError(f"num_layers (r) must be >= 1, got {num_layers}")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}")
+        self.encoder = MLP(in_dim, hidden_dim, hidden_dim, num_layers=encoder_layers, activation=activation)
+        convs, width = [], hidden_dim
+        for _ in range(num_layers):
+            convs.append(_layer(layer, width, hidden_dim, heads=heads, activation=activation))
+            width = convs[-1].out_dim
+        self.convs = nn.ModuleList(convs)
+        self.decoder = MLP(width, hidden_dim, out_dim, num_layers=decoder_layers, activation=activation)
+        self.activation = _ACTIVATIONS[activation]()
+
+    def forward(self, x_local: Tensor, adj: Tensor, mask: Tensor) -> Tensor:
+        """Roots' logits [B, C] from padded subgraphs: x_local [B, S, F], adj [B, S, S]
+        (adj[b, a, c] = 1 iff c -> a), mask [B, S] (False at padding); row 0 is the root."""
+        if x_local.dim() != 3 or adj.shape != (*x_local.shape[:2], x_local.shape[1]) or mask.shape != x_local.shape[:2]:
+            raise ValueError(
+                f"need x_local [B, S, F], adj [B, S, S], mask [B, S]; got {tuple(x_local.shape)}, "
+                f"{tuple(adj.shape)}, {tuple(mask.shape)}"
+            )
+        # Padding must not reach real rows: zero its features (garbage may be inf/nan)
+        # and its edges both ways.
+        mask = mask.to(torch.bool)
+        h = x_local.masked_fill(~mask.unsqueeze(-1), 0.0)
+        keep = mask.unsqueeze(-1) & mask.unsqueeze(-2)
+        adj = torch.where(keep, adj.to(h.dtype), 0.0)
+        h = self.activation(self.encoder(h))
+        for conv in self.convs:
+            h = self.activation(conv.dense(h, adj))
+        return self.decoder(h[:, 0])
+
+    def forward_full(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """Logits [N, C] of every node of a graph x [N, F], edge_index [2, E] (src -> dst)."""
+        h = self.activation(self.encoder(x))
+        for conv in self.convs:
+            h = self.activation(conv.sparse(h, edge_index))
+        return self.decoder(h)

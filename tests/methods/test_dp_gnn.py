@@ -1,0 +1,88 @@
+"""DP-GNN: the ledger it writes, and the sensitivity Theorem 1 relies on, on neighbouring graphs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nodedp.accounting import max_occurrences, verify_ledger_dict
+from nodedp.data import bound_in_degree, bound_out_degree
+from nodedp.mechanisms import clip_factors
+from nodedp.methods import RunInputs, RunSpec, get_method
+from nodedp.models import SubgraphGNN
+from nodedp.structure import gather_features, sample_subgraphs
+from nodedp.train.per_sample import PerSampleGradients
+
+K, SEED, CLIP = 3, 0, 0.01  # small enough that clipping bites
+
+
+def bounded_edges(graph, train):
+    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=train, max_degree=K, seed=SEED)
+    return bound_out_degree(kept, num_nodes=graph.num_nodes, max_degree=K, seed=SEED)
+
+
+@pytest.mark.parametrize("method", ["dp-gcn", "dp-sage", "dp-gin", "dp-gat"])
+def test_dp_gnn_ledger_is_theorem_one_at_its_target(tiny_inputs, method):
+    graph, split = tiny_inputs.graph, tiny_inputs.split
+    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=K, seed=SEED)
+    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
+                       structure={"in-degree": {"kind": "in-degree", "bound": K, "seed": SEED, "edge_index": kept}})
+    info = get_method(method)
+    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-3)
+    result = info.run(inputs, spec, info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20}))
+    (record,) = result.ledger.mechanisms
+    assert record.kind == "hypergeometric_gaussian" and set(record.touches) == {"features", "labels", "edges"}
+    params = record.params
+    assert params["max_occurrences"] == max_occurrences(max_degree=K, num_layers=1) == K + 1
+    assert params["num_examples"] == split.train.numel() and params["batch_size"] == 64
+    assert params["sampling"] == "fixed_size_without_replacement"
+    assert record.sensitivity == pytest.approx(2 * params["clip_norm"] * (K + 1))
+    assert result.details["noise_std"] == pytest.approx(params["noise_multiplier"] * params["clip_norm"])
+    assert result.details["noise_std"] > 0
+    spent = verify_ledger_dict(result.ledger.to_dict())  # recomputed from the JSON alone
+    assert 0.99 * 4.0 <= spent <= 4.0
+
+
+@pytest.mark.parametrize("layer", ["gcn", "sage"])
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_removing_a_node_changes_at_most_n_k_r_terms_and_the_clipped_sum_by_2c_each(tiny_inputs, layer, num_layers):
+    graph, train = tiny_inputs.graph, tiny_inputs.split.train
+    kept = bounded_edges(graph, train)
+    subgraphs = sample_subgraphs(kept, roots=train, num_nodes=graph.num_nodes, num_layers=num_layers, max_degree=K)
+    # The node in the most subgraphs: the worst case for the bound.
+    counts = torch.zeros(graph.num_nodes, dtype=torch.long)
+    for row in subgraphs.nodes:
+        counts[row[row >= 0]] += 1
+    w = int(counts.argmax())
+    # The neighbouring graph: w and its edges gone, every other sampled edge list kept.
+    kept_without = kept[:, (kept[0] != w) & (kept[1] != w)]
+    train_without = train[train != w]
+    neighbour = sample_subgraphs(kept_without, roots=train_without, num_nodes=graph.num_nodes,
+                                 num_layers=num_layers, max_degree=K)
+
+    torch.manual_seed(0)
+    model = SubgraphGNN(graph.num_features, 8, tiny_inputs.num_classes, layer=layer, num_layers=num_layers).double()
+    x = graph.x.double()
+
+    def clipped_sum(sg, roots):
+        psg = PerSampleGradients(model)
+        with psg.capture():
+            out = model(*gather_features(sg, x, torch.arange(roots.numel())))
+        psg.backward(F.cross_entropy(out, graph.y[roots], reduction="none"))
+        psg.write_clipped_sum(clip_factors(psg.norms(), max_norm=CLIP))
+        psg.remove()
+        return torch.cat([p.grad.flatten() for p in psg.parameters])
+
+    position = {int(v): i for i, v in enumerate(train_without)}
+    changed = int((train == w).any())  # w's own example is removed
+    for i, root in enumerate(train.tolist()):
+        if root == w:
+            continue
+        j = position[root]
+        same = torch.equal(subgraphs.nodes[i], neighbour.nodes[j]) and torch.equal(subgraphs.adj[i], neighbour.adj[j])
+        changed += not same
+    bound = max_occurrences(max_degree=K, num_layers=num_layers)
+    assert 0 < changed <= bound
+    difference = torch.linalg.vector_norm(clipped_sum(subgraphs, train) - clipped_sum(neighbour, train_without))
+    assert difference <= 2 * CLIP * changed + 1e-9
