@@ -82,18 +82,18 @@ def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypat
     """With an inductive split the GCN's graph has no edge between train, val and test."""
     import dataclasses
 
-    import nodedp.methods.gcn as gcn_module
+    import nodedp.methods.gnn as gnn_module
     from nodedp.data import split_masks
     from nodedp.methods import RunInputs, RunSpec
 
     seen = {}
-    real = gcn_module.NodeReadout
+    real = gnn_module.GraphReadout
 
     def spy(gnn, x, edge_index):
         seen["edges"] = edge_index
         return real(gnn, x, edge_index)
 
-    monkeypatch.setattr(gcn_module, "NodeReadout", spy)
+    monkeypatch.setattr(gnn_module, "GraphReadout", spy)
     split = dataclasses.replace(tiny_inputs.split, setting="inductive")
     inputs = RunInputs(graph=tiny_inputs.graph, split=split, num_classes=tiny_inputs.num_classes)
     info = get_method("gcn")

@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from torch import Tensor, nn
-
 from nodedp.accounting import (
     Ledger,
     MechanismRecord,
@@ -30,7 +28,7 @@ from nodedp.data import bound_out_degree, remove_cross_split_edges
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
-from nodedp.models.subgraph_gnn import SubgraphGNN
+from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train import PrivacyConfig, fixed_size_batches, resolve_device, seed_everything
 
@@ -50,21 +48,6 @@ class DpGnnHparams(OptimHparams):
             raise ValueError(f"num_layers (r) must be 1 or 2, got {self.num_layers}")
         if min(self.hidden_dim, self.batch_size) < 1 or not self.clip_norm > 0:
             raise ValueError("hidden_dim and batch_size must be ≥ 1, clip_norm > 0")
-
-
-class _SubgraphsOrFullGraph(nn.Module):
-    """Training examples are subgraph tuples; node ids mean inference on the full graph."""
-
-    def __init__(self, gnn: SubgraphGNN, x: Tensor, edge_index: Tensor) -> None:
-        super().__init__()
-        self.gnn = gnn
-        self.register_buffer("x", x, persistent=False)
-        self.register_buffer("edge_index", edge_index, persistent=False)
-
-    def forward(self, inputs):
-        if isinstance(inputs, Tensor):
-            return self.gnn.forward_full(self.x, self.edge_index)[inputs]
-        return self.gnn(*inputs)  # (x_local, adj, mask)
 
 
 def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str) -> RunResult:
@@ -122,7 +105,7 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     if split.setting == "inductive":  # each part sees only its own edges at inference too
         full_edges = remove_cross_split_edges(full_edges, split)
     gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
-    model = _SubgraphsOrFullGraph(gnn, x, full_edges.to(device)).to(device)
+    model = GraphReadout(gnn, x, full_edges.to(device)).to(device)
     return fit_node_classifier(
         model,
         inputs_of=lambda nodes: nodes,

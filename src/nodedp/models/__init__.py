@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from nodedp.models.gcn import GCN, NodeReadout
 from nodedp.models.mlp import MLP
-from nodedp.models.subgraph_gnn import LAYERS, SubgraphGNN
+from nodedp.models.subgraph_gnn import LAYERS, GraphReadout, SubgraphGNN
 
-__all__ = ["GCN", "LAYERS", "MLP", "NodeReadout", "SubgraphGNN"]
+__all__ = ["LAYERS", "GraphReadout", "MLP", "SubgraphGNN"]

@@ -216,3 +216,20 @@ class SubgraphGNN(nn.Module):
         for conv in self.convs:
             h = self.activation(conv.sparse(h, edge_index))
         return self.decoder(h)
+
+
+class GraphReadout(nn.Module):
+    """One model for both kinds of example: a tuple (x_local, adj, mask) is a batch of
+    subgraphs (DP-GNN training); a tensor of node ids runs the full graph and returns
+    those rows (inference, and the non-private twins' full-batch training)."""
+
+    def __init__(self, gnn: SubgraphGNN, x: Tensor, edge_index: Tensor) -> None:
+        super().__init__()
+        self.gnn = gnn
+        self.register_buffer("x", x, persistent=False)
+        self.register_buffer("edge_index", edge_index, persistent=False)
+
+    def forward(self, inputs: Tensor | tuple[Tensor, Tensor, Tensor]) -> Tensor:
+        if isinstance(inputs, Tensor):
+            return self.gnn.forward_full(self.x, self.edge_index)[inputs]
+        return self.gnn(*inputs)

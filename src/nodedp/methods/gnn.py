@@ -1,4 +1,10 @@
-"""`gcn`: the non-private GCN reference (full batch; inductive splits drop cross-split edges)."""
+"""`gcn`, `gin`, `gat`, `sage`: the non-private twins of DP-GNN.
+
+The same model as `dp-<layer>` (encoder MLP, r GNN layers, decoder MLP;
+GCN with DP-GNN's (D+I)^-1(A+I) normalisation), trained non-privately and full
+batch on the whole graph, as the DP-GNN paper's non-private baselines.
+Inductive splits drop the cross-split edges.
+"""
 
 from __future__ import annotations
 
@@ -11,34 +17,31 @@ from nodedp.data import remove_cross_split_edges
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
-from nodedp.models import GCN, NodeReadout
+from nodedp.models import LAYERS, GraphReadout, SubgraphGNN
 from nodedp.train import resolve_device, seed_everything
 
 
 @dataclass(frozen=True)
-class GcnHparams(OptimHparams):
+class GnnHparams(OptimHparams):
     weight_decay: float = 5e-4
     hidden_dim: int = 64
-    num_layers: int = 2
-    dropout: float = 0.5
+    num_layers: int = 1  # r, as the DP-GNN paper's 1-layer transductive models
 
     def check(self) -> None:
         super().check()
         if min(self.hidden_dim, self.num_layers) < 1:
             raise ValueError("hidden_dim and num_layers must be ≥ 1")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
 
 
-def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
+def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     edges = graph.edge_index
     if split.setting == "inductive":  # train, val and test nodes each see only their own part
         edges = remove_cross_split_edges(edges, split)
-    gnn = GCN(graph.num_features, hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout)
-    model = NodeReadout(gnn, graph.x, edges).to(device)
+    gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
+    model = GraphReadout(gnn, graph.x, edges).to(device)
     everything = torch.arange(split.train.numel())
     return fit_node_classifier(
         model,
@@ -56,13 +59,14 @@ def run_gcn(inputs: RunInputs, spec: RunSpec, hp: GcnHparams) -> RunResult:
     )
 
 
-register_method(
-    MethodInfo(
-        name="gcn",
-        description="non-private 2-layer GCN on the full graph (transductive reference)",
-        private=False,
-        level="none",
-        hparams=GcnHparams,
-        run=run_gcn,
+for _layer in LAYERS:
+    register_method(
+        MethodInfo(
+            name=_layer,
+            description=f"non-private {_layer.upper()} (DP-GNN's model, full batch on the whole graph)",
+            private=False,
+            level="none",
+            hparams=GnnHparams,
+            run=lambda inputs, spec, hp, _l=_layer: run_gnn(inputs, spec, hp, layer=_l),
+        )
     )
-)
