@@ -21,19 +21,16 @@ from nodedp.structure import (
 NUM_NODES = 240
 
 
+def _heavy_tailed_spec(seed: int) -> CSBMSpec:
+    return CSBMSpec(
+        num_nodes=NUM_NODES, num_classes=3, avg_degree=10.0, homophily=0.7, num_features=4,
+        feature_signal=1.0, degree_exponent=2.1, class_weights=None, seed=seed,
+    )
+
+
 def _kept_edges(*, seed: int, max_degree: int) -> tuple[Tensor, Tensor]:
     """A heavy-tailed CSBM graph's edges after Algorithm 1 and the out-degree bound; and the training nodes."""
-    spec = CSBMSpec(
-        num_nodes=NUM_NODES,
-        num_classes=3,
-        avg_degree=10.0,
-        homophily=0.7,
-        num_features=4,
-        feature_signal=1.0,
-        degree_exponent=2.1,
-        class_weights=None,
-        seed=seed,
-    )
+    spec = _heavy_tailed_spec(seed)
     graph = generate_csbm(spec)
     train = torch.randperm(NUM_NODES, generator=torch.Generator().manual_seed(seed))[: NUM_NODES * 2 // 3]
     train = train.sort().values
@@ -133,17 +130,7 @@ def test_root_output_equals_propagation_on_the_whole_kept_graph() -> None:
 def test_removing_a_node_changes_only_the_subgraphs_that_held_it(num_layers: int) -> None:
     max_degree = 3
     bound = max_occurrences(max_degree=max_degree, num_layers=num_layers)
-    spec = CSBMSpec(
-        num_nodes=NUM_NODES,
-        num_classes=3,
-        avg_degree=10.0,
-        homophily=0.7,
-        num_features=4,
-        feature_signal=1.0,
-        degree_exponent=2.1,
-        class_weights=None,
-        seed=5,
-    )
+    spec = _heavy_tailed_spec(5)
     graph = generate_csbm(spec)
     train = torch.arange(0, NUM_NODES, 2)
     in_bounded = bound_in_degree(
