@@ -153,17 +153,20 @@ def cmd_train(args: argparse.Namespace) -> None:
     from nodedp.provenance import provenance
 
     started = time.perf_counter()
-    info = get_method(args.method)
-    info.check_epsilon(args.epsilon)
+    method, name = args.method, args.name or args.method
     hparams, delta, accountant = args.hparams, args.delta, args.accountant
     if args.config:
         import yaml
 
+        from nodedp.config import resolve_method
+
         config = yaml.safe_load(Path(args.config).read_text())
-        hparams = (config.get("methods") or {}).get(args.method, {})
+        method, hparams = resolve_method(config, args.method)  # a method or a variant of one
         privacy = config.get("privacy") or {}
         delta = privacy.get("delta", delta)
         accountant = privacy.get("accountant", accountant)
+    info = get_method(method)
+    info.check_epsilon(args.epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
 
     if args.threads:
@@ -179,7 +182,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         target_delta = 0.0
     spec = RunSpec(
         dataset=meta["name"],
-        method=args.method,
+        method=name,
         seed=args.seed,
         target_epsilon=args.epsilon,
         target_delta=target_delta,
@@ -195,7 +198,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     ledger = result.ledger
     if (ledger.target_epsilon, ledger.target_delta) != (spec.target_epsilon, spec.target_delta):
         raise ValueError(
-            f"{args.method}: ledger target ({ledger.target_epsilon}, {ledger.target_delta}) "
+            f"{name}: ledger target ({ledger.target_epsilon}, {ledger.target_delta}) "
             f"differs from the run's ({spec.target_epsilon}, {spec.target_delta})"
         )
     ledger.check()
@@ -205,6 +208,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     metrics = {
         "dataset": spec.dataset,
         "method": spec.method,
+        "base_method": method,
         "seed": spec.seed,
         "private": info.private,
         "level": ledger.level,
@@ -329,7 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt)")
     p.add_argument("--structure", nargs="*", default=[], help="DP structure artifacts the method needs")
-    p.add_argument("--method", required=True, help="a method id (see `methods`)")
+    p.add_argument("--method", required=True,
+                   help="a method id (see `methods`); with --config also a variant named in its `methods:`")
+    p.add_argument("--name", help="the name the run is recorded under (a variant's name; default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target ε ('inf' for non-private methods)")
     p.add_argument("--seed", type=int, required=True)
     source = p.add_mutually_exclusive_group()

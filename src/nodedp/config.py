@@ -1,4 +1,11 @@
-"""Checks on config.yaml beyond its JSON schema (method hyperparameters), shared by the workflow and the CLI."""
+"""Checks on config.yaml beyond its JSON schema, and method variants; shared by the workflow and the CLI.
+
+A *variant* is a named configuration of a registered method: an entry of
+``methods:`` with a ``base:`` key, e.g. ``dp-gcn-2hop: {base: dp-gcn,
+num_layers: 2}``. Its hyperparameters are the base method's block with the
+variant's keys on top; its runs live under its own name, so a study can hold
+the same method in several settings (the paper's 1- and 2-layer DP-GCN).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,43 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+__all__ = ["ConfigError", "check_config", "method_variants", "resolve_method"]
+
+BASE_KEY = "base"
+# Hyperparameters that override a dataset's public degree bounds for a method's structure artifacts.
+DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound"}
+
 
 class ConfigError(ValueError):
     pass
+
+
+def method_variants(config: Mapping[str, Any]) -> dict[str, str]:
+    """Variant name -> its base method id, for every ``methods:`` entry with a ``base`` key."""
+    return {
+        name: block[BASE_KEY]
+        for name, block in (config.get("methods") or {}).items()
+        if isinstance(block, Mapping) and BASE_KEY in block
+    }
+
+
+def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    """(registered method id, hyperparameters as configured) of a method or variant name."""
+    from nodedp.methods import method_names
+
+    blocks = config.get("methods") or {}
+    block = dict(blocks.get(name) or {})
+    base = block.pop(BASE_KEY, None)
+    if base is None:
+        if name not in method_names():
+            valid = sorted([*method_names(), *method_variants(config)])
+            raise ConfigError(f"unknown method {name!r}; valid: {valid}")
+        return name, block
+    if name in method_names():
+        raise ConfigError(f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; name the variant differently")
+    if base not in method_names():
+        raise ConfigError(f"methods.{name}.{BASE_KEY}: {base!r} is not a registered method; valid: {method_names()}")
+    return base, {**(blocks.get(base) or {}), **block}
 
 
 def check_config(config: Mapping[str, Any]) -> None:
@@ -16,18 +57,20 @@ def check_config(config: Mapping[str, Any]) -> None:
     from nodedp.data import dataset_names
     from nodedp.methods import get_method, method_names
 
+    known = sorted([*method_names(), *method_variants(config)])
     for study, spec in config["studies"].items():
         for dataset in spec["datasets"]:
             if dataset not in dataset_names():
                 raise ConfigError(f"studies.{study}.datasets: unknown dataset {dataset!r}; valid: {dataset_names()}")
         for method in spec["methods"]:
-            if method not in method_names():
-                raise ConfigError(f"studies.{study}.methods: unknown method {method!r}; valid: {method_names()}")
+            if method not in known:
+                raise ConfigError(f"studies.{study}.methods: unknown method {method!r}; valid: {known}")
         for eps in spec["epsilons"]:
             if not (isinstance(eps, (int, float)) and 0 < eps < math.inf):
                 raise ConfigError(f"studies.{study}.epsilons: {eps!r} is not a finite ε > 0")
-    for method, values in (config.get("methods") or {}).items():
+    for name in config.get("methods") or {}:
+        base, hparams = resolve_method(config, name)
         try:
-            get_method(method).parse_hparams(values)
+            get_method(base).parse_hparams(hparams)
         except ValueError as err:
-            raise ConfigError(f"methods.{method}: {err}") from None
+            raise ConfigError(f"methods.{name}: {err}") from None

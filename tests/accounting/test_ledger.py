@@ -12,6 +12,7 @@ from nodedp.accounting import (
     Ledger,
     MechanismRecord,
     PrivacyBudgetExceeded,
+    UnchargedRead,
     calibrate_dpsgd,
     compose,
     epsilon_of,
@@ -295,3 +296,48 @@ def test_rdp_curve_record_takes_no_other_cost():
         dataclasses.replace(record, dp_event=gaussian_event(noise_multiplier=1.0))
     with pytest.raises(ValueError, match="noise_std"):
         dataclasses.replace(record, params={**record.params, "noise_std": 1.0})
+
+
+THRESHOLDS = UnchargedRead(
+    name="clip-thresholds:dp-gcn", touches=("features", "labels", "edges"),
+    reason="75th percentile of gradient norms at initialization, read without noise",
+)
+
+
+def test_uncharged_reads_round_trip_and_mark_the_ledger_not_fully_accounted(calibrated, tmp_path):
+    assert calibrated.fully_accounted and calibrated.to_dict()["fully_accounted"] is True
+    ledger = dataclasses.replace(calibrated, uncharged=(THRESHOLDS,))
+    d = json.loads(json.dumps(ledger.to_dict(), allow_nan=False))
+    assert d["fully_accounted"] is False and d["uncharged"] == [THRESHOLDS.to_dict()]
+    assert Ledger.from_dict(d) == ledger
+    assert read_ledger(write_ledger(ledger, tmp_path / "ledger.json")) == ledger
+    # An uncharged read costs nothing in ε: the ledger only says it is not covered.
+    assert verify_ledger_dict(d) == pytest.approx(calibrated.composed()[0], rel=1e-12)
+
+
+def test_verify_refuses_a_tampered_fully_accounted_flag(calibrated):
+    d = dataclasses.replace(calibrated, uncharged=(THRESHOLDS,)).to_dict()
+    d["fully_accounted"] = True
+    with pytest.raises(ValueError, match="fully_accounted = True but it records 1 uncharged read"):
+        verify_ledger_dict(d)
+    hidden = copy.deepcopy(d)
+    hidden["uncharged"] = []  # dropping the read while keeping the flag false is caught too
+    hidden["fully_accounted"] = False
+    with pytest.raises(ValueError, match="fully_accounted = False"):
+        verify_ledger_dict(hidden)
+
+
+def test_a_ledger_written_before_uncharged_reads_still_verifies(calibrated):
+    old = calibrated.to_dict()
+    del old["uncharged"], old["fully_accounted"]
+    assert Ledger.from_dict(old).fully_accounted
+    assert verify_ledger_dict(old) == pytest.approx(calibrated.composed()[0], rel=1e-12)
+
+
+def test_uncharged_read_validation():
+    with pytest.raises(ValueError, match=r"touches must be a non-empty subset of \['features', 'labels', 'edges'\]"):
+        UnchargedRead(name="x", touches=("weights",), reason="why")
+    with pytest.raises(ValueError, match="needs a name and a reason"):
+        UnchargedRead(name="x", touches=("labels",), reason="")
+    with pytest.raises(ValueError, match="no uncharged reads"):
+        dataclasses.replace(Ledger.non_private(), uncharged=(THRESHOLDS,))

@@ -144,3 +144,15 @@ def test_summarize_is_deterministic_and_independent_of_row_order_and_other_cells
 def test_summarize_names_missing_columns() -> None:
     with pytest.raises(ValueError, match=r"runs lack columns \['val_accuracy'\]"):
         summarize(fake_runs(), metrics=("val_accuracy",))
+
+
+def test_a_cell_is_fully_accounted_only_if_all_its_runs_are() -> None:
+    runs = fake_runs()
+    first_cell = (pl.col("dataset") == "a-graph") & (pl.col("method") == runs["method"][0])
+    one_bad = first_cell & (pl.col("seed") == 0)
+    summary = summarize(runs.with_columns((~one_bad).alias("fully_accounted")))
+    flags = dict(zip(zip(summary["dataset"], summary["method"], summary["target_epsilon"]), summary["fully_accounted"]))
+    bad_cells = {k for k, ok in flags.items() if not ok}
+    expected = set(runs.filter(one_bad).select("dataset", "method", "target_epsilon").iter_rows())
+    assert bad_cells == expected and len(flags) > len(bad_cells)
+    assert summarize(runs)["fully_accounted"].all()  # runs without the column: nothing to flag

@@ -201,3 +201,15 @@ def test_write_runs_round_trips_and_leaves_no_temporary(tmp_path: Path) -> None:
     write_runs(runs, out)
     assert pl.read_parquet(out).equals(runs)
     assert [p.name for p in out.parent.iterdir()] == ["runs.parquet"]
+
+
+def test_a_run_with_an_uncharged_read_is_not_fully_accounted(tmp_path: Path) -> None:
+    read = {"name": "clip-thresholds", "touches": ["labels"], "reason": "percentile at init"}
+    paths = [
+        write_run(tmp_path, eps=1.0, seed=0),
+        write_run(tmp_path, eps=1.0, seed=1, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [read]}),
+        write_run(tmp_path, eps=1.0, seed=2, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": []}),
+        write_run(tmp_path, method="gcn", eps=None, seed=0),
+    ]
+    runs = collect_runs(paths, verify_ledger=fake_verify)
+    assert runs["fully_accounted"].to_list() == [True, False, True, True]

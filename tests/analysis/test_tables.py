@@ -6,7 +6,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from nodedp.analysis.tables import latex_escape, write_tables
+from nodedp.analysis.tables import UNACCOUNTED_NOTE, latex_escape, write_tables
 
 COMMAND = "snakemake --cores 2 paper/tables/accuracy.md"
 
@@ -134,3 +134,26 @@ def test_refuses_an_empty_summary_and_mixed_settings(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="mixes several n_resamples"):
         write(tmp_path, mixed)
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
+
+
+def test_cells_with_runs_not_fully_accounted_get_a_dagger_and_a_note(tmp_path: Path) -> None:
+    accounted = pl.col("method") != "gap"
+    summary = fake_summary().with_columns(accounted.alias("fully_accounted"))
+    markdown, latex = write(tmp_path, summary)
+    rows = table_lines(markdown)[2:]
+    marked = {(r[0], r[1], i) for r in rows for i, c in enumerate(r) if c.endswith("†")}
+    assert marked == {("amazon", "gap", 3), ("cora", "gap", 2), ("cora", "gap", 4)}
+    assert rows[2][4] == "**71.2 (69.9–72.5)**†"
+    assert UNACCOUNTED_NOTE in markdown.splitlines()
+    assert " & gap & \\textbf{45.0 (43.7--46.3)}\\textsuperscript{\\dag} & -- &" in latex
+    assert "\\textsuperscript{\\dag} thresholds or other parameters read from private data" in latex
+    assert "†" not in latex  # LaTeX gets the \dag command, not the unicode character
+
+
+@pytest.mark.parametrize("column", [None, True], ids=["absent", "all-accounted"])
+def test_no_dagger_and_no_note_when_every_run_is_accounted(tmp_path: Path, column: bool | None) -> None:
+    summary = fake_summary()
+    if column is not None:
+        summary = summary.with_columns(pl.lit(column).alias("fully_accounted"))
+    markdown, latex = write(tmp_path, summary)
+    assert "†" not in markdown and "\\dag" not in latex

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -86,3 +88,66 @@ def test_removing_a_node_changes_at_most_n_k_r_terms_and_the_clipped_sum_by_2c_e
     assert 0 < changed <= bound
     difference = torch.linalg.vector_norm(clipped_sum(subgraphs, train) - clipped_sum(neighbour, train_without))
     assert difference <= 2 * CLIP * changed + 1e-9
+
+
+def _inputs(tiny_inputs):
+    graph, split = tiny_inputs.graph, tiny_inputs.split
+    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=K, seed=SEED)
+    return RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
+                     structure={"in-degree": {"kind": "in-degree", "bound": K, "seed": SEED, "edge_index": kept}})
+
+
+def test_layerwise_percentile_thresholds_are_an_uncharged_read_and_c_is_their_total(tiny_inputs):
+    info = get_method("dp-gcn")
+    spec = RunSpec(dataset="csbm-tiny", method="dp-gcn", seed=0, target_epsilon=4.0, target_delta=1e-3)
+    hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
+                             "clip_percentile": 75})
+    result = info.run(_inputs(tiny_inputs), spec, hp)
+    ledger = result.ledger
+    (read,) = ledger.uncharged
+    assert "75th percentile" in read.reason and not ledger.fully_accounted
+    (record,) = ledger.mechanisms
+    layer_clips = record.params["layer_clip_norms"]
+    assert len(layer_clips) > 2 and all(c > 0 for c in layer_clips.values())
+    total = math.sqrt(sum(c * c for c in layer_clips.values()))
+    assert record.params["clip_norm"] == pytest.approx(total, rel=1e-12)
+    assert record.params["clip_norm"] != pytest.approx(hp.clip_norm)  # estimated, not the configured C
+    assert record.sensitivity == pytest.approx(2 * total * (K + 1))
+    assert result.details["noise_std"] == pytest.approx(record.params["noise_multiplier"] * total)
+    d = ledger.to_dict()
+    assert d["fully_accounted"] is False
+    assert verify_ledger_dict(d) <= 4.0
+
+
+def test_layerwise_from_clip_norm_splits_c_equally_and_stays_fully_accounted(tiny_inputs):
+    info = get_method("dp-sage")
+    spec = RunSpec(dataset="csbm-tiny", method="dp-sage", seed=0, target_epsilon=4.0, target_delta=1e-3)
+    hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
+                             "clip_norm": 2.0})
+    ledger = info.run(_inputs(tiny_inputs), spec, hp).ledger
+    (record,) = ledger.mechanisms
+    layer_clips = record.params["layer_clip_norms"]
+    assert list(layer_clips.values()) == pytest.approx([2.0 / math.sqrt(len(layer_clips))] * len(layer_clips))
+    assert record.params["clip_norm"] == pytest.approx(2.0)
+    assert ledger.fully_accounted and not ledger.uncharged
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [({"clipping": "per-tensor"}, r"unknown clipping 'per-tensor'; choose from \['flat', 'layerwise'\]"),
+     ({"clip_percentile": 101.0}, r"clip_percentile must be in \(0, 100\]")],
+)
+def test_clipping_hparams_are_validated(values, match):
+    with pytest.raises(ValueError, match=match):
+        get_method("dp-gcn").parse_hparams(values)
+
+
+def test_an_in_degree_bound_hparam_must_match_the_artifact(tiny_inputs):
+    info = get_method("dp-gcn")
+    spec = RunSpec(dataset="csbm-tiny", method="dp-gcn", seed=0, target_epsilon=4.0, target_delta=1e-3)
+    hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "in_degree_bound": K + 1})
+    with pytest.raises(ValueError, match=f"in_degree_bound is {K + 1} but the in-degree artifact was bounded to K={K}"):
+        info.run(_inputs(tiny_inputs), spec, hp)
+    matching = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "in_degree_bound": K})
+    (record,) = info.run(_inputs(tiny_inputs), spec, matching).ledger.mechanisms
+    assert record.params["max_degree"] == K

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nodedp.models import MLP
@@ -20,6 +21,7 @@ from nodedp.train import (
     resolve_device,
     seed_everything,
     shuffled_epochs,
+    total_clip_norm,
     train_model,
 )
 
@@ -199,6 +201,10 @@ def test_batch_norm_model_is_refused_only_when_private() -> None:
         (lambda: PrivacyConfig(clip_norm=0.0, noise_std=1.0, expected_batch_size=1.0), "clip_norm"),
         (lambda: PrivacyConfig(clip_norm=1.0, noise_std=-1.0, expected_batch_size=1.0), "noise_std"),
         (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=0.0), "expected_batch_size"),
+        (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0,
+                               layer_clip_norms={"a": 1.0, "b": 1.0}), r"must be the total bound √\(Σ C_l²\) = 1.414"),
+        (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0,
+                               layer_clip_norms={"a": 1.0, "b": 0.0}), "finite thresholds > 0"),
     ],
 )
 def test_invalid_configs(make: Callable[[], object], match: str) -> None:
@@ -210,3 +216,82 @@ def test_unknown_loss_names_the_choices() -> None:
     with pytest.raises(ValueError, match="cross_entropy"):
         train_model(MLP(2, 2, 2), batch_fn=lambda i: (i, i), batches=[], optim=SGD, privacy=None,
                     generator=make_generator(0), device="cpu", loss="hinge")
+
+
+def _layer_slices(model: nn.Module) -> dict[str, slice]:
+    """Where each layer's parameters sit in the flat gradient (model order)."""
+    slices, start = {}, 0
+    for name, module in model.named_modules():
+        size = sum(p.numel() for p in module.parameters(recurse=False))
+        if size:
+            slices[name] = slice(start, start + size)
+            start += size
+    return slices
+
+
+def _applied(model: nn.Module, x: Tensor, y: Tensor, batches: list[Tensor], privacy: PrivacyConfig) -> list[Tensor]:
+    """The flat gradient applied at each step to a copy of ``model`` (lr 0)."""
+    model = copy.deepcopy(model)
+    grads: list[Tensor] = []
+    train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=batches, optim=FROZEN, privacy=privacy,
+                generator=make_generator(0), device="cpu",
+                on_step=lambda _: grads.append(torch.cat([p.grad.flatten() for p in model.parameters()])))
+    return grads
+
+
+def test_layerwise_clipping_bounds_each_layer_and_sums_like_brute_force() -> None:
+    torch.manual_seed(0)
+    model = MLP(5, 8, 2).double()
+    x, y = _data(n=8)
+    x = x.double()
+    slices = _layer_slices(model)
+    assert list(slices) == ["layers.0", "layers.2"]
+    per_example = []  # brute force: one backward per example
+    for i in range(len(y)):
+        grads = torch.autograd.grad(F.cross_entropy(model(x[i : i + 1]), y[i : i + 1]), list(model.parameters()))
+        per_example.append(torch.cat([g.flatten() for g in grads]))
+    per_example = torch.stack(per_example)
+    layer_norms = {name: per_example[:, sl].norm(dim=1) for name, sl in slices.items()}
+    # Thresholds at each layer's median: some examples are clipped in each layer, others not.
+    layer_clips = {name: n.median().item() for name, n in layer_norms.items()}
+    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0,
+                            layer_clip_norms=layer_clips)
+
+    singles = _applied(model, x, y, [torch.tensor([i]) for i in range(len(y))], privacy)
+    for i, grad in enumerate(singles):
+        for name, sl in slices.items():
+            assert grad[sl].norm().item() <= layer_clips[name] * (1 + 1e-9)
+            if layer_norms[name][i] <= layer_clips[name]:  # unclipped layers pass unchanged
+                torch.testing.assert_close(grad[sl], per_example[i, sl])
+    expected = sum(
+        torch.cat([row[sl] * min(1.0, layer_clips[name] / row[sl].norm().item()) for name, sl in slices.items()])
+        for row in per_example
+    )
+    (summed,) = _applied(model, x, y, [torch.arange(len(y))], privacy)
+    torch.testing.assert_close(summed, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_layerwise_noise_is_one_gaussian_of_std_noise_std_over_the_whole_gradient() -> None:
+    # Per-tensor noise at each C_l (the reference code's bug) would make the std differ per layer.
+    model = nn.Sequential(nn.Linear(5, 400), nn.Tanh(), nn.Linear(400, 30))
+    layer_clips = {"0": 1e-9, "2": 1e-12}  # the signal vanishes: the applied gradient is the noise / 4
+    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=3.0, expected_batch_size=4.0,
+                            layer_clip_norms=layer_clips)
+    x, y = _data()
+    (grad,) = _applied(model, x, y, [torch.arange(4)], privacy)
+    assert grad.mean().item() == pytest.approx(0.0, abs=0.02)
+    assert grad.std().item() == pytest.approx(0.75, rel=0.02)
+    for sl in _layer_slices(model).values():
+        assert grad[sl].std().item() == pytest.approx(0.75, rel=0.1)
+
+
+def test_layer_clip_norms_must_name_exactly_the_trainable_layers() -> None:
+    model = MLP(5, 8, 2)
+    layer_clips = {"layers.0": 1.0, "layers.1": 1.0}
+    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0,
+                            layer_clip_norms=layer_clips)
+    x, y = _data()
+    with pytest.raises(ValueError, match=r"exactly the model's trainable layers \['layers.0', 'layers.2'\]"):
+        train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(4)], optim=FROZEN,
+                    privacy=privacy, generator=make_generator(0), device="cpu")
+    assert not model._forward_pre_hooks and not model.layers[0]._forward_hooks  # no hooks left behind

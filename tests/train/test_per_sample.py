@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nodedp.models import MLP
-from nodedp.train import PerSampleGradients
+from nodedp.train import PerSampleGradients, trainable_layer_names
 
 B = 5
 
@@ -257,3 +257,50 @@ def test_clipped_sum_is_added_onto_a_flat_vector_whose_views_are_the_grads() -> 
     torch.testing.assert_close(grads(), base + factors @ expected)
     onto.div_(4.0)  # one op on the flat vector updates every gradient
     torch.testing.assert_close(grads(), (base + factors @ expected) / 4)
+
+
+def _brute_force_by_layer(model: nn.Module, x: Tensor, y: Tensor) -> dict[str, Tensor]:
+    """{layer name: [B, P_l] per-example gradients of that module's own trainable parameters}."""
+    expected = _brute_force(model, x, y)
+    layers, start = {}, 0
+    for name, module in model.named_modules():
+        size = sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad)
+        if size:
+            layers[name] = expected[:, start : start + size]
+            start += size
+    assert start == expected.shape[1]
+    return layers
+
+
+def test_layer_norms_and_layerwise_clipped_sums_match_brute_force() -> None:
+    model = Pool(nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.Tanh(), nn.Linear(6, 6)), 6)
+    model.inner[0].bias.requires_grad_(False)  # a layer with some parameters frozen keeps the rest
+    x, y = torch.randn(B, 2, 4), _labels()
+    expected = _brute_force_by_layer(model, x, y)
+    assert trainable_layer_names(model) == list(expected) == ["inner.0", "inner.1", "inner.3", "head"]
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(x)
+    psg.backward(F.cross_entropy(out, y, reduction="none"))
+    norms = psg.layer_norms()
+    assert list(norms) == list(expected)
+    for name, grads in expected.items():
+        torch.testing.assert_close(norms[name], grads.norm(dim=1), rtol=1e-5, atol=1e-7)
+    # The layer norms make up the whole gradient's norm.
+    torch.testing.assert_close(torch.stack(list(norms.values())).square().sum(0).sqrt(), psg.norms())
+    factors = {name: torch.rand(B) for name in expected}
+    psg.write_clipped_sum(factors)
+    params = psg.parameters
+    got = torch.cat([p.grad.flatten() for p in params])
+    torch.testing.assert_close(got, torch.cat([factors[n] @ g for n, g in expected.items()]), rtol=1e-5, atol=1e-7)
+    psg.remove()
+
+
+def test_layerwise_factors_must_name_exactly_the_layers() -> None:
+    model = Pool(nn.Linear(4, 6), 6)
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(torch.randn(B, 4))
+    psg.backward(F.cross_entropy(out, _labels(), reduction="none"))
+    with pytest.raises(ValueError, match=r"exactly the layers \['inner', 'head'\], got \['head'\]"):
+        psg.write_clipped_sum({"head": torch.ones(B)})

@@ -34,7 +34,8 @@ def test_shipped_config_is_valid():
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda c: c["studies"]["demo"]["methods"].append("dp-foo"),
+        lambda c: c["studies"]["demo"]["methods"].append("DP GCN"),
+        lambda c: c["methods"].update({"dp-gcn-2hop": {"base": "dp-foo"}}),
         lambda c: c["studies"]["demo"]["datasets"].append("nope"),
         lambda c: c["studies"]["demo"].update({"epsilons": [0]}),
         lambda c: c["studies"]["demo"].update({"epsilons": [-1]}),

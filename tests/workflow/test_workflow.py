@@ -18,12 +18,16 @@ TINY = {
     "studies": {
         "demo": {
             "datasets": ["csbm-tiny"],
-            "methods": ["mlp", "dp-mlp"],
+            "methods": ["mlp", "dp-mlp", "mlp-1layer"],
             "epsilons": [1, 8],
             "seeds": [0, 1],
         }
     },
-    "methods": {"mlp": {"epochs": 3}, "dp-mlp": {"epochs": 2, "batch_size": 32}},
+    "methods": {
+        "mlp": {"epochs": 3},
+        "dp-mlp": {"epochs": 2, "batch_size": 32},
+        "mlp-1layer": {"base": "mlp", "num_layers": 1},  # a variant: runs under its own name
+    },
 }
 
 
@@ -51,13 +55,14 @@ def test_lint_reports_nothing(tmp_path):
 def test_shipped_config_plans_the_full_grid(tmp_path):
     result = snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=ROOT / "config.yaml")
     assert result.returncode == 0, result.stderr
+    from nodedp.config import resolve_method
     from nodedp.methods import get_method
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     cells = set()
     for study in config["studies"].values():
         for method in study["methods"]:
-            for eps in study["epsilons"] if get_method(method).private else ["inf"]:
+            for eps in study["epsilons"] if get_method(resolve_method(config, method)[0]).private else ["inf"]:
                 cells |= {(d, method, eps, s) for d in study["datasets"] for s in study["seeds"]}
     table = result.stdout + result.stderr
     train_line = next(line for line in table.splitlines() if line.split()[:1] == ["train"])
@@ -101,13 +106,18 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
     for path in ("tables/accuracy.md", "tables/accuracy.tex", "figures/accuracy_vs_epsilon.png"):
         assert (paper / path).stat().st_size > 0
     runs = sorted((tmp_path / "results/runs").glob("*/*/*/*/metrics.json"))
-    assert len(runs) == 2 * 2 + 2  # dp-mlp at two ε, mlp at ∞; two seeds each
+    assert len(runs) == 2 * 2 + 2 + 2  # dp-mlp at two ε, mlp and its variant at ∞; two seeds each
     for metrics_path in runs:
         metrics = json.loads(metrics_path.read_text())
+        if metrics["method"] == "mlp-1layer":
+            assert metrics["base_method"] == "mlp"
+            assert metrics["hyperparameters"]["num_layers"] == 1
+            assert metrics["hyperparameters"]["epochs"] == 3  # the base's block, under the variant's keys
         ledger = json.loads((metrics_path.parent / "ledger.json").read_text())
         if metrics["private"]:
             assert ledger["epsilon"] <= metrics["target_epsilon"]
     assert "dp-mlp" in (paper / "tables/accuracy.md").read_text()
+    assert "mlp-1layer" in (paper / "tables/accuracy.md").read_text()
 
     # Redrawing the figure touches only the paper stage.
     (paper / "figures/accuracy_vs_epsilon.png").unlink()

@@ -12,7 +12,7 @@ sys.path.insert(0, SRC)
 shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)}; ")
 
 from nodedp.cli import format_epsilon
-from nodedp.config import check_config
+from nodedp.config import DEGREE_BOUND_KEYS, check_config, resolve_method
 
 validate(config, "../schemas/config.schema.yaml")
 # What a JSON schema cannot say (method hyperparameters, split fractions):
@@ -50,7 +50,7 @@ def study_cells(study, dataset=None):
         if dataset is not None and d != dataset:
             continue
         for m in spec["methods"]:
-            eps_values = spec["epsilons"] if get_method(m).private else [float("inf")]
+            eps_values = spec["epsilons"] if get_method(resolve_method(config, m)[0]).private else [float("inf")]
             for e in eps_values:
                 for s in spec["seeds"]:
                     yield d, m, format_epsilon(e), s
@@ -124,21 +124,31 @@ def study_dataset_tables(wildcards):
     )
 
 
+def method_base(wildcards):
+    """The registered method a method or variant name runs."""
+    return resolve_method(config, wildcards.method)[0]
+
+
 def method_hparams(wildcards):
-    """Only this method's hyperparameters, so editing one method reruns only its cells."""
-    return json.dumps(config["methods"].get(wildcards.method, {}), sort_keys=True)
+    """Only this method's (or variant's) hyperparameters, so editing one method reruns only its cells."""
+    return json.dumps(resolve_method(config, wildcards.method)[1], sort_keys=True)
 
 
 def train_structure_inputs(wildcards):
-    """Degree-bounded edge sets a method declares it needs, at the dataset's public bounds."""
+    """Degree-bounded edge sets a method declares it needs, at the dataset's public bounds
+    unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`)."""
     from nodedp.data import get_dataset
     from nodedp.methods import get_method
 
     info = get_dataset(wildcards.dataset)
+    base, hparams = resolve_method(config, wildcards.method)
     bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound}
+    for kind, key in DEGREE_BOUND_KEYS.items():
+        if hparams.get(key) is not None:
+            bounds[kind] = hparams[key]
     return [
         f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}/{kind}~{bounds[kind]}.pt"
-        for kind in get_method(wildcards.method).needs
+        for kind in get_method(base).needs
     ]
 
 

@@ -15,6 +15,7 @@ rule train:
     benchmark:
         "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
     params:
+        base=method_base,
         hparams=method_hparams,
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
@@ -29,7 +30,7 @@ rule train:
     shell:
         "python -m nodedp train --graph resources/graphs/{wildcards.dataset}"
         " --split {input.split} --structure {input.structure}"
-        " --method {wildcards.method} --epsilon {wildcards.eps} --seed {wildcards.seed}"
+        " --method {params.base} --name {wildcards.method} --epsilon {wildcards.eps} --seed {wildcards.seed}"
         " --hparams {params.hparams:q} --delta {params.delta} --accountant {params.accountant}"
         " --threads {threads} --out results/runs/{wildcards.dataset}/{wildcards.method}/eps~{wildcards.eps}/seed~{wildcards.seed}"
         " > {log} 2>&1"

@@ -11,6 +11,11 @@ the DpEvents' RDP at every order, and the sum is converted to ε once.
 Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
 bounded by their own analysis) add their ε on top by basic composition:
 (ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
+
+Uncharged reads. A run may read private data without charging it (e.g.
+clipping thresholds from a percentile of gradient norms, as some papers do).
+Such reads are recorded as ``UnchargedRead``s; the ledger then says
+``fully_accounted: false``: its ε does not cover them.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ __all__ = [
     "Ledger",
     "MechanismRecord",
     "PrivacyBudgetExceeded",
+    "UnchargedRead",
     "read_ledger",
     "verify_ledger_dict",
     "write_ledger",
@@ -178,6 +184,32 @@ class MechanismRecord:
 
 
 @dataclass(frozen=True)
+class UnchargedRead:
+    """A read of private data that no mechanism pays for: the ledger's ε does not cover it."""
+
+    name: str
+    touches: tuple[str, ...]
+    reason: str  # what was read and why it is not charged
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.reason:
+            raise ValueError(f"an uncharged read needs a name and a reason, got {self.name!r}, {self.reason!r}")
+        touches = tuple(self.touches)
+        if not touches or not set(touches) <= set(TOUCHABLE) or len(set(touches)) != len(touches):
+            raise ValueError(
+                f"{self.name}: touches must be a non-empty subset of {list(TOUCHABLE)} without repeats, got {touches}"
+            )
+        object.__setattr__(self, "touches", touches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "touches": list(self.touches), "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> UnchargedRead:
+        return cls(name=d["name"], touches=tuple(d["touches"]), reason=d["reason"])
+
+
+@dataclass(frozen=True)
 class Ledger:
     """A run's privacy contract: its level, target (ε, δ), accountant and mechanisms."""
 
@@ -186,6 +218,7 @@ class Ledger:
     target_delta: float
     mechanisms: tuple[MechanismRecord, ...]
     accountant: str = "rdp"
+    uncharged: tuple[UnchargedRead, ...] = ()
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -197,10 +230,16 @@ class Ledger:
             if not isinstance(record, MechanismRecord):
                 raise TypeError(f"mechanisms must be MechanismRecords, got {type(record).__name__}")
         object.__setattr__(self, "mechanisms", mechanisms)
+        uncharged = tuple(self.uncharged)
+        for read in uncharged:
+            if not isinstance(read, UnchargedRead):
+                raise TypeError(f"uncharged must hold UnchargedReads, got {type(read).__name__}")
+        object.__setattr__(self, "uncharged", uncharged)
         if not self.private:
-            if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms:
+            if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms or uncharged:
                 raise ValueError(
-                    "a non-private ledger (level 'none') has target ε = inf, δ = 0 and no mechanisms; "
+                    "a non-private ledger (level 'none') has target ε = inf, δ = 0, no mechanisms "
+                    "and no uncharged reads; "
                     "use Ledger.non_private()"
                 )
             return
@@ -212,6 +251,11 @@ class Ledger:
     @property
     def private(self) -> bool:
         return self.level != "none"
+
+    @property
+    def fully_accounted(self) -> bool:
+        """Whether every read of private data is charged (no uncharged reads)."""
+        return not self.uncharged
 
     @classmethod
     def non_private(cls) -> Ledger:
@@ -273,17 +317,21 @@ class Ledger:
             "delta": delta,
             "target": {"epsilon": _float_to_json(self.target_epsilon), "delta": self.target_delta},
             "mechanisms": [record.to_dict() for record in self.mechanisms],
+            "uncharged": [read.to_dict() for read in self.uncharged],
+            "fully_accounted": self.fully_accounted,
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Ledger:
-        """Inverse of ``to_dict``; the stored "epsilon" and "delta" are ignored (they are derived)."""
+        """Inverse of ``to_dict``; the stored "epsilon", "delta" and "fully_accounted" are ignored
+        (they are derived). A dict without "uncharged" (older ledgers) has none."""
         return cls(
             level=d["level"],
             target_epsilon=_float_from_json(d["target"]["epsilon"]),
             target_delta=float(d["target"]["delta"]),
             mechanisms=tuple(MechanismRecord.from_dict(m) for m in d["mechanisms"]),
             accountant=d["accountant"],
+            uncharged=tuple(UnchargedRead.from_dict(u) for u in d.get("uncharged", ())),
         )
 
 
@@ -304,11 +352,17 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     Returns the recomputed ε (inf for a non-private ledger). Raises
     ``PrivacyBudgetExceeded`` when that ε exceeds the target or differs from
     the stored "epsilon" by more than a relative 1e-6, and ``ValueError`` (or
-    ``KeyError``) for a malformed ledger.
+    ``KeyError``) for a malformed ledger or a stored "fully_accounted" that
+    contradicts its uncharged reads (absent in older ledgers: accepted).
     """
     ledger = Ledger.from_dict(d)
     if d.get("private") is not ledger.private:
         raise ValueError(f"ledger says private = {d.get('private')!r} but its level is {ledger.level!r}")
+    if "fully_accounted" in d and d["fully_accounted"] is not ledger.fully_accounted:
+        raise ValueError(
+            f"ledger says fully_accounted = {d['fully_accounted']!r} but it records "
+            f"{len(ledger.uncharged)} uncharged read(s)"
+        )
     ledger.check()
     epsilon, delta = ledger.composed()
     if d["delta"] != delta:

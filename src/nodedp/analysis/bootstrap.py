@@ -53,7 +53,8 @@ def summarize(
 ) -> pl.DataFrame:
     """One row per (dataset, method, target_epsilon), sorted by that key.
 
-    Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged), for each
+    Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
+    ``fully_accounted`` (every run's ledger charges every read of private data), for each
     metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
     ``n_resamples`` used, so tables built from the summary alone can state them.
     Every cell resamples its runs, ordered by seed, with the same ``seed``, so a
@@ -70,6 +71,8 @@ def summarize(
         row: dict[str, object] = dict(zip(CELL_KEY, key))
         row["n_runs"] = cell.height
         row["epsilon_mean"] = float(cell["epsilon"].mean())
+        # A cell is fully accounted only if every run's ledger is (tables mark the others).
+        row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
         for metric in metrics:
             mean, low, high = bootstrap_ci(
                 cell[metric].to_numpy(),
@@ -89,6 +92,7 @@ def summarize(
         "target_epsilon": pl.Float64(),
         "n_runs": pl.Int64(),
         "epsilon_mean": pl.Float64(),
+        "fully_accounted": pl.Boolean(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),

@@ -23,6 +23,7 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "epsilon": pl.Float64(),
     "delta": pl.Float64(),
     "level": pl.String(),
+    "fully_accounted": pl.Boolean(),  # false: the run read private data without charge (see its ledger)
     "test_accuracy": pl.Float64(),
     "test_macro_f1": pl.Float64(),
     "val_accuracy": pl.Float64(),
@@ -134,6 +135,8 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         "epsilon": spent,
         "delta": None if delta is None else float(delta),
         "level": str(metrics["level"]),
+        # Derived from the ledger's uncharged reads, which verification checked against its flag.
+        "fully_accounted": not ledger.get("uncharged"),
         "test_accuracy": float(metrics["test"]["accuracy"]),
         "test_macro_f1": float(metrics["test"]["macro_f1"]),
         # null where a protocol has no validation part (DPAR's 80/20)

@@ -11,6 +11,8 @@ import polars as pl
 from nodedp.io import atomic_write
 
 NON_PRIVATE = "non-private"
+DAGGER = "†"
+UNACCOUNTED_NOTE = f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
 
 _METRIC_LABELS = {
     "test_accuracy": "test accuracy",
@@ -33,6 +35,9 @@ _LATEX_SPECIAL = {
 }
 
 
+_LATEX_DAGGER = r"\textsuperscript{\dag}"  # text mode: no package, no unicode needed
+
+
 def metric_label(metric: str) -> str:
     """Human name of a metric column, e.g. ``test_accuracy`` -> ``test accuracy``."""
     return _METRIC_LABELS.get(metric, metric.replace("_", " "))
@@ -50,6 +55,7 @@ class _Cell:
     high: float
     n_runs: int
     best: bool
+    accounted: bool  # false: some run read private data without charge (marked with DAGGER)
 
     def text(self, *, max_runs: int) -> str:
         # Percent with one decimal; a cell with fewer runs than the rest says so.
@@ -63,6 +69,10 @@ class _Table:
     rows: tuple[tuple[str, str, tuple[_Cell | None, ...]], ...]  # (dataset, method, cells)
     max_runs: int
     caption: str
+
+    @property
+    def any_unaccounted(self) -> bool:
+        return any(c is not None and not c.accounted for _, _, cells in self.rows for c in cells)
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
@@ -86,6 +96,8 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
         .filter(pl.col("n_methods") > 1)
     )
     best_mean = {(r["dataset"], r["target_epsilon"]): r["best"] for r in contests.iter_rows(named=True)}
+    # Optional: summaries of runs collected before uncharged reads were recorded lack it.
+    has_accounted = "fully_accounted" in summary.columns
     cells: dict[tuple[str, str], dict[float, _Cell]] = {}
     for r in summary.iter_rows(named=True):
         eps = r["target_epsilon"]
@@ -95,6 +107,7 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             high=r[high],
             n_runs=r["n_runs"],
             best=r[mean] == best_mean.get((r["dataset"], eps)),
+            accounted=bool(r["fully_accounted"]) if has_accounted else True,
         )
     # Private methods first, non-private references below them, each alphabetical.
     order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
@@ -144,8 +157,11 @@ def _markdown(table: _Table, *, regenerate_command: str) -> str:
                 texts.append("—")
             else:
                 text = cell.text(max_runs=table.max_runs)
-                texts.append(f"**{text}**" if cell.best else text)
+                text = f"**{text}**" if cell.best else text
+                texts.append(text if cell.accounted else text + DAGGER)
         lines.append("| " + " | ".join(map(esc, [dataset, method, *texts])) + " |")
+    if table.any_unaccounted:
+        lines += ["", UNACCOUNTED_NOTE]
     lines += ["", f"Regenerate with: `{regenerate_command}`", ""]
     return "\n".join(lines)
 
@@ -175,13 +191,16 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
                 texts.append("--")
             else:
                 text = latex_escape(cell.text(max_runs=table.max_runs)).replace("–", "--")
-                texts.append(f"\\textbf{{{text}}}" if cell.best else text)
+                text = f"\\textbf{{{text}}}" if cell.best else text
+                texts.append(text if cell.accounted else text + _LATEX_DAGGER)
         shown = latex_escape(dataset) if dataset != previous else ""
         lines.append(" & ".join([shown, latex_escape(method), *texts]) + " \\\\")
         previous = dataset
     # The note is a paragraph below the tabular, so it wraps at the float's width
     # instead of stretching a table column.
     note = latex_escape(table.caption).replace("ε", "$\\varepsilon$").replace("–", "--")
+    if table.any_unaccounted:
+        note += " " + latex_escape(UNACCOUNTED_NOTE).replace(DAGGER, _LATEX_DAGGER)
     lines += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", ""]
     return "\n".join(lines)
 
@@ -197,7 +216,9 @@ def write_tables(
     """Write the ``metric`` table as Markdown and as a booktabs LaTeX tabular, atomically.
 
     Cells read ``mean (low–high)`` in percent; the footer states seeds, confidence and
-    resamples, and both files name the command that regenerates them. The LaTeX file
+    resamples, and both files name the command that regenerates them. Where the
+    summary has a ``fully_accounted`` column, cells whose runs read private data
+    without charge carry a dagger, explained below the table. The LaTeX file
     is a tabular followed by its note paragraph, to ``\\input`` inside a table float.
     """
     table = _build(summary, metric=metric)

@@ -5,8 +5,15 @@ dataset's public K by the structure stage (Algorithm 1, `bound_in_degree`);
 every training node's r-hop subgraph is built once from those edges
 (Algorithms 2-3); each step takes exactly m subgraphs uniformly without
 replacement (what Theorem 1's hypergeometric distribution assumes), clips each
-per-subgraph gradient (the whole gradient, one threshold C) and adds Gaussian
-noise of std z·C, z calibrated with Theorem 1 (`calibrate_dp_gnn`).
+per-subgraph gradient (the whole gradient to one threshold C, or each layer's
+to C_l with C = √(Σ C_l²)) and adds one Gaussian of std z·C over the whole
+gradient, z calibrated with Theorem 1 (`calibrate_dp_gnn`).
+
+Thresholds are public (from the config; layer-wise, C split equally,
+C_l = C/√L) unless `clip_percentile` asks for the paper's recipe: the
+percentile of per-subgraph gradient norms at initialization, on `batch_size`
+training subgraphs. That reads private data without charge, and the ledger
+records it as an uncharged read (the run is not fully accounted).
 
 Inference is not private, as in the paper: validation and test nodes use
 their full neighbourhood in the whole graph.
@@ -17,9 +24,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 from nodedp.accounting import (
     Ledger,
     MechanismRecord,
+    UnchargedRead,
     calibrate_dp_gnn,
     hypergeometric_gaussian_params,
     max_occurrences,
@@ -30,7 +41,17 @@ from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
-from nodedp.train import PrivacyConfig, fixed_size_batches, resolve_device, seed_everything
+from nodedp.train import (
+    PrivacyConfig,
+    fixed_size_batches,
+    percentile_clip_norms,
+    resolve_device,
+    seed_everything,
+    total_clip_norm,
+    trainable_layer_names,
+)
+
+CLIPPINGS = ("flat", "layerwise")
 
 
 @dataclass(frozen=True)
@@ -40,7 +61,13 @@ class DpGnnHparams(OptimHparams):
     hidden_dim: int = 64
     num_layers: int = 1  # r: GNN layers, and the depth of each training subgraph
     batch_size: int = 256  # m: subgraphs per step, sampled without replacement
-    clip_norm: float = 1.0
+    # K, the public in-degree bound; 0: the dataset's (the workflow builds the artifact at this bound)
+    in_degree_bound: int = 0
+    clip_norm: float = 1.0  # C, the bound on a whole clipped gradient (unless clip_percentile > 0)
+    clipping: str = "flat"  # "flat": the whole gradient to C; "layerwise": each layer l to C_l
+    # > 0: thresholds are this percentile of gradient norms at init (uncharged, see the module
+    # docstring); 0: from clip_norm. A number, not None: hyperparameters are typed by their defaults.
+    clip_percentile: float = 0.0
 
     def check(self) -> None:
         super().check()
@@ -48,6 +75,14 @@ class DpGnnHparams(OptimHparams):
             raise ValueError(f"num_layers (r) must be 1 or 2, got {self.num_layers}")
         if min(self.hidden_dim, self.batch_size) < 1 or not self.clip_norm > 0:
             raise ValueError("hidden_dim and batch_size must be ≥ 1, clip_norm > 0")
+        if self.in_degree_bound < 0:
+            raise ValueError(f"in_degree_bound (K) must be ≥ 1, or 0 for the dataset's; got {self.in_degree_bound}")
+        if self.clipping not in CLIPPINGS:
+            raise ValueError(f"unknown clipping {self.clipping!r}; choose from {list(CLIPPINGS)}")
+        if not 0 <= self.clip_percentile <= 100:
+            raise ValueError(
+                f"clip_percentile must be in (0, 100], or 0 for thresholds from clip_norm; got {self.clip_percentile}"
+            )
 
 
 def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str) -> RunResult:
@@ -56,6 +91,11 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     graph, split = inputs.graph, inputs.split
     bounded = inputs.structure["in-degree"]
     max_degree = int(bounded["bound"])
+    if hp.in_degree_bound and hp.in_degree_bound != max_degree:
+        raise ValueError(
+            f"in_degree_bound is {hp.in_degree_bound} but the in-degree artifact was bounded to K={max_degree}; "
+            f"build it with `bound-degree --bound {hp.in_degree_bound}` (the workflow does)"
+        )
     # Algorithm 1 bounds in-degrees (how many subgraphs a node joins); padding every
     # subgraph to N(K,r) nodes also needs its root's kept out-edges bounded to K. Dropping
     # edges only shrinks subgraphs, so Lemma 1's occurrence bound still holds.
@@ -69,23 +109,70 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         raise ValueError(f"batch_size {hp.batch_size} must be in [1, {num_examples}] (training nodes)")
     steps = max(1, math.ceil(hp.epochs * num_examples / hp.batch_size))
     occurrences = max_occurrences(max_degree=max_degree, num_layers=hp.num_layers)
+
+    x, y = graph.x.to(device), graph.y.to(device)
+    full_edges = graph.edge_index
+    if split.setting == "inductive":  # each part sees only its own edges at inference too
+        full_edges = remove_cross_split_edges(full_edges, split)
+    gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
+    model = GraphReadout(gnn, x, full_edges.to(device)).to(device)
+    train_nodes = split.train.to(device)
+
+    def example_inputs(idx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return gather_features(subgraphs, x, idx)
+
+    uncharged: tuple[UnchargedRead, ...] = ()
+    layer_clips: dict[str, float] | None = None
+    if hp.clip_percentile > 0:
+        idx = torch.randperm(num_examples, generator=generator, device=generator.device)[: hp.batch_size].to(device)
+
+        def estimate(layerwise: bool) -> dict[str, float] | float:
+            return percentile_clip_norms(model, lambda i: (example_inputs(i), y[train_nodes[i]]), idx,
+                                         percentile=hp.clip_percentile, layerwise=layerwise)
+
+        if hp.clipping == "layerwise":
+            layer_clips = estimate(True)
+            clip = total_clip_norm(layer_clips)
+        else:
+            clip = estimate(False)
+        uncharged = (UnchargedRead(
+            name=f"clip-thresholds:{spec.method}",
+            touches=("features", "labels", "edges"),
+            reason=(
+                f"{hp.clipping} clipping thresholds are the {hp.clip_percentile:g}th percentile of per-subgraph "
+                f"gradient norms at initialization on {hp.batch_size} training subgraphs, read without noise "
+                "(the paper's recipe); the thresholds are not covered by the recorded ε"
+            ),
+        ),)
+    else:
+        clip = hp.clip_norm
+        if hp.clipping == "layerwise":  # a public choice: C split equally over the L layers
+            layers = trainable_layer_names(model)
+            layer_clips = {name: clip / math.sqrt(len(layers)) for name in layers}
+            clip = total_clip_norm(layer_clips)  # = clip_norm up to rounding
+
     z = calibrate_dp_gnn(
         target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, num_examples=num_examples,
         max_occurrences=occurrences, batch_size=hp.batch_size, steps=steps,
     )
+    params = hypergeometric_gaussian_params(
+        num_examples=num_examples, max_degree=max_degree, num_layers=hp.num_layers,
+        batch_size=hp.batch_size, noise_multiplier=z, clip_norm=clip, steps=steps,
+    )
+    clipped = "each per-subgraph gradient is clipped to C"
+    if layer_clips is not None:
+        params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
+        clipped = "each layer l of a per-subgraph gradient is clipped to C_l, so the whole gradient to C = √(Σ C_l²)"
     record = MechanismRecord(
         name=f"dp-sgd:{spec.method}",
         kind="hypergeometric_gaussian",
         touches=("features", "labels", "edges"),
-        params=hypergeometric_gaussian_params(
-            num_examples=num_examples, max_degree=max_degree, num_layers=hp.num_layers,
-            batch_size=hp.batch_size, noise_multiplier=z, clip_norm=hp.clip_norm, steps=steps,
-        ),
-        sensitivity=2 * hp.clip_norm * occurrences,
+        params=params,
+        sensitivity=2 * clip * occurrences,
         sensitivity_reason=(
             f"in-degree bounded to K={max_degree} by sampling edges (Algorithm 1), so one node is in at most "
             f"N(K,r)={occurrences} of the {num_examples} r={hp.num_layers} training subgraphs (Lemma 1); "
-            "each per-subgraph gradient is clipped to C, so a node changes the sum by at most 2·C·ρ, "
+            f"{clipped}, so a node changes the sum by at most 2·C·ρ, "
             "ρ ~ Hypergeometric(N, N(K,r), m) of them in a batch (Theorem 1)"
         ),
         dp_event=None,
@@ -96,27 +183,22 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     )
     ledger = Ledger(
         level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-        mechanisms=(record,), accountant=spec.accountant,
+        mechanisms=(record,), accountant=spec.accountant, uncharged=uncharged,
     )
     ledger.check()
 
-    x, y = graph.x.to(device), graph.y.to(device)
-    full_edges = graph.edge_index
-    if split.setting == "inductive":  # each part sees only its own edges at inference too
-        full_edges = remove_cross_split_edges(full_edges, split)
-    gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
-    model = GraphReadout(gnn, x, full_edges.to(device)).to(device)
     return fit_node_classifier(
         model,
         inputs_of=lambda nodes: nodes,
-        example_inputs=lambda idx: gather_features(subgraphs, x, idx),
+        example_inputs=example_inputs,
         y=y,
         split=split,
         spec=spec,
         optim=hp.optim_config(),
         batches=fixed_size_batches(num_examples, batch_size=hp.batch_size, steps=steps, generator=generator),
         total=steps,
-        privacy=PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size),
+        privacy=PrivacyConfig(clip_norm=clip, noise_std=z * clip, expected_batch_size=hp.batch_size,
+                              layer_clip_norms=layer_clips),
         ledger=ledger,
         generator=generator,
         device=device,

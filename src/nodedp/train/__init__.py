@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from nodedp.train.clip_thresholds import percentile_clip_norms
 from nodedp.train.evaluate import evaluate, metrics_from_logits
 from nodedp.train.loop import (
     OptimConfig,
     PrivacyConfig,
     TrainStats,
     build_optimizer,
+    total_clip_norm,
     train_model,
 )
-from nodedp.train.per_sample import PerSampleGradients
+from nodedp.train.per_sample import PerSampleGradients, trainable_layer_names
 from nodedp.train.sampling import fixed_size_batches, poisson_batches, shuffled_epochs
 from nodedp.train.seeding import make_generator, resolve_device, seed_everything
 
@@ -24,9 +26,12 @@ __all__ = [
     "fixed_size_batches",
     "make_generator",
     "metrics_from_logits",
+    "percentile_clip_norms",
     "poisson_batches",
     "resolve_device",
     "seed_everything",
     "shuffled_epochs",
+    "total_clip_norm",
     "train_model",
+    "trainable_layer_names",
 ]

@@ -6,6 +6,11 @@ gradients: clip every example's whole gradient (all trainable parameters) to
 divide by the *expected* batch size, and hand the result to the optimizer
 (post-processing). σ is absolute (noise multiplier × sensitivity): the caller
 calibrates it with ``nodedp.accounting``; nothing here accounts privacy.
+
+Layer-wise clipping clips each example's gradient of layer l (a module owning
+trainable parameters) to C_l instead, so the whole clipped gradient has norm
+≤ C = √(Σ C_l²): the sensitivity is still C, and the noise is still one
+Gaussian over the whole vector with σ calibrated to C.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 import torch.nn.functional as F
@@ -23,22 +29,45 @@ from tqdm.auto import tqdm
 
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.mechanisms.noise import gaussian_noise_like
-from nodedp.train.per_sample import PerSampleGradients, split_flat
+from nodedp.train.per_sample import PerSampleGradients, split_flat, trainable_layer_names
 
-__all__ = ["OptimConfig", "PrivacyConfig", "TrainStats", "train_model", "build_optimizer"]
+__all__ = ["LOSSES", "OptimConfig", "PrivacyConfig", "TrainStats", "build_optimizer", "total_clip_norm", "train_model"]
+
+# Relative tolerance between clip_norm and √(Σ C_l²): rounding, not a different bound.
+_CLIP_RTOL = 1e-9
+
+
+def total_clip_norm(layer_clip_norms: Mapping[str, float]) -> float:
+    """C = √(Σ C_l²): the bound on an example's whole gradient after clipping each layer l to C_l."""
+    return math.sqrt(math.fsum(c * c for c in layer_clip_norms.values()))
 
 
 @dataclass(frozen=True)
 class PrivacyConfig:
     """DP-SGD parameters of a run; ``privacy=None`` means non-private training."""
 
-    clip_norm: float  # C: each example's whole gradient is clipped to ℓ2 ≤ C
+    clip_norm: float  # C: bound on the ℓ2 norm of each example's whole clipped gradient
     noise_std: float  # absolute std of the Gaussian added to the SUM of clipped gradients
     expected_batch_size: float  # the noisy sum is divided by this, never by the realised size
+    # Layer-wise thresholds {layer name: C_l} (see trainable_layer_names), or None
+    # to clip the whole gradient to C. When given, clip_norm must be √(Σ C_l²).
+    layer_clip_norms: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.clip_norm) and self.clip_norm > 0):
             raise ValueError(f"clip_norm must be finite and > 0, got {self.clip_norm}")
+        if self.layer_clip_norms is not None:
+            layers = {str(k): float(v) for k, v in self.layer_clip_norms.items()}
+            bad = {k: v for k, v in layers.items() if not (math.isfinite(v) and v > 0)}
+            if not layers or bad:
+                raise ValueError(f"layer_clip_norms must map layer names to finite thresholds > 0, got {layers}")
+            total = total_clip_norm(layers)
+            if not math.isclose(self.clip_norm, total, rel_tol=_CLIP_RTOL):
+                raise ValueError(
+                    f"clip_norm = {self.clip_norm!r} must be the total bound √(Σ C_l²) = {total!r} "
+                    "of the layer-wise thresholds (the sensitivity the noise is calibrated to)"
+                )
+            object.__setattr__(self, "layer_clip_norms", MappingProxyType(layers))
         if not (math.isfinite(self.noise_std) and self.noise_std >= 0):
             raise ValueError(f"noise_std must be finite and >= 0, got {self.noise_std}")
         if not (math.isfinite(self.expected_batch_size) and self.expected_batch_size > 0):
@@ -71,7 +100,7 @@ class TrainStats:
     steps: int
     examples_seen: int  # sum of realised batch sizes
     seconds: float
-    clipped_fraction: float | None  # share of examples whose gradient norm exceeded C; None if non-private
+    clipped_fraction: float | None  # share of examples clipped (any layer, if layer-wise); None if non-private
     final_loss: float  # mean per-example loss of the last non-empty batch (nan if none)
     noise_std: float  # std of the Gaussian added to each gradient-sum coordinate (0 if non-private)
 
@@ -90,7 +119,7 @@ def _cross_entropy(out: Tensor, y: Tensor) -> Tensor:
 
 
 # name -> per-example loss [B]
-_LOSSES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"cross_entropy": _cross_entropy}
+LOSSES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"cross_entropy": _cross_entropy}
 
 
 def train_model(
@@ -121,15 +150,24 @@ def train_model(
     The clipped fraction and losses in the returned stats are computed on
     private data without noise: diagnostics, not DP releases.
     """
-    if loss not in _LOSSES:
-        raise ValueError(f"unknown loss {loss!r}; choose from {sorted(_LOSSES)}")
-    loss_fn = _LOSSES[loss]
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose from {sorted(LOSSES)}")
+    loss_fn = LOSSES[loss]
     model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters")
     optimizer = build_optimizer(params, optim)
     per_sample = PerSampleGradients(model) if privacy is not None else None
+    layer_clips = None if privacy is None else privacy.layer_clip_norms
+    if layer_clips is not None:
+        layers = trainable_layer_names(model)
+        if set(layer_clips) != set(layers):
+            per_sample.remove()
+            raise ValueError(
+                f"layer_clip_norms must name exactly the model's trainable layers {layers}; "
+                f"got {sorted(layer_clips)}"
+            )
     noise_shape = params[0].new_empty(sum(p.numel() for p in params))  # the concatenated gradient
 
     steps = examples = 0
@@ -150,7 +188,9 @@ def train_model(
                     losses.mean().backward()
             else:
                 # The Gaussian mechanism on the whole gradient vector: one draw over
-                # all coordinates (sensitivity C), never per-tensor budgets.
+                # all coordinates (sensitivity C), never per-tensor budgets. With
+                # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
+                # as in the public DP-GNN reference code, under-noises by √(#tensors).
                 noisy = gaussian_noise_like(noise_shape, std=privacy.noise_std, generator=generator)
                 if size > 0:
                     inputs, targets = batch_fn(indices)
@@ -158,9 +198,18 @@ def train_model(
                         out = model(inputs)
                     losses = loss_fn(out, targets)
                     per_sample.backward(losses)
-                    norms = per_sample.norms()
-                    clipped += (norms > privacy.clip_norm).sum()
-                    per_sample.write_clipped_sum(clip_factors(norms, max_norm=privacy.clip_norm), onto=noisy)
+                    if layer_clips is None:
+                        norms = per_sample.norms()
+                        clipped += (norms > privacy.clip_norm).sum()
+                        factors = clip_factors(norms, max_norm=privacy.clip_norm)
+                    else:
+                        layer_norms = per_sample.layer_norms()
+                        clipped += torch.stack(
+                            [n > layer_clips[name] for name, n in layer_norms.items()]
+                        ).any(0).sum()
+                        factors = {name: clip_factors(n, max_norm=layer_clips[name])
+                                   for name, n in layer_norms.items()}
+                    per_sample.write_clipped_sum(factors, onto=noisy)
                 else:  # empty Poisson batch: the clipped sum is zero, the noise is not
                     for p, grad in split_flat(noisy, params).items():
                         p.grad = grad

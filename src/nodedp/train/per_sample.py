@@ -9,6 +9,11 @@ One DP-SGD step::
     norms = psg.norms()                   # ℓ2 norm of each example's whole gradient
     psg.write_clipped_sum(clip_factors(norms, max_norm=C))   # p.grad = Σ_i c_i ∇_p ℓ_i
 
+Layer-wise clipping: a layer is a module that owns trainable parameters, named
+by its path in the model (``trainable_layer_names(model)``, the keys of
+``layer_norms()``, e.g. "encoder.0"); pass
+``write_clipped_sum`` a mapping layer name -> factors [B] instead of one [B].
+
 How: while capturing, the trainable parameters are frozen, so the backward pass
 computes only what flows between layers and never the unclipped parameter
 gradients (which DP-SGD would throw away). Forward hooks record each module's
@@ -29,7 +34,7 @@ deterministic). Every parameter must be used only inside its owner's forward.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +45,19 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 from torch.nn.modules.batchnorm import _BatchNorm
 
-__all__ = ["PerSampleGradients", "split_flat"]
+__all__ = ["PerSampleGradients", "split_flat", "trainable_layer_names"]
+
+
+def _layer_name(path: str, module: nn.Module) -> str:
+    return path or type(module).__name__  # the model itself owns parameters
+
+
+def trainable_layer_names(model: nn.Module) -> list[str]:
+    """The layers of ``model``: modules owning trainable parameters, named by path, in model order."""
+    return [
+        _layer_name(name, m) for name, m in model.named_modules()
+        if any(p.requires_grad for p in m.parameters(recurse=False))
+    ]
 
 
 def split_flat(flat: Tensor, params: list[nn.Parameter]) -> dict[nn.Parameter, Tensor]:
@@ -287,7 +304,7 @@ class PerSampleGradients:
                 self._handles.append(
                     module.register_forward_hook(self._record_call, with_kwargs=True)
                 )
-                self._owners[module] = _Owner(module, name or type(module).__name__, {})
+                self._owners[module] = _Owner(module, _layer_name(name, module), {})
 
     def remove(self) -> None:
         """Detach the hooks from the model."""
@@ -416,8 +433,30 @@ class PerSampleGradients:
         return parts.square().sum(0).sqrt()  # several times faster than vector_norm over dim 0
 
     @torch.no_grad()
-    def write_clipped_sum(self, factors: Tensor, *, onto: Tensor | None = None) -> None:
+    def layer_norms(self) -> dict[str, Tensor]:
+        """{layer name: [B] ℓ2 norm of each example's gradient over that layer's trainable parameters}.
+
+        Every layer trainable at the last ``capture()`` is present (zeros if it did not reach the loss).
+        """
+        per_sample = self._compute()
+        norms = {}
+        for module, owner in self._owners.items():
+            if not owner.params:
+                continue
+            ps = per_sample.get(module)
+            if ps is None:
+                p = next(iter(owner.params.values()))
+                norms[owner.name] = torch.zeros(self._batch, dtype=p.dtype, device=p.device)
+            else:
+                norms[owner.name] = torch.stack(ps.norm_parts).square().sum(0).sqrt()
+        return norms
+
+    @torch.no_grad()
+    def write_clipped_sum(self, factors: Tensor | Mapping[str, Tensor], *, onto: Tensor | None = None) -> None:
         """Set ``p.grad = onto_p + Σ_i factors[i] · ∇_p ℓ_i`` for every trainable parameter.
+
+        ``factors`` is one [B] tensor for every layer, or a mapping with one [B]
+        tensor per layer name (exactly the keys of ``layer_norms()``).
 
         ``onto`` is a flat vector over ``parameters`` (in order), e.g. the noise
         of the Gaussian mechanism; it is updated in place and the gradients
@@ -430,8 +469,15 @@ class PerSampleGradients:
         if onto is None:
             onto = params[0].new_zeros(sum(p.numel() for p in params))
         grads = split_flat(onto, params)
-        for ps in per_sample.values():
-            ps.add_clipped_sum(factors, grads)
+        if isinstance(factors, Tensor):
+            for ps in per_sample.values():
+                ps.add_clipped_sum(factors, grads)
+        else:
+            layers = [o.name for o in self._owners.values() if o.params]
+            if set(factors) != set(layers):
+                raise ValueError(f"need clipping factors for exactly the layers {layers}, got {sorted(factors)}")
+            for module, ps in per_sample.items():
+                ps.add_clipped_sum(factors[self._owners[module].name], grads)
         for p in params:
             p.grad = grads[p]
         for owner in self._owners.values():
