@@ -176,8 +176,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     if info.private:
-        # Private units are nodes; N = |V| is public metadata of the dataset.
-        target_delta = resolve_delta(delta, num_private_units=graph.num_nodes)
+        # Private units are nodes (node level) or edges (edge level, an undirected edge once);
+        # their number is public metadata of the dataset.
+        units = graph.num_nodes
+        if info.level == "edge":
+            units = graph.num_edges // 2 if meta.get("is_undirected") else graph.num_edges
+        target_delta = resolve_delta(delta, num_private_units=units)
     else:
         target_delta = 0.0
     spec = RunSpec(

@@ -51,3 +51,24 @@ def test_evaluate_uses_eval_mode_chunks_and_restores_mode() -> None:
     model.train()
     assert full == expected
     assert evaluate(model, x, y, batch_size=5) == pytest.approx(full)
+
+
+class _TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 3), nn.Linear(2, 3)
+
+    def forward(self, inputs: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return self.a(inputs[0]) + self.b(inputs[1])
+
+
+def test_evaluate_chunks_a_tuple_of_inputs_together() -> None:
+    torch.manual_seed(0)
+    model = _TwoInputs()
+    x1, x2, y = torch.randn(23, 4), torch.randn(23, 2), torch.randint(0, 3, (23,))
+    with torch.no_grad():
+        expected = metrics_from_logits(model((x1, x2)), y)
+    assert evaluate(model, (x1, x2), y) == expected
+    assert evaluate(model, (x1, x2), y, batch_size=5) == pytest.approx(expected)
+    # Chunks must pair rows of the same examples: shuffling one input changes the result.
+    assert evaluate(model, (x1, x2.flip(0)), y, batch_size=5) != expected

@@ -1,8 +1,20 @@
-"""Pure tensor mechanisms: noise and clipping."""
+"""Pure tensor mechanisms: noise, clipping, NAP aggregation perturbation, randomized response on edges."""
 
 from __future__ import annotations
 
 from nodedp.mechanisms.clipping import clip_factors, clip_rows
+from nodedp.mechanisms.edge_rr import flip_probability, randomize_adjacency
+from nodedp.mechanisms.nap import NAP, nap_aggregate, nap_sensitivity
 from nodedp.mechanisms.noise import gaussian_noise_like, laplace_noise
 
-__all__ = ["clip_factors", "clip_rows", "gaussian_noise_like", "laplace_noise"]
+__all__ = [
+    "NAP",
+    "clip_factors",
+    "clip_rows",
+    "flip_probability",
+    "gaussian_noise_like",
+    "laplace_noise",
+    "nap_aggregate",
+    "nap_sensitivity",
+    "randomize_adjacency",
+]

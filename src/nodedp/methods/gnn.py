@@ -8,9 +8,11 @@ Inductive splits drop the cross-split edges.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from nodedp.accounting import Ledger
 from nodedp.data import remove_cross_split_edges
@@ -33,11 +35,14 @@ class GnnHparams(OptimHparams):
             raise ValueError("hidden_dim and num_layers must be ≥ 1")
 
 
-def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str) -> RunResult:
+def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str,
+            edges: Callable[[torch.Generator], Tensor] | None = None, ledger: Ledger | None = None) -> RunResult:
+    """Full-batch training on the graph's edges, or on ``edges(generator)`` (a privatized
+    adjacency, e.g. EdgeRand's) with that mechanism's ``ledger``."""
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
-    edges = graph.edge_index
+    edges = graph.edge_index if edges is None else edges(generator)
     if split.setting == "inductive":  # train, val and test nodes each see only their own part
         edges = remove_cross_split_edges(edges, split)
     gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
@@ -53,7 +58,7 @@ def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str) -> 
         batches=(everything for _ in range(hp.epochs)),  # full batch, one step per epoch
         total=hp.epochs,
         privacy=None,
-        ledger=Ledger.non_private(),
+        ledger=Ledger.non_private() if ledger is None else ledger,
         generator=generator,
         device=device,
     )

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from nodedp.models.gap import GAPClassifier, GAPEncoder, ProGAP, ProGAPStage, StageMLP
 from nodedp.models.mlp import MLP
 from nodedp.models.subgraph_gnn import LAYERS, GraphReadout, SubgraphGNN
 
-__all__ = ["LAYERS", "GraphReadout", "MLP", "SubgraphGNN"]
+__all__ = [
+    "LAYERS",
+    "MLP",
+    "GAPClassifier",
+    "GAPEncoder",
+    "GraphReadout",
+    "ProGAP",
+    "ProGAPStage",
+    "StageMLP",
+    "SubgraphGNN",
+]

@@ -30,19 +30,34 @@ def metrics_from_logits(logits: Tensor, y: Tensor) -> dict[str, float]:
     }
 
 
+def _chunks(inputs: Tensor | tuple[Tensor, ...], batch_size: int | None) -> list[Tensor | tuple[Tensor, ...]]:
+    if isinstance(inputs, Tensor):
+        return list(inputs.split(batch_size)) if batch_size else [inputs]
+    # A tuple of per-example tensors (dim 0 indexes examples): chunk them together.
+    if not batch_size:
+        return [inputs]
+    return list(zip(*(t.split(batch_size) for t in inputs)))
+
+
+def _to(chunk: Tensor | tuple[Tensor, ...], device: torch.device) -> Tensor | tuple[Tensor, ...]:
+    return chunk.to(device) if isinstance(chunk, Tensor) else tuple(t.to(device) for t in chunk)
+
+
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, inputs: Tensor, targets: Tensor, *, batch_size: int | None = None
+    model: nn.Module, inputs: Tensor | tuple[Tensor, ...], targets: Tensor, *, batch_size: int | None = None
 ) -> dict[str, float]:
-    """Metrics of ``model`` in eval mode, on chunks of ``batch_size`` moved to the model's device."""
+    """Metrics of ``model`` in eval mode, on chunks of ``batch_size`` moved to the model's device.
+
+    ``inputs`` is a tensor or a tuple of tensors (the model's one argument), dim 0 indexing examples.
+    """
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     try:
-        chunks = inputs.split(batch_size) if batch_size else [inputs]
-        logits = torch.cat([model(chunk.to(device)) for chunk in chunks])
+        logits = torch.cat([model(_to(chunk, device)) for chunk in _chunks(inputs, batch_size)])
     finally:
         model.train(was_training)
     return metrics_from_logits(logits, targets)

@@ -1,0 +1,198 @@
+"""What GAP and ProGAP share: levels, the NAP mechanism of a run, its ledger, and stage training.
+
+Both methods touch the graph only through NAP (``nodedp.mechanisms.nap``),
+queried once per hop and cached; everything else trains MLPs on each node's
+own cached rows. Per privacy level:
+
+* ``node``: out-degrees bounded to the public D (the structure stage's
+  ``out-degree`` artifact), NAP sensitivity √(D + R²), every stage trained
+  with Poisson-sampled DP-SGD/DP-Adam (one node = one example, sensitivity C),
+  one noise multiplier z shared by NAP (std z·Δ) and DP-SGD (std z·C),
+  calibrated on the composition (``nodedp.accounting.gap``, ProGAP Thm. 4.2);
+  normalization is GroupNorm (per example).
+* ``edge``: features and labels are public; NAP over all edges (Δ = √2 on an
+  undirected graph), stages trained non-privately, full batch (Thm. 4.1).
+* ``none``: the non-private variants: NAP without noise, the same stages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from nodedp.accounting import Ledger, MechanismRecord, calibrate_gap, nap_event, subsampled_gaussian_event
+from nodedp.data import remove_cross_split_edges
+from nodedp.mechanisms import NAP
+from nodedp.methods.base import OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.node_classifier import fit_node_classifier
+from nodedp.train import PrivacyConfig, poisson_batches, train_model
+
+__all__ = ["ApHparams", "ApPlan", "plan_aggregation_perturbation", "train_stage"]
+
+
+@dataclass(frozen=True)
+class ApHparams(OptimHparams):
+    hops: int = 2  # K: NAP queries (aggregation hops / ProGAP stages after the first)
+    hidden_dim: int = 16
+    base_layers: int = 1
+    dropout: float = 0.0
+    epochs: int = 10  # per stage (GAP: the classifier)
+    batch_size: int = 256  # expected batch size of node-level DP-SGD (Poisson sampling)
+    clip_norm: float = 1.0  # C, per-example clipping of node-level DP-SGD
+    # R: aggregated rows are clipped to ℓ2 ≤ R; at node level Δ = √(D + R²). 0: R = √D (Δ = √(2D)).
+    row_clip: float = 0.0
+    normalization: str = "auto"  # "auto": group at node level, batch otherwise; or group | batch | none
+
+    def check(self) -> None:
+        super().check()
+        if self.hops < 1:
+            raise ValueError(f"hops (K) must be ≥ 1, got {self.hops}")
+        if min(self.hidden_dim, self.base_layers, self.batch_size) < 1:
+            raise ValueError("hidden_dim, base_layers and batch_size must be ≥ 1")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
+        if not self.clip_norm > 0 or not (math.isfinite(self.row_clip) and self.row_clip >= 0):
+            raise ValueError(f"need clip_norm > 0 and row_clip ≥ 0 (0: √D), got {self.clip_norm}, {self.row_clip}")
+        if self.normalization not in ("auto", "group", "batch", "none"):
+            raise ValueError(f"unknown normalization {self.normalization!r}; choose from auto, group, batch, none")
+
+    def normalization_for(self, level: str) -> str:
+        if self.normalization == "auto":
+            return "group" if level == "node" else "batch"
+        if level == "node" and self.normalization == "batch":
+            raise ValueError("node-level DP-SGD needs per-example normalization: 'group' or 'none', not 'batch'")
+        return self.normalization
+
+
+@dataclass
+class ApPlan:
+    """A run's NAP mechanism, edges, stage schedule and ledger."""
+
+    level: str
+    nap: NAP
+    edges: Tensor  # the edges NAP aggregates over
+    ledger: Ledger
+    privacy: PrivacyConfig | None  # node level: DP-SGD of every stage
+    sampling_rate: float | None
+    stage_steps: tuple[int, ...]
+
+
+def plan_aggregation_perturbation(
+    inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str, stage_epochs: Sequence[int], name: str
+) -> ApPlan:
+    """Calibrate the shared noise multiplier and write the ledger before any training.
+
+    ``stage_epochs``: epochs of each DP-SGD stage (GAP: encoder and classifier;
+    ProGAP: K + 1 stages); node level only.
+    """
+    graph, split = inputs.graph, inputs.split
+    undirected = bool(graph.is_undirected())
+    edges = graph.edge_index
+    max_degree = None
+    if level == "node":
+        bounded = inputs.structure["out-degree"]
+        edges, max_degree = bounded["edge_index"], int(bounded["bound"])
+    if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
+        edges = remove_cross_split_edges(edges, split)
+    row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
+    if level == "none":
+        nap = NAP(level="none", row_clip=row_clip, noise_multiplier=0.0)
+        return ApPlan("none", nap, edges, Ledger.non_private(), None, None, ())
+
+    n = split.train.numel()
+    stage_steps: tuple[int, ...] = ()
+    q = None
+    if level == "node":
+        if not 1 <= hp.batch_size <= n:
+            raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
+        q = hp.batch_size / n
+        stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
+    z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
+                      stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
+    nap = NAP(level=level, row_clip=row_clip, noise_multiplier=z, max_degree=max_degree, undirected=undirected)
+    if level == "node":
+        reason = (
+            f"out-degrees bounded to D={max_degree} by sampling edges and aggregated rows clipped to R={row_clip:g}: "
+            f"removing a node changes its ≤ D out-neighbours' rows by ≤ 1 each (a unit vector; clipping is "
+            f"1-Lipschitz) and its own row by ≤ R, so Δ = √(D + R²) = {nap.sensitivity:.6g} per query "
+            "(the public GAP/ProGAP code uses √D, omitting the node's own row)"
+        )
+        caveat = ("as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
+                  "out-degree sampling without a node could let its in-neighbours keep other edges instead")
+    else:
+        reason = (f"one {'undirected edge is two directed edges, each' if undirected else 'directed edge'} changes "
+                  f"one aggregated row by ≤ 1 (a unit vector): Δ = {nap.sensitivity:.6g} per query")
+        caveat = None
+    records = [MechanismRecord(
+        name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
+        params={"noise_multiplier": z, "noise_std": nap.noise_std, "queries": hp.hops,
+                "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
+                "max_degree": max_degree, "undirected": undirected},
+        sensitivity=nap.sensitivity, sensitivity_reason=reason, dp_event=nap_event(noise_multiplier=z, hops=hp.hops),
+        caveat=caveat,
+    )]
+    for i, steps in enumerate(stage_steps):
+        records.append(MechanismRecord(
+            name=f"dp-sgd:{name}:stage{i}", kind="subsampled_gaussian", touches=("features", "labels"),
+            params={"noise_multiplier": z, "noise_std": z * hp.clip_norm, "clip_norm": hp.clip_norm,
+                    "sampling": "poisson", "sampling_rate": q, "num_examples": n,
+                    "expected_batch_size": hp.batch_size, "steps": steps, "epochs": stage_epochs[i]},
+            sensitivity=hp.clip_norm,
+            sensitivity_reason=("each training node is one example: its own features, label and cached NAP rows "
+                                "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
+            dp_event=subsampled_gaussian_event(noise_multiplier=z, sampling_rate=q, steps=steps),
+        ))
+    ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+                    mechanisms=tuple(records), accountant=spec.accountant)
+    ledger.check()
+    privacy = None
+    if level == "node":
+        privacy = PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size)
+    return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps)
+
+
+def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int,
+              generator: torch.Generator) -> tuple[Iterator[Tensor], int]:
+    if plan.privacy is not None:
+        steps = plan.stage_steps[stage]
+        return poisson_batches(num_train, sampling_rate=plan.sampling_rate, steps=steps, generator=generator), steps
+    everything = torch.arange(num_train, device=generator.device)
+    return (everything for _ in range(epochs)), epochs  # full batch, as the papers at edge level
+
+
+def train_stage(
+    model: nn.Module,
+    features: Callable[[Tensor], Tensor | tuple[Tensor, ...]],
+    *,
+    plan: ApPlan,
+    stage: int,
+    epochs: int,
+    inputs: RunInputs,
+    spec: RunSpec,
+    hp: ApHparams,
+    generator: torch.Generator,
+    device: torch.device,
+    final: bool = False,
+) -> RunResult | None:
+    """Train one stage through the one loop; the final stage also evaluates and returns the RunResult.
+
+    ``features(nodes)`` gives the model's inputs of those nodes (their own rows and cached aggregates).
+    """
+    split, y = inputs.split, inputs.graph.y.to(device)
+    batches, total = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
+    if final:
+        return fit_node_classifier(
+            model, inputs_of=features, y=y, split=split, spec=spec, optim=hp.optim_config(), batches=batches,
+            total=total, privacy=plan.privacy, ledger=plan.ledger, generator=generator, device=device,
+        )
+    train_nodes = split.train.to(device)
+    train_model(
+        model, batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
+        batches=batches, optim=hp.optim_config(), privacy=plan.privacy, generator=generator, device=device,
+        progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}", total=total,
+    )
+    return None
