@@ -177,3 +177,15 @@ def test_pld_gaussian_matches_the_analytic_gaussian_mechanism(sigma):
     rdp = epsilon_of(gaussian_event(noise_multiplier=sigma), delta=DELTA, accountant="rdp")
     assert pld == pytest.approx(exact, rel=0.01)
     assert rdp >= exact  # RDP is an upper bound on the exact curve
+
+
+def test_only_dp_accountings_nonconvergence_notice_is_silenced(caplog):
+    import logging
+
+    import nodedp.accounting  # noqa: F401  (installs the filter)
+
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        logging.getLogger("absl").warning("_compute_log_a_frac failed to converge after 1000 iterations")
+        logging.getLogger("absl").warning("something else from absl")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["something else from absl"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nodedp.structure.appr import appr_ista, appr_ista_reference, exact_ppr
 from nodedp.structure.subgraphs import (
     Subgraphs,
     gather_features,
@@ -13,6 +14,9 @@ from nodedp.structure.subgraphs import (
 
 __all__ = [
     "Subgraphs",
+    "appr_ista",
+    "appr_ista_reference",
+    "exact_ppr",
     "gather_features",
     "load_subgraphs",
     "occurrence_counts",

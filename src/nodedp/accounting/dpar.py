@@ -1,0 +1,256 @@
+"""Privacy cost of DPAR's DP-APPR (Algorithms 1 and 3, Theorems 1 and 3) and of its node sampling.
+
+Neighbouring inputs: one node with all its edges added or removed. Its effect
+on the M released APPR rows (Algorithms 1 and 3 always release M rows, M
+public) is arbitrary, since APPR mass spreads through the graph and the node
+may even be one of the M sources, whose row is then replaced by another.
+What bounds it is clipping, which holds for *any* two rows:
+
+* EM (Algorithm 1): entries clipped to [0, C2], so every score changes by at
+  most Δ(u) = C2, and each of the K values released by option II too.
+* GM (Algorithm 3): rows non-negative and ℓ2-clipped to C1, so two rows p, p'
+  differ by ‖p − p'‖₂² = ‖p‖² + ‖p'‖² − 2⟨p, p'⟩ ≤ 2·C1² (⟨p, p'⟩ ≥ 0):
+  Δ₂ = √2·C1. The paper calibrates with C1, which holds only for rows that
+  are nested multiples of each other; √2·C1 is what non-negativity gives.
+
+One-shot Gumbel top-K (Durfee & Rogers 2019): Gumbel(C2/ε) noise on every
+score, then the K largest, is K peeling exponential mechanisms, each choosing
+index j with probability ∝ exp(ε·u_j / C2). With scores that may move either
+way by C2 each step is 2ε-DP and 2ε-bounded-range, hence ε²/2-zCDP (Cesar &
+Rogers 2021: η-BR ⇒ η²/8-zCDP).
+
+The ledger composes DpEvents and adds pure ε on top; an (ε, δ) bound of a
+pure mechanism (Corollary 1, Theorem 1) has no place there. The EM selection
+is therefore recorded at its basic-composition pure ε, 2·M·K·ε, and its
+(ε, δ) and RDP bounds are functions here for reports and for a future RDP
+kind (``gumbel_topk_rdp``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from dp_accounting import dp_event
+from scipy.optimize import brentq
+
+from nodedp.accounting.events import check_delta
+from nodedp.accounting.ledger import MechanismRecord
+
+__all__ = [
+    "EM_OPTIONS",
+    "advanced_composition_epsilon",
+    "amplified",
+    "dp_appr_em_epsilon",
+    "dp_appr_em_records",
+    "dp_appr_gm_event",
+    "dp_appr_gm_record",
+    "gm_sensitivity",
+    "gumbel_topk_epsilon",
+    "gumbel_topk_rdp",
+    "paper_composition_epsilon",
+    "reference_understated",
+]
+
+EM_OPTIONS: tuple[str, ...] = ("em0", "em1")
+
+
+def _check_positive(value: float, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _check_count(value: int, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_option(option: str, epsilon_value: float | None) -> None:
+    if option not in EM_OPTIONS:
+        raise ValueError(f"unknown DP-APPR-EM option {option!r}; valid choices: {list(EM_OPTIONS)}")
+    if option == "em1":
+        _check_positive(epsilon_value, "epsilon_value (the per-row Laplace budget ε2 of option em1)")  # type: ignore[arg-type]
+    elif epsilon_value is not None:
+        raise ValueError(f"option 'em0' releases no values, so it takes no epsilon_value; got {epsilon_value!r}")
+
+
+def advanced_composition_epsilon(*, epsilon: float, k: int, delta: float) -> float:
+    """ε of k adaptively composed ε-DP mechanisms at extra δ (Kairouz, Oh & Viswanath 2015, Thm 3.5):
+
+    min{ k·ε,  k·ε·(e^ε − 1)/(e^ε + 1) + ε·√(2k·ln(1/δ)) }.
+
+    For (ε, δ₀)-DP parts the composition is (this, 1 − (1 − δ₀)^k·(1 − δ))-DP.
+    """
+    _check_positive(epsilon, "epsilon")
+    _check_count(k, "k")
+    check_delta(delta)
+    advanced = k * epsilon * math.tanh(epsilon / 2) + epsilon * math.sqrt(2 * k * math.log(1 / delta))
+    return min(k * epsilon, advanced)
+
+
+def gumbel_topk_epsilon(*, epsilon: float, k: int, delta: float) -> float:
+    """DPAR Corollary 1: one-shot Gumbel(Δ(u)/ε) top-k is (ε', δ)-DP with
+
+    ε' = 2·min{ k·ε,  k·ε·(e^ε − 1)/(e^ε + 1) + ε·√(2k·ln(1/δ)) },
+
+    the factor 2 because scores may rise and fall (each peeling step is 2ε-DP).
+    """
+    return 2 * advanced_composition_epsilon(epsilon=epsilon, k=k, delta=delta)
+
+
+def dp_appr_em_epsilon(
+    *, epsilon: float, k: int, m: int, delta: float, epsilon_value: float | None = None
+) -> tuple[float, float]:
+    """(ε, δ) of Algorithm 1 on M rows (Theorem 1, with the composition that holds for every ε).
+
+    Per row (δ_row = δ/(2M)): ε_1 = ``gumbel_topk_epsilon(ε, K, δ_row)`` for the
+    indices (option I), plus ε_2 = ``epsilon_value`` for the Laplace(K·C2/ε_2)
+    values (option II). Over the M rows (each node touches all of them), with
+    ε_row = ε_1 (+ ε_2):
+
+    ε_total = min{ M·ε_row,  M·ε_row·(e^ε_row − 1)/(e^ε_row + 1) + ε_row·√(2M·ln(2/δ)) },
+
+    at δ_total ≤ M·δ_row + δ/2 = δ (the paper's 2Mδ with δ = δ_row). The paper
+    instead inverts ε_row = ε_g/(2√(M ln(e + ε_g/(2Mδ)))), a corollary that
+    Kairouz et al. state only for small ε_g; see ``paper_composition_epsilon``.
+    """
+    _check_count(m, "m")
+    check_delta(delta)
+    per_row = gumbel_topk_epsilon(epsilon=epsilon, k=k, delta=delta / (2 * m))
+    if epsilon_value is not None:
+        _check_positive(epsilon_value, "epsilon_value")
+        per_row += epsilon_value
+    return advanced_composition_epsilon(epsilon=per_row, k=m, delta=delta / 2), delta
+
+
+def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float]) -> np.ndarray:
+    """RDP of ``selections`` peeling steps of Gumbel(Δ/ε) selection (all K·M of Algorithm 1).
+
+    Each step is 2ε-bounded-range, hence ε²/2-zCDP, and 2ε-DP; so at order α
+    the composition has RDP ≤ selections · min(α·ε²/2, 2ε). A tighter and
+    sound alternative to the pure ε the ledger records, should the ledger
+    grow an RDP-curve kind for it.
+    """
+    _check_positive(epsilon, "epsilon")
+    _check_count(selections, "selections")
+    alphas = np.asarray(orders, dtype=float)
+    if alphas.ndim != 1 or not np.all(alphas > 1):
+        raise ValueError(f"orders must be a sequence of numbers > 1, got {orders!r}")
+    return selections * np.minimum(alphas * epsilon**2 / 2, 2 * epsilon)
+
+
+def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float) -> float:
+    """The ε_g that DPAR's Theorems 1 and 3 claim for M rows of (ε_row, δ_total/2M)-DP each.
+
+    Solves ε_row = ε_g / (2·√(M·ln(e + ε_g/δ_total))) for ε_g (δ_total = 2Mδ in
+    the paper). Recorded beside our bound as the paper's claim; Kairouz et al.
+    state this corollary for ε_g ≤ 0.9, and DPAR uses it far above.
+    """
+    _check_positive(epsilon_row, "epsilon_row")
+    _check_count(m, "m")
+    check_delta(delta_total, "delta_total")
+
+    def gap(epsilon_g: float) -> float:
+        return epsilon_g / (2 * math.sqrt(m * math.log(math.e + epsilon_g / delta_total))) - epsilon_row
+
+    # gap rises in ε_g from −ε_row; at ε_g = 2·ε_row·√M·√ln(e + …) it is ≥ 0, so double until it is.
+    high = 2 * epsilon_row * math.sqrt(m)
+    while gap(high) < 0:
+        high *= 2
+    return float(brentq(gap, 0.0, high, xtol=1e-12, rtol=1e-12))
+
+
+def gm_sensitivity(*, clip: float) -> float:
+    """ℓ2 sensitivity of one non-negative, ℓ2-clipped (≤ C1) APPR row: √2·C1 (module docstring)."""
+    _check_positive(clip, "clip")
+    return math.sqrt(2) * clip
+
+
+def dp_appr_gm_event(*, noise_multiplier: float, m: int) -> dp_event.DpEvent:
+    """Algorithm 3 on M rows: M Gaussian mechanisms, std = noise_multiplier × √2·C1 each (Theorem 3)."""
+    _check_positive(noise_multiplier, "noise_multiplier")
+    _check_count(m, "m")
+    return dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(float(noise_multiplier)), int(m))
+
+
+def dp_appr_gm_record(*, noise_multiplier: float, k: int, m: int, clip: float) -> MechanismRecord:
+    """The ledger record of DP-APPR-GM; top-K of the noisy rows is post-processing."""
+    _check_count(k, "k")
+    return MechanismRecord(
+        name="dp_appr_gm",
+        kind="gaussian",
+        touches=("edges",),
+        params={"noise_multiplier": noise_multiplier, "k": k, "m": m, "clip": clip},
+        sensitivity=gm_sensitivity(clip=clip),
+        sensitivity_reason=(
+            "each of the M released rows is a non-negative APPR vector ℓ2-clipped to C1; any two such rows "
+            "differ by at most √2·C1 in ℓ2, and one node can change all M rows (M Gaussian mechanisms)"
+        ),
+        dp_event=dp_appr_gm_event(noise_multiplier=noise_multiplier, m=m),
+    )
+
+
+def dp_appr_em_records(
+    *, option: str, epsilon: float, k: int, m: int, clip: float, epsilon_value: float | None = None
+) -> tuple[MechanismRecord, ...]:
+    """Ledger records of DP-APPR-EM: the Gumbel top-K selection, and for em1 the Laplace values.
+
+    Selection: M·K peeling steps, each 2ε-DP, recorded at pure ε = 2·M·K·ε (basic
+    composition: the ledger has no (ε, δ) pure-mechanism cost). Values (em1):
+    M·K Laplace mechanisms of scale K·C2/ε2 on scores of sensitivity C2 each,
+    i.e. noise multiplier K/ε2 (ε2 per row), as a DpEvent the accountant composes.
+    """
+    _check_option(option, epsilon_value)
+    _check_positive(epsilon, "epsilon")
+    _check_positive(clip, "clip")
+    _check_count(k, "k")
+    _check_count(m, "m")
+    selection = MechanismRecord(
+        name="dp_appr_em_select",
+        kind="gumbel_topk",
+        touches=("edges",),
+        params={"option": option, "epsilon": epsilon, "k": k, "m": m, "clip": clip, "gumbel_scale": clip / epsilon},
+        sensitivity=float(clip),
+        sensitivity_reason=(
+            "APPR entries clipped to [0, C2], so every score of every row moves by at most C2 (up or down) "
+            "and one node can change all M rows: M·K peeling exponential mechanisms, each 2ε-DP"
+        ),
+        dp_event=None,
+        pure_epsilon=2 * m * k * epsilon,
+        caveat="basic composition; Corollary 1 / Theorem 1 give a smaller ε at some δ, which the ledger cannot hold",
+    )
+    if option == "em0":
+        return (selection,)
+    noise_multiplier = k / epsilon_value  # type: ignore[operator]
+    values = MechanismRecord(
+        name="dp_appr_em_values",
+        kind="laplace",
+        touches=("edges",),
+        params={"epsilon_value": epsilon_value, "k": k, "m": m, "clip": clip, "laplace_scale": noise_multiplier * clip},
+        sensitivity=float(clip),
+        sensitivity_reason=(
+            "each of the K selected values of each of the M rows is a clipped score in [0, C2], moving by at "
+            "most C2: M·K one-dimensional Laplace mechanisms"
+        ),
+        dp_event=dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(float(noise_multiplier)), int(m * k)),
+    )
+    return selection, values
+
+
+def amplified(epsilon: float, delta: float, *, rate: float) -> tuple[float, float]:
+    """(ε, δ)-DP on a random node sample of rate q' is (ln(1 + q'(e^ε − 1)), q'·δ)-DP on the whole graph."""
+    _check_positive(epsilon, "epsilon")
+    if isinstance(delta, bool) or not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+    if isinstance(rate, bool) or not 0 < rate <= 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+    return math.log1p(rate * math.expm1(epsilon)), rate * delta
+
+
+def reference_understated(epsilon: float, *, rate: float) -> float:
+    """What DPAR's public code charges for node sampling: q'·ε, below the true ``amplified`` ε."""
+    _check_positive(epsilon, "epsilon")
+    if isinstance(rate, bool) or not 0 < rate <= 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+    return rate * epsilon

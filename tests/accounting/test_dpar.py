@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+from nodedp.accounting import (
+    RDP_ORDERS,
+    Ledger,
+    advanced_composition_epsilon,
+    amplified,
+    dp_appr_em_epsilon,
+    dp_appr_em_records,
+    dp_appr_gm_event,
+    dp_appr_gm_record,
+    epsilon_of,
+    gaussian_event,
+    gm_sensitivity,
+    gumbel_topk_epsilon,
+    gumbel_topk_rdp,
+    paper_composition_epsilon,
+    reference_understated,
+)
+
+
+def test_advanced_composition_is_the_min_of_basic_and_kov() -> None:
+    eps, k, delta = 0.1, 100, 1e-5
+    kov = k * eps * (math.exp(eps) - 1) / (math.exp(eps) + 1) + eps * math.sqrt(2 * k * math.log(1 / delta))
+    assert kov < k * eps
+    assert math.isclose(advanced_composition_epsilon(epsilon=eps, k=k, delta=delta), kov)
+    # one mechanism, or a large ε: basic composition wins
+    assert advanced_composition_epsilon(epsilon=eps, k=1, delta=delta) == eps
+    assert advanced_composition_epsilon(epsilon=3.0, k=4, delta=delta) == 12.0
+
+
+def test_corollary1_doubles_the_composition_for_two_sided_scores() -> None:
+    for eps, k in [(0.05, 2), (0.5, 10), (2.0, 3)]:
+        value = gumbel_topk_epsilon(epsilon=eps, k=k, delta=1e-6)
+        assert math.isclose(value, 2 * advanced_composition_epsilon(epsilon=eps, k=k, delta=1e-6))
+        assert value <= 2 * k * eps
+
+
+def _renyi(p: np.ndarray, q: np.ndarray, alpha: float) -> float:
+    return float(np.log(np.sum(p**alpha * q ** (1 - alpha))) / (alpha - 1))
+
+
+def test_gumbel_rdp_bounds_the_exact_renyi_divergence_of_one_selection() -> None:
+    """One Gumbel(C2/ε) top-1 is softmax(ε·u/C2); scores in [0, C2] may move anywhere in that box."""
+    rng = np.random.default_rng(0)
+    orders = [1.5, 2.0, 4.0, 16.0, 64.0]
+    for eps in [0.05, 0.5, 2.0]:
+        bound = gumbel_topk_rdp(epsilon=eps, selections=1, orders=orders)
+        pairs = [(np.array([0.0, 1.0]), np.array([1.0, 0.0]))]  # the extreme pair (C2 = 1)
+        pairs += [(rng.integers(0, 2, 6).astype(float), rng.integers(0, 2, 6).astype(float)) for _ in range(200)]
+        for u, v in pairs:
+            p = np.exp(eps * u) / np.exp(eps * u).sum()
+            q = np.exp(eps * v) / np.exp(eps * v).sum()
+            for alpha, b in zip(orders, bound, strict=True):
+                assert _renyi(p, q, alpha) <= b * (1 + 1e-9)
+                assert _renyi(q, p, alpha) <= b * (1 + 1e-9)
+
+
+def test_gumbel_rdp_is_tighter_than_the_recorded_pure_epsilon_for_many_selections() -> None:
+    eps, m, k, delta = 0.02, 70, 2, 1e-5
+    rdp = gumbel_topk_rdp(epsilon=eps, selections=m * k, orders=RDP_ORDERS)
+    from_rdp = compute_epsilon(list(RDP_ORDERS), list(rdp), delta)[0]
+    (record,) = dp_appr_em_records(option="em0", epsilon=eps, k=k, m=m, clip=0.1)
+    assert from_rdp < 0.5 * record.pure_epsilon
+    # and never above basic composition, at any order
+    assert np.all(rdp <= 2 * m * k * eps + 1e-12)
+
+
+def test_em_epsilon_falls_as_noise_grows_and_stays_below_basic_composition() -> None:
+    m, k, delta = 70, 2, 1e-4
+    values = [dp_appr_em_epsilon(epsilon=e, k=k, m=m, delta=delta)[0] for e in [0.2, 0.05, 0.01, 0.002]]
+    assert all(a > b for a, b in pairwise(values))
+    for e, value in zip([0.2, 0.05, 0.01, 0.002], values, strict=True):
+        assert value <= 2 * m * k * e * (1 + 1e-12)
+    em0, returned_delta = dp_appr_em_epsilon(epsilon=0.01, k=k, m=m, delta=delta)
+    em1, _ = dp_appr_em_epsilon(epsilon=0.01, k=k, m=m, delta=delta, epsilon_value=0.01)
+    assert returned_delta == delta and em1 > em0
+
+
+def test_em_epsilon_matches_theorem1_structure() -> None:
+    """Per row Corollary 1 at δ/(2M) (+ ε2), then M rows composed at δ/2."""
+    eps, k, m, delta, eps2 = 0.01, 3, 40, 1e-4, 0.02
+    row = gumbel_topk_epsilon(epsilon=eps, k=k, delta=delta / (2 * m)) + eps2
+    expected = advanced_composition_epsilon(epsilon=row, k=m, delta=delta / 2)
+    assert math.isclose(dp_appr_em_epsilon(epsilon=eps, k=k, m=m, delta=delta, epsilon_value=eps2)[0], expected)
+
+
+def test_paper_composition_inverts_the_theorem_formula() -> None:
+    m, delta_total = 70, 2e-3
+    for eps_row in [0.001, 0.05, 0.3]:
+        eps_g = paper_composition_epsilon(epsilon_row=eps_row, m=m, delta_total=delta_total)
+        back = eps_g / (2 * math.sqrt(m * math.log(math.e + eps_g / delta_total)))
+        assert math.isclose(back, eps_row, rel_tol=1e-9)
+    # increasing in the per-row ε
+    a = paper_composition_epsilon(epsilon_row=0.01, m=m, delta_total=delta_total)
+    b = paper_composition_epsilon(epsilon_row=0.02, m=m, delta_total=delta_total)
+    assert b > a
+
+
+def test_gm_event_is_m_gaussians_with_sqrt2_c1_sensitivity() -> None:
+    assert math.isclose(gm_sensitivity(clip=0.3), math.sqrt(2) * 0.3)
+    z, m, delta = 20.0, 16, 1e-5
+    composed = epsilon_of(dp_appr_gm_event(noise_multiplier=z, m=m), delta=delta)
+    # M Gaussians of multiplier z are one Gaussian of multiplier z/√M
+    assert math.isclose(
+        composed, epsilon_of(gaussian_event(noise_multiplier=z / math.sqrt(m)), delta=delta), rel_tol=1e-6
+    )
+    values = [epsilon_of(dp_appr_gm_event(noise_multiplier=s, m=m), delta=delta) for s in [5.0, 10.0, 40.0]]
+    assert values[0] > values[1] > values[2]
+    record = dp_appr_gm_record(noise_multiplier=z, k=4, m=m, clip=0.3)
+    assert record.kind == "gaussian" and record.touches == ("edges",)
+    assert math.isclose(record.sensitivity, math.sqrt(2) * 0.3)
+
+
+def test_em_records_charge_selection_and_values_in_a_ledger() -> None:
+    eps, k, m, clip, eps2 = 0.01, 2, 70, 0.1, 0.02
+    (selection,) = dp_appr_em_records(option="em0", epsilon=eps, k=k, m=m, clip=clip)
+    assert selection.kind == "gumbel_topk" and math.isclose(selection.pure_epsilon, 2 * m * k * eps)
+    assert math.isclose(selection.params["gumbel_scale"], clip / eps)
+    selection1, values = dp_appr_em_records(option="em1", epsilon=eps, k=k, m=m, clip=clip, epsilon_value=eps2)
+    assert selection1.pure_epsilon == selection.pure_epsilon and selection1.params["option"] == "em1"
+    assert values.kind == "laplace" and math.isclose(values.params["laplace_scale"], k * clip / eps2)
+    ledger = Ledger(level="node", target_epsilon=10.0, target_delta=1e-5, mechanisms=(selection1, values))
+    ledger.check()
+    total, _ = ledger.composed()
+    # the Laplace part costs more than nothing and at most its pure M·ε2
+    assert selection1.pure_epsilon < total <= selection1.pure_epsilon + m * eps2 + 1e-9
+    tight = Ledger(level="node", target_epsilon=total * 0.99, target_delta=1e-5, mechanisms=(selection1, values))
+    with pytest.raises(ValueError, match="exceeds the target"):
+        tight.check()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"option": "em3"}, "valid choices"),
+        ({"option": "em1"}, "epsilon_value"),
+        ({"option": "em0", "epsilon_value": 0.5}, "no epsilon_value"),
+        ({"option": "em0", "m": 0}, "m must be"),
+    ],
+)
+def test_em_records_refuse_bad_arguments(kwargs: dict, match: str) -> None:
+    args = {"epsilon": 0.1, "k": 2, "m": 5, "clip": 0.1} | kwargs
+    with pytest.raises(ValueError, match=match):
+        dp_appr_em_records(**args)
+
+
+def test_amplification_is_never_below_the_reference_understatement() -> None:
+    for eps in [0.01, 0.1, 0.5, 1.0, 4.0, 8.0, 16.0]:
+        for rate in [0.01, 0.09, 0.5, 1.0]:
+            amp_eps, amp_delta = amplified(eps, 1e-5, rate=rate)
+            assert amp_eps >= reference_understated(eps, rate=rate) - 1e-15
+            assert amp_eps <= eps + 1e-12
+            assert math.isclose(amp_delta, rate * 1e-5)
+    # at the paper's q' = 9% and ε = 8, the reference charges 0.72 where the truth is ~5.6
+    assert math.isclose(amplified(8.0, 0.0, rate=0.09)[0], math.log(1 + 0.09 * (math.exp(8.0) - 1)))
+    assert amplified(8.0, 0.0, rate=0.09)[0] > 7 * reference_understated(8.0, rate=0.09)
+    assert amplified(2.0, 0.0, rate=1.0)[0] == pytest.approx(2.0)
+
+
+def test_amplification_refuses_bad_rates() -> None:
+    with pytest.raises(ValueError, match="rate"):
+        amplified(1.0, 1e-5, rate=0.0)
+    with pytest.raises(ValueError, match="rate"):
+        reference_understated(1.0, rate=1.5)
