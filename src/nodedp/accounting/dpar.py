@@ -35,6 +35,7 @@ import numpy as np
 from dp_accounting import dp_event
 from scipy.optimize import brentq
 
+from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.events import check_delta
 from nodedp.accounting.ledger import MechanismRecord
 
@@ -56,21 +57,11 @@ __all__ = [
 EM_OPTIONS: tuple[str, ...] = ("em0", "em1")
 
 
-def _check_positive(value: float, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
-def _check_count(value: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
-
 def _check_option(option: str, epsilon_value: float | None) -> None:
     if option not in EM_OPTIONS:
         raise ValueError(f"unknown DP-APPR-EM option {option!r}; valid choices: {list(EM_OPTIONS)}")
     if option == "em1":
-        _check_positive(epsilon_value, "epsilon_value (the per-row Laplace budget ε2 of option em1)")  # type: ignore[arg-type]
+        check_positive(epsilon_value, "epsilon_value (the per-row Laplace budget ε2 of option em1)")  # type: ignore[arg-type]
     elif epsilon_value is not None:
         raise ValueError(f"option 'em0' releases no values, so it takes no epsilon_value; got {epsilon_value!r}")
 
@@ -82,8 +73,8 @@ def advanced_composition_epsilon(*, epsilon: float, k: int, delta: float) -> flo
 
     For (ε, δ₀)-DP parts the composition is (this, 1 − (1 − δ₀)^k·(1 − δ))-DP.
     """
-    _check_positive(epsilon, "epsilon")
-    _check_count(k, "k")
+    check_positive(epsilon, "epsilon")
+    check_int(k, "k", minimum=1)
     check_delta(delta)
     advanced = k * epsilon * math.tanh(epsilon / 2) + epsilon * math.sqrt(2 * k * math.log(1 / delta))
     return min(k * epsilon, advanced)
@@ -115,11 +106,11 @@ def dp_appr_em_epsilon(
     instead inverts ε_row = ε_g/(2√(M ln(e + ε_g/(2Mδ)))), a corollary that
     Kairouz et al. state only for small ε_g; see ``paper_composition_epsilon``.
     """
-    _check_count(m, "m")
+    check_int(m, "m", minimum=1)
     check_delta(delta)
     per_row = gumbel_topk_epsilon(epsilon=epsilon, k=k, delta=delta / (2 * m))
     if epsilon_value is not None:
-        _check_positive(epsilon_value, "epsilon_value")
+        check_positive(epsilon_value, "epsilon_value")
         per_row += epsilon_value
     return advanced_composition_epsilon(epsilon=per_row, k=m, delta=delta / 2), delta
 
@@ -132,8 +123,8 @@ def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float])
     sound alternative to the pure ε the ledger records, should the ledger
     grow an RDP-curve kind for it.
     """
-    _check_positive(epsilon, "epsilon")
-    _check_count(selections, "selections")
+    check_positive(epsilon, "epsilon")
+    check_int(selections, "selections", minimum=1)
     alphas = np.asarray(orders, dtype=float)
     if alphas.ndim != 1 or not np.all(alphas > 1):
         raise ValueError(f"orders must be a sequence of numbers > 1, got {orders!r}")
@@ -147,8 +138,8 @@ def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float)
     the paper). Recorded beside our bound as the paper's claim; Kairouz et al.
     state this corollary for ε_g ≤ 0.9, and DPAR uses it far above.
     """
-    _check_positive(epsilon_row, "epsilon_row")
-    _check_count(m, "m")
+    check_positive(epsilon_row, "epsilon_row")
+    check_int(m, "m", minimum=1)
     check_delta(delta_total, "delta_total")
 
     def gap(epsilon_g: float) -> float:
@@ -163,20 +154,20 @@ def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float)
 
 def gm_sensitivity(*, clip: float) -> float:
     """ℓ2 sensitivity of one non-negative, ℓ2-clipped (≤ C1) APPR row: √2·C1 (module docstring)."""
-    _check_positive(clip, "clip")
+    check_positive(clip, "clip")
     return math.sqrt(2) * clip
 
 
 def dp_appr_gm_event(*, noise_multiplier: float, m: int) -> dp_event.DpEvent:
     """Algorithm 3 on M rows: M Gaussian mechanisms, std = noise_multiplier × √2·C1 each (Theorem 3)."""
-    _check_positive(noise_multiplier, "noise_multiplier")
-    _check_count(m, "m")
+    check_positive(noise_multiplier, "noise_multiplier")
+    check_int(m, "m", minimum=1)
     return dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(float(noise_multiplier)), int(m))
 
 
 def dp_appr_gm_record(*, noise_multiplier: float, k: int, m: int, clip: float) -> MechanismRecord:
     """The ledger record of DP-APPR-GM; top-K of the noisy rows is post-processing."""
-    _check_count(k, "k")
+    check_int(k, "k", minimum=1)
     return MechanismRecord(
         name="dp_appr_gm",
         kind="gaussian",
@@ -202,10 +193,10 @@ def dp_appr_em_records(
     i.e. noise multiplier K/ε2 (ε2 per row), as a DpEvent the accountant composes.
     """
     _check_option(option, epsilon_value)
-    _check_positive(epsilon, "epsilon")
-    _check_positive(clip, "clip")
-    _check_count(k, "k")
-    _check_count(m, "m")
+    check_positive(epsilon, "epsilon")
+    check_positive(clip, "clip")
+    check_int(k, "k", minimum=1)
+    check_int(m, "m", minimum=1)
     selection = MechanismRecord(
         name="dp_appr_em_select",
         kind="gumbel_topk",
@@ -240,7 +231,7 @@ def dp_appr_em_records(
 
 def amplified(epsilon: float, delta: float, *, rate: float) -> tuple[float, float]:
     """(ε, δ)-DP on a random node sample of rate q' is (ln(1 + q'(e^ε − 1)), q'·δ)-DP on the whole graph."""
-    _check_positive(epsilon, "epsilon")
+    check_positive(epsilon, "epsilon")
     if isinstance(delta, bool) or not 0 <= delta < 1:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     if isinstance(rate, bool) or not 0 < rate <= 1:
@@ -250,7 +241,7 @@ def amplified(epsilon: float, delta: float, *, rate: float) -> tuple[float, floa
 
 def reference_understated(epsilon: float, *, rate: float) -> float:
     """What DPAR's public code charges for node sampling: q'·ε, below the true ``amplified`` ε."""
-    _check_positive(epsilon, "epsilon")
+    check_positive(epsilon, "epsilon")
     if isinstance(rate, bool) or not 0 < rate <= 1:
         raise ValueError(f"rate must be in (0, 1], got {rate!r}")
     return rate * epsilon

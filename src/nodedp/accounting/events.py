@@ -21,6 +21,8 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEventError
 from dp_accounting.rdp import RdpAccountant
 
+from nodedp.accounting._checks import check_positive
+
 __all__ = [
     "ACCOUNTANTS",
     "RDP_ORDERS",
@@ -68,20 +70,15 @@ _EVENT_TYPES: dict[str, type[dp_event.DpEvent]] = {
 }
 
 
-def _check_positive(value: float, name: str) -> None:
-    if isinstance(value, bool) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
 def gaussian_event(*, noise_multiplier: float) -> dp_event.GaussianDpEvent:
     """One Gaussian mechanism with noise std = ``noise_multiplier`` × L2 sensitivity."""
-    _check_positive(noise_multiplier, "noise_multiplier")
+    check_positive(noise_multiplier, "noise_multiplier")
     return dp_event.GaussianDpEvent(float(noise_multiplier))
 
 
 def subsampled_gaussian_event(*, noise_multiplier: float, sampling_rate: float, steps: int) -> dp_event.DpEvent:
     """``steps`` rounds of a Gaussian mechanism on a Poisson sample of rate ``sampling_rate`` (DP-SGD)."""
-    _check_positive(noise_multiplier, "noise_multiplier")
+    check_positive(noise_multiplier, "noise_multiplier")
     if isinstance(sampling_rate, bool) or not 0 < sampling_rate <= 1:
         raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}")
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:

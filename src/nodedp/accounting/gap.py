@@ -21,31 +21,16 @@ import numpy as np
 from dp_accounting import dp_event
 from scipy.special import gammaln, logsumexp
 
+from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.calibration import calibrate_noise_multiplier
 from nodedp.accounting.events import check_delta, compose, gaussian_event, subsampled_gaussian_event
 
 __all__ = ["calibrate_gap", "gap_event", "nap_event", "progap_edge_epsilon", "progap_eq11_epsilon"]
 
 
-def _check_count(value: int, name: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(value: float, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float | np.number)
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def nap_event(*, noise_multiplier: float, hops: int) -> dp_event.DpEvent:
     """``hops`` NAP queries, each a Gaussian mechanism with noise std = ``noise_multiplier`` × its sensitivity."""
-    k = _check_count(hops, "hops", minimum=1)
+    k = check_int(hops, "hops", minimum=1)
     return dp_event.SelfComposedDpEvent(gaussian_event(noise_multiplier=noise_multiplier), k)
 
 
@@ -57,7 +42,7 @@ def gap_event(
     GAP node level: ``stage_steps`` = (encoder, classifier); ProGAP node level:
     K + 1 stages; edge level: ``stage_steps`` = () and ``sampling_rate`` None.
     """
-    k = _check_count(hops, "hops", minimum=0)
+    k = check_int(hops, "hops", minimum=0)
     stage_steps = list(stage_steps)
     if k == 0 and not stage_steps:
         raise ValueError("gap_event needs hops >= 1 or at least one DP-SGD stage; it would charge nothing")
@@ -66,7 +51,7 @@ def gap_event(
         if sampling_rate is None:
             raise ValueError("DP-SGD stages need a sampling_rate in (0, 1], got None")
         for steps in stage_steps:
-            _check_count(steps, "stage steps", minimum=1)
+            check_int(steps, "stage steps", minimum=1)
         # The stages share z and q, so their composition is one run of Σ steps (the same RDP,
         # computed once: calibration evaluates this event many times).
         events.append(subsampled_gaussian_event(
@@ -122,18 +107,18 @@ def progap_eq11_epsilon(
     is its squared NAP sensitivity). ``sigma_gp`` and ``sigma_ap`` are noise
     stds (not multipliers); ``steps`` is T per stage, K + 1 stages.
     """
-    n = _check_count(num_nodes, "num_nodes", minimum=2)
-    b = _check_count(batch_size, "batch_size", minimum=1)
+    n = check_int(num_nodes, "num_nodes", minimum=2)
+    b = check_int(batch_size, "batch_size", minimum=1)
     if b >= n:
         raise ValueError(f"Theorem 4.2 needs batch_size < num_nodes, got {b} >= {n}")
-    t = _check_count(steps, "steps", minimum=1)
-    k = _check_count(hops, "hops", minimum=0)
-    c = _check_positive(clip, "clip")
-    s_gp = _check_positive(sigma_gp, "sigma_gp")
-    s_ap = _check_positive(sigma_ap, "sigma_ap")
-    sens_sq = _check_positive(nap_sensitivity_sq, "nap_sensitivity_sq")
+    t = check_int(steps, "steps", minimum=1)
+    k = check_int(hops, "hops", minimum=0)
+    c = check_positive(clip, "clip")
+    s_gp = check_positive(sigma_gp, "sigma_gp")
+    s_ap = check_positive(sigma_ap, "sigma_ap")
+    sens_sq = check_positive(nap_sensitivity_sq, "nap_sensitivity_sq")
     check_delta(delta)
-    alphas = [_check_count(a, "every order", minimum=2) for a in orders]
+    alphas = [check_int(a, "every order", minimum=2) for a in orders]
     if not alphas:
         raise ValueError("orders must hold at least one integer order >= 2")
 
@@ -163,7 +148,7 @@ def progap_edge_epsilon(*, hops: int, sigma: float, delta: float) -> float:
     The minimum over real α > 1 of the K-fold Gaussian RDP Kα/(2σ²) plus the
     classic conversion log(1/δ)/(α−1).
     """
-    k = _check_count(hops, "hops", minimum=1)
-    s = _check_positive(sigma, "sigma")
+    k = check_int(hops, "hops", minimum=1)
+    s = check_positive(sigma, "sigma")
     check_delta(delta)
     return k / (2 * s**2) + math.sqrt(2 * k * math.log(1 / delta)) / s

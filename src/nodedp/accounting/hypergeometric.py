@@ -24,6 +24,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 from scipy.stats import hypergeom
 
+from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.events import RDP_ORDERS, check_delta
 
 __all__ = [
@@ -43,22 +44,6 @@ SAMPLING = "fixed_size_without_replacement"
 _NOISE_RTOL = 1e-9
 
 
-def _check_int(value: Any, name: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float | np.number)
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def max_occurrences(*, max_degree: int, num_layers: int) -> int:
     """N(K, r) = (K^(r+1) − 1)/(K − 1) = 1 + K + … + K^r: the most r-hop subgraphs one node occurs in.
 
@@ -66,8 +51,8 @@ def max_occurrences(*, max_degree: int, num_layers: int) -> int:
     downstream, and each of the nodes within r hops owns one subgraph
     (r + 1 when K = 1, 1 when K = 0 or r = 0).
     """
-    k = _check_int(max_degree, "max_degree", minimum=0)
-    r = _check_int(num_layers, "num_layers", minimum=0)
+    k = check_int(max_degree, "max_degree", minimum=0)
+    r = check_int(num_layers, "num_layers", minimum=0)
     return sum(k**i for i in range(r + 1))
 
 
@@ -87,12 +72,12 @@ def hypergeometric_gaussian_rdp(
     per-example clip norm C. Unlike a DpEvent's noise multiplier it is not
     relative to the sensitivity, which here is 2C per sampled occurrence.
     """
-    n = _check_int(num_examples, "num_examples", minimum=1)
-    d = _check_int(max_occurrences, "max_occurrences", minimum=1)
-    m = _check_int(batch_size, "batch_size", minimum=1)
+    n = check_int(num_examples, "num_examples", minimum=1)
+    d = check_int(max_occurrences, "max_occurrences", minimum=1)
+    m = check_int(batch_size, "batch_size", minimum=1)
     if m > n:
         raise ValueError(f"batch_size = {m} exceeds num_examples = {n} (the batch is drawn without replacement)")
-    z = _check_positive(noise_multiplier, "noise_multiplier")
+    z = check_positive(noise_multiplier, "noise_multiplier")
     alphas = np.asarray(orders, dtype=np.float64)
     if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or not np.all(alphas > 1):
         raise ValueError(f"orders must be a sequence of finite numbers > 1, got {orders!r}")
@@ -126,7 +111,7 @@ def hypergeometric_gaussian_epsilon(
     orders: Sequence[float] = RDP_ORDERS,
 ) -> float:
     """ε at ``delta`` of ``steps`` DP-GNN steps: T·γ(α) converted as dp_accounting's RdpAccountant does."""
-    t = _check_int(steps, "steps", minimum=1)
+    t = check_int(steps, "steps", minimum=1)
     check_delta(delta)
     rdp = t * hypergeometric_gaussian_rdp(
         orders=orders,
@@ -156,7 +141,7 @@ def hypergeometric_gaussian_params(
         "num_layers": num_layers,
         "batch_size": batch_size,
         "noise_multiplier": float(noise_multiplier),
-        "noise_std": float(noise_multiplier) * _check_positive(clip_norm, "clip_norm"),
+        "noise_std": float(noise_multiplier) * check_positive(clip_norm, "clip_norm"),
         "clip_norm": float(clip_norm),
         "steps": steps,
         "sampling": SAMPLING,
@@ -183,12 +168,12 @@ def hypergeometric_gaussian_rdp_of_params(params: Mapping[str, Any], orders: Seq
             f"max_occurrences = {params['max_occurrences']!r} but max_degree = {params['max_degree']} and "
             f"num_layers = {params['num_layers']} give N(K, r) = {expected}"
         )
-    z = _check_positive(params["noise_multiplier"], "noise_multiplier")
-    std = _check_positive(params["noise_std"], "noise_std")
-    clip = _check_positive(params["clip_norm"], "clip_norm")
+    z = check_positive(params["noise_multiplier"], "noise_multiplier")
+    std = check_positive(params["noise_std"], "noise_std")
+    clip = check_positive(params["clip_norm"], "clip_norm")
     if not math.isclose(std, z * clip, rel_tol=_NOISE_RTOL):
         raise ValueError(f"noise_std = {std!r} is not noise_multiplier × clip_norm = {z!r} × {clip!r}")
-    steps = _check_int(params["steps"], "steps", minimum=1)
+    steps = check_int(params["steps"], "steps", minimum=1)
     return steps * hypergeometric_gaussian_rdp(
         orders=orders,
         num_examples=params["num_examples"],

@@ -1,0 +1,26 @@
+"""Argument checks shared by the accounting modules (clear errors that name the argument)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def check_int(value: Any, name: str, *, minimum: int) -> int:
+    """``value`` as an int ≥ ``minimum`` (numpy integers accepted, bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_positive(value: Any, name: str) -> float:
+    """``value`` as a finite float > 0 (numpy numbers accepted, bools refused)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float | np.number)
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
