@@ -17,21 +17,25 @@ own cached rows. Per privacy level:
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from nodedp.accounting import Ledger, MechanismRecord, calibrate_gap, nap_event, subsampled_gaussian_event
+from nodedp.accounting import Ledger, MechanismRecord, calibrate_gap, nap_event
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP
-from nodedp.methods.base import OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.dpsgd import dpsgd_record
 from nodedp.methods.node_classifier import fit_node_classifier
+from nodedp.methods.registry import register_method
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
-__all__ = ["ApHparams", "ApPlan", "plan_aggregation_perturbation", "train_stage"]
+__all__ = ["ApHparams", "ApPlan", "finish", "plan_aggregation_perturbation", "register_levels", "train_stage"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class ApPlan:
     privacy: PrivacyConfig | None  # node level: DP-SGD of every stage
     sampling_rate: float | None
     stage_steps: tuple[int, ...]
+    nap_queries: int  # K, what the ledger charges (the cache makes it the number of NAP calls)
 
 
 def plan_aggregation_perturbation(
@@ -101,7 +106,7 @@ def plan_aggregation_perturbation(
     row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
     if level == "none":
         nap = NAP(level="none", row_clip=row_clip, noise_multiplier=0.0)
-        return ApPlan("none", nap, edges, Ledger.non_private(), None, None, ())
+        return ApPlan("none", nap, edges, Ledger.non_private(), None, None, (), hp.hops)
 
     n = split.train.numel()
     stage_steps: tuple[int, ...] = ()
@@ -136,15 +141,12 @@ def plan_aggregation_perturbation(
         caveat=caveat,
     )]
     for i, steps in enumerate(stage_steps):
-        records.append(MechanismRecord(
-            name=f"dp-sgd:{name}:stage{i}", kind="subsampled_gaussian", touches=("features", "labels"),
-            params={"noise_multiplier": z, "noise_std": z * hp.clip_norm, "clip_norm": hp.clip_norm,
-                    "sampling": "poisson", "sampling_rate": q, "num_examples": n,
-                    "expected_batch_size": hp.batch_size, "steps": steps, "epochs": stage_epochs[i]},
-            sensitivity=hp.clip_norm,
+        records.append(dpsgd_record(
+            name=f"dp-sgd:{name}:stage{i}", touches=("features", "labels"), noise_multiplier=z,
+            clip_norm=hp.clip_norm, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=steps,
+            epochs=stage_epochs[i],
             sensitivity_reason=("each training node is one example: its own features, label and cached NAP rows "
                                 "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
-            dp_event=subsampled_gaussian_event(noise_multiplier=z, sampling_rate=q, steps=steps),
         ))
     ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
                     mechanisms=tuple(records), accountant=spec.accountant)
@@ -152,7 +154,7 @@ def plan_aggregation_perturbation(
     privacy = None
     if level == "node":
         privacy = PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size)
-    return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps)
+    return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps, hp.hops)
 
 
 def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int,
@@ -196,3 +198,33 @@ def train_stage(
         progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}", total=total,
     )
     return None
+
+
+def finish(result: RunResult, plan: ApPlan, *, started: float) -> RunResult:
+    """The final stage's result with the whole run's training time and the NAP counters."""
+    if plan.nap.calls != plan.nap_queries:
+        raise RuntimeError(f"NAP was queried {plan.nap.calls} times, the ledger charges {plan.nap_queries}")
+    return dataclasses.replace(
+        result, train_seconds=time.perf_counter() - started,
+        details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
+    )
+
+
+_LEVEL_SUFFIXES = (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam stages"),
+                   ("-edge", "edge", "edge-level DP: NAP over all edges, non-private stages"),
+                   ("-nodp", "none", "non-private: NAP without noise"))
+
+
+def register_levels(family: str, *, description: str, hparams: type,
+                    run: Callable[..., RunResult]) -> None:
+    """Register `family` (node level), `family-edge` and `family-nodp`; ``run(inputs, spec, hp, level=...)``."""
+    for suffix, level, what in _LEVEL_SUFFIXES:
+        register_method(MethodInfo(
+            name=f"{family}{suffix}",
+            description=f"{description}; {what}",
+            private=level != "none",
+            level=level,
+            hparams=hparams,
+            run=lambda inputs, spec, hp, _l=level: run(inputs, spec, hp, level=_l),
+            needs=("out-degree",) if level == "node" else (),
+        ))

@@ -38,6 +38,41 @@ class DpSgdPlan:
         )
 
 
+def dpsgd_record(
+    *,
+    name: str,
+    touches: tuple[str, ...],
+    noise_multiplier: float,
+    clip_norm: float,
+    sampling_rate: float,
+    num_examples: int,
+    batch_size: int,
+    steps: int,
+    epochs: float,
+    sensitivity_reason: str,
+) -> MechanismRecord:
+    """The ledger record of ``steps`` Poisson-sampled DP-SGD steps, one example per private unit (sensitivity C)."""
+    return MechanismRecord(
+        name=name,
+        kind="subsampled_gaussian",
+        touches=touches,
+        params={
+            "noise_multiplier": noise_multiplier,
+            "noise_std": noise_multiplier * clip_norm,
+            "clip_norm": clip_norm,
+            "sampling": "poisson",
+            "sampling_rate": sampling_rate,
+            "num_examples": num_examples,
+            "expected_batch_size": batch_size,
+            "steps": steps,
+            "epochs": epochs,
+        },
+        sensitivity=clip_norm,
+        sensitivity_reason=sensitivity_reason,
+        dp_event=subsampled_gaussian_event(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps),
+    )
+
+
 def plan_dpsgd(
     *,
     name: str,
@@ -72,32 +107,17 @@ def plan_dpsgd(
         steps=steps,
         accountant=accountant,
     )
-    sensitivity = clip_norm
-    record = MechanismRecord(
-        name=name,
-        kind="subsampled_gaussian",
-        touches=touches,
-        params={
-            "noise_multiplier": sigma,
-            "noise_std": sigma * sensitivity,
-            "clip_norm": clip_norm,
-            "sampling": "poisson",
-            "sampling_rate": q,
-            "num_examples": num_examples,
-            "expected_batch_size": batch_size,
-            "steps": steps,
-            "epochs": epochs,
-        },
-        sensitivity=sensitivity,
+    record = dpsgd_record(
+        name=name, touches=touches, noise_multiplier=sigma, clip_norm=clip_norm, sampling_rate=q,
+        num_examples=num_examples, batch_size=batch_size, steps=steps, epochs=epochs,
         sensitivity_reason=sensitivity_reason,
-        dp_event=subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=q, steps=steps),
     )
     return DpSgdPlan(
         sampling_rate=q,
         steps=steps,
         noise_multiplier=sigma,
         clip_norm=clip_norm,
-        sensitivity=sensitivity,
+        sensitivity=clip_norm,
         expected_batch_size=float(batch_size),
         record=record,
     )

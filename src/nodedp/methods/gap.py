@@ -11,13 +11,17 @@ Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 
-from nodedp.methods.aggregation_perturbation import ApHparams, plan_aggregation_perturbation, train_stage
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
-from nodedp.methods.registry import register_method
+from nodedp.methods.aggregation_perturbation import (
+    ApHparams,
+    finish,
+    plan_aggregation_perturbation,
+    register_levels,
+    train_stage,
+)
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.models import GAPClassifier, GAPEncoder
 from nodedp.train import resolve_device, seed_everything
 
@@ -55,24 +59,8 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
                                dropout=hp.dropout).to(device)
     result = train_stage(classifier, lambda nodes: tuple(t[nodes] for t in caches), stage=1, epochs=hp.epochs,
                          final=True, **common)
-    assert result is not None and plan.nap.calls == hp.hops
-    return dataclasses.replace(
-        result, train_seconds=time.perf_counter() - start,
-        details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
-    )
+    assert result is not None
+    return finish(result, plan, started=start)
 
 
-for _suffix, _level, _what in (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam encoder and classifier"),
-                               ("-edge", "edge", "edge-level DP: NAP over all edges, non-private encoder/classifier"),
-                               ("-nodp", "none", "non-private: NAP without noise")):
-    register_method(
-        MethodInfo(
-            name=f"gap{_suffix}",
-            description=f"GAP, encoder + K cached NAP hops + classifier; {_what}",
-            private=_level != "none",
-            level=_level,
-            hparams=GapHparams,
-            run=lambda inputs, spec, hp, _l=_level: run_gap(inputs, spec, hp, level=_l),
-            needs=("out-degree",) if _level == "node" else (),
-        )
-    )
+register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams, run=run_gap)

@@ -11,12 +11,16 @@ Ids: `progap` (node level), `progap-edge`, `progap-nodp`.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
-from nodedp.methods.aggregation_perturbation import ApHparams, plan_aggregation_perturbation, train_stage
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
-from nodedp.methods.registry import register_method
+from nodedp.methods.aggregation_perturbation import (
+    ApHparams,
+    finish,
+    plan_aggregation_perturbation,
+    register_levels,
+    train_stage,
+)
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.models import ProGAP
 from nodedp.train import resolve_device, seed_everything
 
@@ -40,24 +44,9 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
         result = train_stage(stage, lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c), plan=plan, stage=s,
                              epochs=hp.epochs, inputs=inputs, spec=spec, hp=hp, generator=generator, device=device,
                              final=s == hp.hops)
-    assert result is not None and plan.nap.calls == hp.hops
-    return dataclasses.replace(
-        result, train_seconds=time.perf_counter() - start,
-        details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
-    )
+    assert result is not None
+    return finish(result, plan, started=start)
 
 
-for _suffix, _level, _what in (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam per stage"),
-                               ("-edge", "edge", "edge-level DP: NAP over all edges, non-private stages"),
-                               ("-nodp", "none", "non-private: NAP without noise")):
-    register_method(
-        MethodInfo(
-            name=f"progap{_suffix}",
-            description=f"ProGAP, progressive stages over cached NAP outputs; {_what}",
-            private=_level != "none",
-            level=_level,
-            hparams=ApHparams,
-            run=lambda inputs, spec, hp, _l=_level: run_progap(inputs, spec, hp, level=_l),
-            needs=("out-degree",) if _level == "node" else (),
-        )
-    )
+register_levels("progap", description="ProGAP, progressive stages over cached NAP outputs", hparams=ApHparams,
+                run=run_progap)
