@@ -137,8 +137,52 @@ def load_structure(paths: Sequence[str]) -> dict:
     structure = {}
     for path in paths:
         artifact = torch.load(path, weights_only=True)
-        structure[artifact["kind"]] = artifact  # {"kind", "bound", "seed", "edge_index"}
+        # degree bounds: {"kind", "bound", "seed", "edge_index"}; DPAR's: see nodedp.methods.dpar.build_dp_appr
+        structure[artifact["kind"]] = artifact
     return structure
+
+
+def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
+    """δ of a private method: the configured one, or 'auto' from the number of private units."""
+    from nodedp.accounting import resolve_delta
+
+    if not info.private:
+        return 0.0
+    # Private units are nodes (node level) or edges (edge level, an undirected edge once);
+    # their number is public metadata of the dataset.
+    units = graph.num_nodes
+    if info.level == "edge":
+        units = graph.num_edges // 2 if meta.get("is_undirected") else graph.num_edges
+    return resolve_delta(delta, num_private_units=units)
+
+
+def cmd_dp_appr(args: argparse.Namespace) -> None:
+    from nodedp.accounting import Ledger, write_ledger
+    from nodedp.data import load_graph, load_split
+    from nodedp.io import read_json, torch_save_atomic
+    from nodedp.methods import get_method
+    from nodedp.methods.dpar import OPTIONS, build_dp_appr
+
+    if args.method not in OPTIONS:
+        raise ValueError(f"dp-appr builds DPAR's artifact; --method must be one of {list(OPTIONS)}, got {args.method!r}")
+    info = get_method(args.method)
+    info.check_epsilon(args.epsilon)
+    hp = info.parse_hparams(json.loads(args.hparams))
+    graph_dir = Path(args.graph)
+    meta = read_json(graph_dir / "meta.json")
+    graph = load_graph(graph_dir)
+    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon,
+                             target_delta=_target_delta(info, meta, graph, args.delta), seed=args.seed,
+                             accountant=args.accountant)
+    out = Path(args.out)
+    ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
+    # The ledger beside the artifact is for reading; training composes the copy inside the artifact.
+    write_ledger(ledger, out.with_suffix(".ledger.json"))
+    torch_save_atomic(artifact, out)
+    spent = "non-private" if not ledger.private else f"ε = {ledger.composed()[0]:.4f} of {args.epsilon}"
+    print(f"{args.method} DP-APPR: {artifact['sources'].numel()} sources in a sample of {artifact['sample'].numel()} "
+          f"nodes, APPR in {artifact['appr_seconds']:.2f} s; {spent}")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -146,7 +190,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     import torch
 
-    from nodedp.accounting import resolve_delta
     from nodedp.data import load_graph, load_split
     from nodedp.io import read_json, write_json
     from nodedp.methods import RunInputs, RunSpec, get_method
@@ -175,15 +218,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     meta = read_json(graph_dir / "meta.json")
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
-    if info.private:
-        # Private units are nodes (node level) or edges (edge level, an undirected edge once);
-        # their number is public metadata of the dataset.
-        units = graph.num_nodes
-        if info.level == "edge":
-            units = graph.num_edges // 2 if meta.get("is_undirected") else graph.num_edges
-        target_delta = resolve_delta(delta, num_private_units=units)
-    else:
-        target_delta = 0.0
+    target_delta = _target_delta(info, meta, graph, delta)
     spec = RunSpec(
         dataset=meta["name"],
         method=name,
@@ -332,6 +367,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True, help="output .pt file")
+
+    p = verb("dp-appr", cmd_dp_appr, "build DPAR's DP-APPR matrix (a structure artifact, with its ledger beside it)")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--split", required=True, help="stored split (.pt); APPR runs on a node sample of its training nodes")
+    p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm or dpar-nodp")
+    p.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
+    p.add_argument("--epsilon", type=parse_epsilon, required=True,
+                   help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it")
+    p.add_argument("--delta", type=parse_delta, default="auto", help="the run's target δ, or 'auto'")
+    p.add_argument("--accountant", default="rdp", choices=ACCOUNTANTS)
+    p.add_argument("--seed", type=int, required=True, help="the training seed that will use it")
+    p.add_argument("--out", required=True, help="output .pt file (the ledger goes to <out>.ledger.json)")
 
     p = verb("train", cmd_train, "train and evaluate one method on one cell; writes metrics.json and ledger.json")
     p.add_argument("--graph", required=True, help="canonical graph directory")

@@ -63,12 +63,14 @@ def test_gumbel_rdp_bounds_the_exact_renyi_divergence_of_one_selection() -> None
                 assert _renyi(q, p, alpha) <= b * (1 + 1e-9)
 
 
-def test_gumbel_rdp_is_tighter_than_the_recorded_pure_epsilon_for_many_selections() -> None:
+def test_gumbel_rdp_is_tighter_than_basic_composition_for_many_selections() -> None:
     eps, m, k, delta = 0.02, 70, 2, 1e-5
     rdp = gumbel_topk_rdp(epsilon=eps, selections=m * k, orders=RDP_ORDERS)
     from_rdp = compute_epsilon(list(RDP_ORDERS), list(rdp), delta)[0]
     (record,) = dp_appr_em_records(option="em0", epsilon=eps, k=k, m=m, clip=0.1)
-    assert from_rdp < 0.5 * record.pure_epsilon
+    ledger = Ledger(level="node", target_epsilon=100.0, target_delta=delta, mechanisms=(record,))
+    assert math.isclose(ledger.composed()[0], from_rdp)  # the ledger composes exactly this curve
+    assert from_rdp < 0.5 * 2 * m * k * eps
     # and never above basic composition, at any order
     assert np.all(rdp <= 2 * m * k * eps + 1e-12)
 
@@ -122,16 +124,18 @@ def test_gm_event_is_m_gaussians_with_sqrt2_c1_sensitivity() -> None:
 def test_em_records_charge_selection_and_values_in_a_ledger() -> None:
     eps, k, m, clip, eps2 = 0.01, 2, 70, 0.1, 0.02
     (selection,) = dp_appr_em_records(option="em0", epsilon=eps, k=k, m=m, clip=clip)
-    assert selection.kind == "gumbel_topk" and math.isclose(selection.pure_epsilon, 2 * m * k * eps)
+    assert selection.kind == "gumbel_topk" and selection.pure_epsilon is None and selection.dp_event is None
+    assert selection.params["selections"] == m * k
     assert math.isclose(selection.params["gumbel_scale"], clip / eps)
     selection1, values = dp_appr_em_records(option="em1", epsilon=eps, k=k, m=m, clip=clip, epsilon_value=eps2)
-    assert selection1.pure_epsilon == selection.pure_epsilon and selection1.params["option"] == "em1"
+    assert selection1.params == {**selection.params, "option": "em1"}
     assert values.kind == "laplace" and math.isclose(values.params["laplace_scale"], k * clip / eps2)
     ledger = Ledger(level="node", target_epsilon=10.0, target_delta=1e-5, mechanisms=(selection1, values))
     ledger.check()
     total, _ = ledger.composed()
-    # the Laplace part costs more than nothing and at most its pure M·ε2
-    assert selection1.pure_epsilon < total <= selection1.pure_epsilon + m * eps2 + 1e-9
+    alone = Ledger(level="node", target_epsilon=10.0, target_delta=1e-5, mechanisms=(selection1,)).composed()[0]
+    # the Laplace part costs more than nothing and at most its pure M·ε2 (plus the selection's basic composition)
+    assert alone < total <= 2 * m * k * eps + m * eps2 + 1e-9
     tight = Ledger(level="node", target_epsilon=total * 0.99, target_delta=1e-5, mechanisms=(selection1, values))
     with pytest.raises(ValueError, match="exceeds the target"):
         tight.check()

@@ -134,9 +134,39 @@ def method_hparams(wildcards):
     return json.dumps(resolve_method(config, wildcards.method)[1], sort_keys=True)
 
 
+def dp_appr_key(method):
+    """The DP-APPR artifact of a DPAR method or variant: `<option>-<digest of its DP-APPR settings>`, so runs
+    whose settings differ only in training share one artifact (and its ledger)."""
+    import hashlib
+
+    from nodedp.methods import get_method
+    from nodedp.methods.dpar import appr_spec
+
+    base, hparams = resolve_method(config, method)
+    spec = appr_spec(base, get_method(base).parse_hparams(hparams))
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
+    return f"{spec['option']}-{digest}", base, hparams
+
+
+# Every DP-APPR artifact the config can ask for: key -> (a DPAR method or variant using it).
+DP_APPR = {}
+for _m in ALL_METHODS:
+    if resolve_method(config, _m)[0].startswith("dpar-"):
+        DP_APPR.setdefault(dp_appr_key(_m)[0], _m)
+
+
+def dp_appr_method(wildcards):
+    return resolve_method(config, DP_APPR[wildcards.key])[0]
+
+
+def dp_appr_hparams(wildcards):
+    return json.dumps(resolve_method(config, DP_APPR[wildcards.key])[1], sort_keys=True)
+
+
 def train_structure_inputs(wildcards):
-    """Degree-bounded edge sets a method declares it needs, at the dataset's public bounds
-    unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`)."""
+    """Structure artifacts a method declares it needs. Degree-bounded edge sets at the dataset's public
+    bounds unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`);
+    DPAR's DP-APPR matrix at the run's ε and seed."""
     from nodedp.data import get_dataset
     from nodedp.methods import get_method
 
@@ -146,8 +176,10 @@ def train_structure_inputs(wildcards):
     for kind, key in DEGREE_BOUND_KEYS.items():
         if hparams.get(key) is not None:
             bounds[kind] = hparams[key]
+    root = f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}"
     return [
-        f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}/{kind}~{bounds[kind]}.pt"
+        f"{root}/dp-appr/{dp_appr_key(wildcards.method)[0]}/eps~{wildcards.eps}.pt" if kind == "dp-appr"
+        else f"{root}/{kind}~{bounds[kind]}.pt"
         for kind in get_method(base).needs
     ]
 

@@ -10,15 +10,20 @@ from nodedp.accounting.calibration import calibrate, calibrate_dp_gnn, calibrate
 from nodedp.accounting.delta import default_delta, resolve_delta
 from nodedp.accounting.dpar import (
     EM_OPTIONS,
+    EM_VALUE_SHARE,
     advanced_composition_epsilon,
     amplified,
+    calibrate_gumbel_topk,
+    claimed_dp_appr_epsilon,
     dp_appr_em_epsilon,
     dp_appr_em_records,
     dp_appr_gm_event,
     dp_appr_gm_record,
+    dp_appr_plan,
     gm_sensitivity,
     gumbel_topk_epsilon,
     gumbel_topk_rdp,
+    inner_budget,
     paper_composition_epsilon,
     reference_understated,
 )
@@ -34,10 +39,13 @@ from nodedp.accounting.events import (
 )
 from nodedp.accounting.gap import calibrate_gap, gap_event, nap_event, progap_edge_epsilon, progap_eq11_epsilon
 from nodedp.accounting.hypergeometric import (
+    dpar_occurrences,
     hypergeometric_gaussian_epsilon,
     hypergeometric_gaussian_params,
     hypergeometric_gaussian_rdp,
     max_occurrences,
+    poisson_occurrence_gaussian_params,
+    poisson_occurrence_gaussian_rdp,
 )
 from nodedp.accounting.ledger import (
     LEVELS,
@@ -56,6 +64,7 @@ from nodedp.accounting.ledger import (
 __all__ = [
     "ACCOUNTANTS",
     "EM_OPTIONS",
+    "EM_VALUE_SHARE",
     "LEVELS",
     "MECHANISM_KINDS",
     "RDP_CURVES",
@@ -67,6 +76,8 @@ __all__ = [
     "UnchargedRead",
     "advanced_composition_epsilon",
     "amplified",
+    "calibrate_gumbel_topk",
+    "claimed_dp_appr_epsilon",
     "calibrate",
     "calibrate_dp_gnn",
     "calibrate_dpsgd",
@@ -78,6 +89,7 @@ __all__ = [
     "dp_appr_em_records",
     "dp_appr_gm_event",
     "dp_appr_gm_record",
+    "dp_appr_plan",
     "epsilon_of",
     "event_from_dict",
     "event_to_dict",
@@ -86,10 +98,14 @@ __all__ = [
     "gm_sensitivity",
     "gumbel_topk_epsilon",
     "gumbel_topk_rdp",
+    "inner_budget",
     "hypergeometric_gaussian_epsilon",
+    "dpar_occurrences",
     "hypergeometric_gaussian_params",
     "hypergeometric_gaussian_rdp",
     "max_occurrences",
+    "poisson_occurrence_gaussian_params",
+    "poisson_occurrence_gaussian_rdp",
     "nap_event",
     "paper_composition_epsilon",
     "progap_edge_epsilon",

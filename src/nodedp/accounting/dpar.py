@@ -14,16 +14,17 @@ What bounds it is clipping, which holds for *any* two rows:
   are nested multiples of each other; √2·C1 is what non-negativity gives.
 
 One-shot Gumbel top-K (Durfee & Rogers 2019): Gumbel(C2/ε) noise on every
-score, then the K largest, is K peeling exponential mechanisms, each choosing
-index j with probability ∝ exp(ε·u_j / C2). With scores that may move either
-way by C2 each step is 2ε-DP and 2ε-bounded-range, hence ε²/2-zCDP (Cesar &
-Rogers 2021: η-BR ⇒ η²/8-zCDP).
+score, then the K largest, is K peeling exponential mechanisms, each 2ε-DP
+and ε²/2-zCDP when scores may move either way by C2 (``nodedp.accounting.gumbel``).
+The ledger records the M·K selections as that RDP curve (kind "gumbel_topk"),
+composed with everything else by RDP; Corollary 1 / Theorem 1's (ε, δ) bounds
+are functions here, for reports and for ``claimed_epsilon``.
 
-The ledger composes DpEvents and adds pure ε on top; an (ε, δ) bound of a
-pure mechanism (Corollary 1, Theorem 1) has no place there. The EM selection
-is therefore recorded at its basic-composition pure ε, 2·M·K·ε, and its
-(ε, δ) and RDP bounds are functions here for reports and for a future RDP
-kind (``gumbel_topk_rdp``).
+Budget. A DPAR run spends a target (ε, δ) on the whole graph; its mechanisms
+run on a node sample of rate q', so on the sample they may spend
+``inner_budget``: ε_in = ln(1 + (e^ε − 1)/q'), δ_in = δ/q' (whose amplification
+is exactly the target). A ratio of ε_in goes to DP-APPR (``dp_appr_plan``),
+the rest to DP-SGD, which is calibrated on the whole ledger.
 """
 
 from __future__ import annotations
@@ -33,23 +34,31 @@ from collections.abc import Sequence
 
 import numpy as np
 from dp_accounting import dp_event
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.optimize import brentq
 
 from nodedp.accounting._checks import check_int, check_positive
-from nodedp.accounting.events import check_delta
-from nodedp.accounting.ledger import MechanismRecord
+from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
+from nodedp.accounting.events import RDP_ORDERS, check_delta
+from nodedp.accounting.gumbel import gumbel_topk_rdp
+from nodedp.accounting.ledger import MechanismRecord, amplify_epsilon
 
 __all__ = [
     "EM_OPTIONS",
+    "EM_VALUE_SHARE",
     "advanced_composition_epsilon",
     "amplified",
+    "calibrate_gumbel_topk",
+    "claimed_dp_appr_epsilon",
     "dp_appr_em_epsilon",
     "dp_appr_em_records",
     "dp_appr_gm_event",
     "dp_appr_gm_record",
+    "dp_appr_plan",
     "gm_sensitivity",
     "gumbel_topk_epsilon",
     "gumbel_topk_rdp",
+    "inner_budget",
     "paper_composition_epsilon",
     "reference_understated",
 ]
@@ -115,22 +124,6 @@ def dp_appr_em_epsilon(
     return advanced_composition_epsilon(epsilon=per_row, k=m, delta=delta / 2), delta
 
 
-def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float]) -> np.ndarray:
-    """RDP of ``selections`` peeling steps of Gumbel(Δ/ε) selection (all K·M of Algorithm 1).
-
-    Each step is 2ε-bounded-range, hence ε²/2-zCDP, and 2ε-DP; so at order α
-    the composition has RDP ≤ selections · min(α·ε²/2, 2ε). A tighter and
-    sound alternative to the pure ε the ledger records, should the ledger
-    grow an RDP-curve kind for it.
-    """
-    check_positive(epsilon, "epsilon")
-    check_int(selections, "selections", minimum=1)
-    alphas = np.asarray(orders, dtype=float)
-    if alphas.ndim != 1 or not np.all(alphas > 1):
-        raise ValueError(f"orders must be a sequence of numbers > 1, got {orders!r}")
-    return selections * np.minimum(alphas * epsilon**2 / 2, 2 * epsilon)
-
-
 def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float) -> float:
     """The ε_g that DPAR's Theorems 1 and 3 claim for M rows of (ε_row, δ_total/2M)-DP each.
 
@@ -187,10 +180,10 @@ def dp_appr_em_records(
 ) -> tuple[MechanismRecord, ...]:
     """Ledger records of DP-APPR-EM: the Gumbel top-K selection, and for em1 the Laplace values.
 
-    Selection: M·K peeling steps, each 2ε-DP, recorded at pure ε = 2·M·K·ε (basic
-    composition: the ledger has no (ε, δ) pure-mechanism cost). Values (em1):
+    Selection: M·K peeling steps, each 2ε-DP and ε²/2-zCDP, recorded as the RDP
+    curve of kind "gumbel_topk" (``nodedp.accounting.gumbel``). Values (em1):
     M·K Laplace mechanisms of scale K·C2/ε2 on scores of sensitivity C2 each,
-    i.e. noise multiplier K/ε2 (ε2 per row), as a DpEvent the accountant composes.
+    i.e. noise multiplier K/ε2 (ε2 per row), as a DpEvent.
     """
     _check_option(option, epsilon_value)
     check_positive(epsilon, "epsilon")
@@ -201,15 +194,15 @@ def dp_appr_em_records(
         name="dp_appr_em_select",
         kind="gumbel_topk",
         touches=("edges",),
-        params={"option": option, "epsilon": epsilon, "k": k, "m": m, "clip": clip, "gumbel_scale": clip / epsilon},
+        params={"option": option, "epsilon": epsilon, "k": k, "m": m, "clip": clip, "gumbel_scale": clip / epsilon,
+                "selections": m * k},
         sensitivity=float(clip),
         sensitivity_reason=(
             "APPR entries clipped to [0, C2], so every score of every row moves by at most C2 (up or down) "
-            "and one node can change all M rows: M·K peeling exponential mechanisms, each 2ε-DP"
+            "and one node can change all M rows: M·K peeling exponential mechanisms, each 2ε-DP and "
+            "2ε-bounded-range (ε²/2-zCDP)"
         ),
         dp_event=None,
-        pure_epsilon=2 * m * k * epsilon,
-        caveat="basic composition; Corollary 1 / Theorem 1 give a smaller ε at some δ, which the ledger cannot hold",
     )
     if option == "em0":
         return (selection,)
@@ -229,6 +222,107 @@ def dp_appr_em_records(
     return selection, values
 
 
+def inner_budget(*, target_epsilon: float, target_delta: float, sample_rate: float) -> tuple[float, float]:
+    """(ε_in, δ_in) on a node sample of rate q' whose ``amplified`` value is exactly (ε, δ).
+
+    ε_in = ln(1 + (e^ε − 1)/q'), δ_in = δ/q' (must stay below 1).
+    """
+    check_positive(target_epsilon, "target_epsilon")
+    if isinstance(sample_rate, bool) or not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+    if isinstance(target_delta, bool) or not 0 <= target_delta < sample_rate:
+        raise ValueError(
+            f"target_delta must be in [0, sample_rate = {sample_rate:g}) so that δ/q' < 1, got {target_delta!r}"
+        )
+    if target_epsilon > 30:  # ε + ln((1 − e^{−ε})/q' + e^{−ε}), without overflowing e^ε
+        inner = target_epsilon + math.log(-math.expm1(-target_epsilon) / sample_rate + math.exp(-target_epsilon))
+    else:
+        inner = math.log1p(math.expm1(target_epsilon) / sample_rate)
+    return inner, target_delta / sample_rate
+
+
+def _rdp_epsilon(rdp: np.ndarray, delta: float) -> float:
+    return float(compute_epsilon(list(RDP_ORDERS), list(rdp), delta)[0])
+
+
+def calibrate_gumbel_topk(*, target_epsilon: float, delta: float, selections: int) -> float:
+    """The largest per-selection ε whose ``selections`` Gumbel top-K steps cost ≤ ``target_epsilon`` at ``delta``."""
+    check_delta(delta)
+    check_int(selections, "selections", minimum=1)
+    scale = calibrate(
+        target_epsilon=target_epsilon,
+        epsilon_of_sigma=lambda s: _rdp_epsilon(gumbel_topk_rdp(epsilon=1 / s, selections=selections,
+                                                                orders=RDP_ORDERS), delta),
+    )
+    return 1 / scale
+
+
+EM_VALUE_SHARE = 0.5  # em1: the share of DP-APPR's budget its Laplace values get (the paper does not say)
+
+
+def dp_appr_plan(
+    *,
+    option: str,
+    epsilon: float,
+    delta: float,
+    k: int,
+    m: int,
+    clip: float,
+    value_share: float = EM_VALUE_SHARE,
+    accountant: str = "rdp",
+) -> tuple[dict[str, float], tuple[MechanismRecord, ...]]:
+    """Calibrate DP-APPR (``option`` em0, em1 or gm) to spend ``epsilon`` alone at ``delta`` on the sample.
+
+    em0: the M·K selections get all of it. em1: the selections (1 − value_share)
+    of it, the M·K Laplace values value_share. gm: M Gaussians of std z·√2·C1.
+    Returns the noise parameters (``epsilon`` per selection, ``epsilon_value``
+    ε2 per row, or ``noise_multiplier`` z) and the ledger records.
+    """
+    if option not in (*EM_OPTIONS, "gm"):
+        raise ValueError(f"unknown DP-APPR option {option!r}; valid choices: {[*EM_OPTIONS, 'gm']}")
+    check_positive(epsilon, "epsilon")
+    check_delta(delta)
+    check_int(k, "k", minimum=1)
+    check_int(m, "m", minimum=1)
+    if option == "gm":
+        z = calibrate_noise_multiplier(target_epsilon=epsilon, target_delta=delta, accountant=accountant,
+                                       make_event=lambda sigma: dp_appr_gm_event(noise_multiplier=sigma, m=m))
+        return {"noise_multiplier": z}, (dp_appr_gm_record(noise_multiplier=z, k=k, m=m, clip=clip),)
+    if option == "em0":
+        value_share = 0.0
+    elif not 0 < value_share < 1:
+        raise ValueError(f"value_share must be in (0, 1) for em1, got {value_share!r}")
+    per_selection = calibrate_gumbel_topk(target_epsilon=(1 - value_share) * epsilon, delta=delta, selections=m * k)
+    noise: dict[str, float] = {"epsilon": per_selection}
+    if option == "em1":
+        b = calibrate_noise_multiplier(
+            target_epsilon=value_share * epsilon, target_delta=delta, accountant=accountant,
+            make_event=lambda sigma: dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(sigma), m * k),
+        )
+        noise["epsilon_value"] = k / b
+    records = dp_appr_em_records(option=option, epsilon=per_selection, k=k, m=m, clip=clip,
+                                 epsilon_value=noise.get("epsilon_value"))
+    return noise, records
+
+
+def claimed_dp_appr_epsilon(*, option: str, noise: dict[str, float], k: int, m: int, delta: float) -> float:
+    """What DPAR's Theorem 1 (em0/em1) or 3 (gm) claims the DP-APPR matrix costs on the sample.
+
+    ``noise`` is ``dp_appr_plan``'s; the paper's total δ is 2Mδ_row = ``delta``.
+    Per row: Corollary 1's ε (+ ε2 for em1), or for gm the classic Gaussian
+    ε = √(2 ln(1.25/δ_row))/z' with z' the noise std over the paper's
+    sensitivity C1 (ours uses √2·C1, so z' = √2·z); then the paper's
+    composition (``paper_composition_epsilon``).
+    """
+    check_delta(delta)
+    delta_row = delta / (2 * m)
+    if option == "gm":
+        row = math.sqrt(2 * math.log(1.25 / delta_row)) / (math.sqrt(2) * noise["noise_multiplier"])
+    else:
+        row = gumbel_topk_epsilon(epsilon=noise["epsilon"], k=k, delta=delta_row) + noise.get("epsilon_value", 0.0)
+    return paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta)
+
+
 def amplified(epsilon: float, delta: float, *, rate: float) -> tuple[float, float]:
     """(ε, δ)-DP on a random node sample of rate q' is (ln(1 + q'(e^ε − 1)), q'·δ)-DP on the whole graph."""
     check_positive(epsilon, "epsilon")
@@ -236,7 +330,7 @@ def amplified(epsilon: float, delta: float, *, rate: float) -> tuple[float, floa
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     if isinstance(rate, bool) or not 0 < rate <= 1:
         raise ValueError(f"rate must be in (0, 1], got {rate!r}")
-    return math.log1p(rate * math.expm1(epsilon)), rate * delta
+    return amplify_epsilon(epsilon, rate=rate), rate * delta
 
 
 def reference_understated(epsilon: float, *, rate: float) -> float:

@@ -9,7 +9,14 @@ mechanism's RDP over ρ (the paper's Lemma 5) makes every step (α, γ(α))-RDP:
 
     γ(α) = 1/(α − 1) · ln E_ρ[exp(α(α − 1) · 2ρ²C²/σ²)],
 
-and T steps (α, T·γ(α))-RDP. The curve is not a dp_accounting DpEvent, so it
+and T steps (α, T·γ(α))-RDP. The argument (joint convexity of e^{(α−1)D_α}
+over the batch, which both graphs draw alike) holds for any batch
+distribution: with Poisson batches, each example kept independently with
+probability γ, ρ ~ Binomial(d, γ) instead (``poisson_occurrence_gaussian_rdp``,
+DPAR's DP-SGD, where d = max_rows + 1: a node's own training row plus the
+≤ max_rows DP-APPR rows its column is kept in). A removed node's own row then
+counts as a row whose gradient became 0, so the number of examples never
+enters, unlike fixed-size batches. The curve is not a dp_accounting DpEvent, so it
 is computed here and converted to (ε, δ) with dp_accounting's RDP conversion.
 """
 
@@ -22,23 +29,28 @@ from typing import Any
 import numpy as np
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
-from scipy.stats import hypergeom
+from scipy.stats import binom, hypergeom
 
 from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.events import RDP_ORDERS, check_delta
 
 __all__ = [
+    "POISSON",
     "SAMPLING",
     "hypergeometric_gaussian_epsilon",
     "hypergeometric_gaussian_params",
     "hypergeometric_gaussian_rdp",
     "hypergeometric_gaussian_rdp_of_params",
     "max_occurrences",
+    "poisson_occurrence_gaussian_params",
+    "poisson_occurrence_gaussian_rdp",
+    "poisson_occurrence_gaussian_rdp_of_params",
 ]
 
 # The batch sampling Theorem 1 assumes; the ledger records it so that a run
 # that samples otherwise cannot borrow this curve.
 SAMPLING = "fixed_size_without_replacement"
+POISSON = "poisson"
 
 # noise_std must equal noise_multiplier · clip_norm to this relative precision.
 _NOISE_RTOL = 1e-9
@@ -78,18 +90,21 @@ def hypergeometric_gaussian_rdp(
     if m > n:
         raise ValueError(f"batch_size = {m} exceeds num_examples = {n} (the batch is drawn without replacement)")
     z = check_positive(noise_multiplier, "noise_multiplier")
-    alphas = np.asarray(orders, dtype=np.float64)
-    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or not np.all(alphas > 1):
-        raise ValueError(f"orders must be a sequence of finite numbers > 1, got {orders!r}")
-
     # A node occurs in at most all N subgraphs; capping keeps the distribution defined
     # and, by Lemma 6's stochastic dominance, still bounds the true count.
     d = min(d, n)
     rho = np.arange(max(0, m + d - n), min(m, d) + 1, dtype=np.float64)
-    log_pmf = hypergeom.logpmf(rho, n, d, m)
+    return _mixture_rdp(orders, rho=rho, log_pmf=hypergeom.logpmf(rho, n, d, m), noise_multiplier=z)
+
+
+def _mixture_rdp(orders: Sequence[float], *, rho: np.ndarray, log_pmf: np.ndarray, noise_multiplier: float) -> np.ndarray:
+    """1/(α − 1) · ln Σ_ρ P(ρ)·exp(α(α − 1)·2ρ²/z²) at each order: the Gaussian's RDP mixed over ρ."""
+    alphas = np.asarray(orders, dtype=np.float64)
+    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or not np.all(alphas > 1):
+        raise ValueError(f"orders must be a sequence of finite numbers > 1, got {orders!r}")
     with np.errstate(over="ignore"):
         # (α − 1)·γ_ρ, with γ_ρ = α(2ρC)²/(2σ²) the Gaussian's RDP at sensitivity 2ρC.
-        exponent = (alphas * (alphas - 1))[:, None] * (2.0 * (rho / z) ** 2)[None, :]
+        exponent = (alphas * (alphas - 1))[:, None] * (2.0 * (rho / noise_multiplier) ** 2)[None, :]
     log_mgf = logsumexp(log_pmf[None, :] + exponent, axis=1)
     # Near 0, logsumexp's answer is swamped by the rounding of Σ pmf = 1;
     # ln(1 + Σ pmf·(e^x − 1)) keeps the digits (the ρ = 0 term adds exactly 0).
@@ -98,6 +113,70 @@ def hypergeometric_gaussian_rdp(
         log_mgf[small] = np.log1p(np.expm1(exponent[small]) @ np.exp(log_pmf))
     rdp = log_mgf / (alphas - 1)
     return np.where(np.isnan(rdp), np.inf, rdp)
+
+
+def dpar_occurrences(*, max_rows: int) -> int:
+    """DPAR's d: a node's own training row plus at most ``max_rows`` DP-APPR rows holding its column."""
+    return check_int(max_rows, "max_rows", minimum=0) + 1
+
+
+def poisson_occurrence_gaussian_rdp(
+    *, orders: Sequence[float], sampling_rate: float, max_occurrences: int, noise_multiplier: float
+) -> np.ndarray:
+    """Per-step RDP when each example joins the batch independently with probability γ = ``sampling_rate``
+    and one node changes at most d = ``max_occurrences`` examples: ρ ~ Binomial(d, γ) (module docstring).
+    ``noise_multiplier`` is σ/C, as for ``hypergeometric_gaussian_rdp``."""
+    if isinstance(sampling_rate, bool) or not isinstance(sampling_rate, int | float) or not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling_rate must be a number in (0, 1], got {sampling_rate!r}")
+    d = check_int(max_occurrences, "max_occurrences", minimum=1)
+    z = check_positive(noise_multiplier, "noise_multiplier")
+    rho = np.arange(d + 1, dtype=np.float64)
+    return _mixture_rdp(orders, rho=rho, log_pmf=binom.logpmf(rho, d, sampling_rate), noise_multiplier=z)
+
+
+def poisson_occurrence_gaussian_params(
+    *, sampling_rate: float, max_rows: int, noise_multiplier: float, clip_norm: float, steps: int
+) -> dict[str, Any]:
+    """The ledger params of a "poisson_occurrence_gaussian" mechanism (DPAR's DP-SGD)."""
+    params = {
+        "sampling_rate": float(sampling_rate),
+        "max_occurrences": dpar_occurrences(max_rows=max_rows),
+        "max_rows": max_rows,
+        "noise_multiplier": float(noise_multiplier),
+        "noise_std": float(noise_multiplier) * check_positive(clip_norm, "clip_norm"),
+        "clip_norm": float(clip_norm),
+        "steps": steps,
+        "sampling": POISSON,
+    }
+    poisson_occurrence_gaussian_rdp_of_params(params, (2.0,))  # validates every field
+    return params
+
+
+def poisson_occurrence_gaussian_rdp_of_params(params: Mapping[str, Any], orders: Sequence[float]) -> np.ndarray:
+    """T·γ(α) at ``orders`` from a ledger record's params; refuses params that contradict each other."""
+    keys = ("sampling_rate", "max_occurrences", "max_rows", "noise_multiplier", "noise_std", "clip_norm",
+            "steps", "sampling")  # fmt: skip
+    missing = [key for key in keys if key not in params]
+    if missing:
+        raise ValueError(f"poisson_occurrence_gaussian params lack {missing}; they need {list(keys)}")
+    if params["sampling"] != POISSON:
+        raise ValueError(f"this bound holds for Poisson batches (sampling {POISSON!r}), got {params['sampling']!r}")
+    expected = dpar_occurrences(max_rows=params["max_rows"])
+    if params["max_occurrences"] != expected:
+        raise ValueError(f"max_occurrences = {params['max_occurrences']!r} but max_rows = {params['max_rows']} "
+                         f"gives max_rows + 1 = {expected}")
+    z = _check_noise(params)
+    return check_int(params["steps"], "steps", minimum=1) * poisson_occurrence_gaussian_rdp(
+        orders=orders, sampling_rate=params["sampling_rate"], max_occurrences=expected, noise_multiplier=z)
+
+
+def _check_noise(params: Mapping[str, Any]) -> float:
+    z = check_positive(params["noise_multiplier"], "noise_multiplier")
+    std = check_positive(params["noise_std"], "noise_std")
+    clip = check_positive(params["clip_norm"], "clip_norm")
+    if not math.isclose(std, z * clip, rel_tol=_NOISE_RTOL):
+        raise ValueError(f"noise_std = {std!r} is not noise_multiplier × clip_norm = {z!r} × {clip!r}")
+    return z
 
 
 def hypergeometric_gaussian_epsilon(
@@ -168,11 +247,7 @@ def hypergeometric_gaussian_rdp_of_params(params: Mapping[str, Any], orders: Seq
             f"max_occurrences = {params['max_occurrences']!r} but max_degree = {params['max_degree']} and "
             f"num_layers = {params['num_layers']} give N(K, r) = {expected}"
         )
-    z = check_positive(params["noise_multiplier"], "noise_multiplier")
-    std = check_positive(params["noise_std"], "noise_std")
-    clip = check_positive(params["clip_norm"], "clip_norm")
-    if not math.isclose(std, z * clip, rel_tol=_NOISE_RTOL):
-        raise ValueError(f"noise_std = {std!r} is not noise_multiplier × clip_norm = {z!r} × {clip!r}")
+    z = _check_noise(params)
     steps = check_int(params["steps"], "steps", minimum=1)
     return steps * hypergeometric_gaussian_rdp(
         orders=orders,

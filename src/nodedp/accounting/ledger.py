@@ -12,6 +12,14 @@ Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
 bounded by their own analysis) add their ε on top by basic composition:
 (ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
 
+Node sampling. A method that runs on a random node sample of the graph (each
+node kept independently with probability q, as DPAR's training graph) sets
+``node_sample_rate`` = q. Its mechanisms are then composed, as above, to
+(ε_in, δ_in) with δ_in = target δ/q, on the sample; amplification by Poisson
+sampling under adding or removing one node makes that (ln(1 + q(e^ε_in − 1)),
+q·δ_in) on the whole graph. (Multiplying ε by q, as some reference code does,
+understates it.)
+
 Uncharged reads. A run may read private data without charging it (e.g.
 clipping thresholds from a percentile of gradient norms, as some papers do).
 Such reads are recorded as ``UnchargedRead``s; the ledger then says
@@ -44,7 +52,11 @@ from nodedp.accounting.events import (
     event_from_dict,
     event_to_dict,
 )
-from nodedp.accounting.hypergeometric import hypergeometric_gaussian_rdp_of_params
+from nodedp.accounting.gumbel import gumbel_topk_rdp_of_params
+from nodedp.accounting.hypergeometric import (
+    hypergeometric_gaussian_rdp_of_params,
+    poisson_occurrence_gaussian_rdp_of_params,
+)
 
 __all__ = [
     "LEVELS",
@@ -55,6 +67,7 @@ __all__ = [
     "MechanismRecord",
     "PrivacyBudgetExceeded",
     "UnchargedRead",
+    "amplify_epsilon",
     "read_ledger",
     "verify_ledger_dict",
     "write_ledger",
@@ -68,11 +81,16 @@ MECHANISM_KINDS: tuple[str, ...] = (
     "exponential",
     "gumbel_topk",
     "hypergeometric_gaussian",
+    "poisson_occurrence_gaussian",
 )
 TOUCHABLE: tuple[str, ...] = ("features", "labels", "edges")
 # Kinds whose cost is an RDP curve computed from the record's params (not a DpEvent).
 RDP_CURVES: Mapping[str, Callable[[Mapping[str, Any], Sequence[float]], np.ndarray]] = MappingProxyType(
-    {"hypergeometric_gaussian": hypergeometric_gaussian_rdp_of_params}
+    {
+        "hypergeometric_gaussian": hypergeometric_gaussian_rdp_of_params,
+        "poisson_occurrence_gaussian": poisson_occurrence_gaussian_rdp_of_params,
+        "gumbel_topk": gumbel_topk_rdp_of_params,
+    }
 )
 LEVELS: tuple[str, ...] = ("node", "edge", "none")
 
@@ -80,6 +98,15 @@ LEVELS: tuple[str, ...] = ("node", "edge", "none")
 _BUDGET_SLACK = 1e-9
 # Recomputed and stored ε must agree to this relative precision.
 _VERIFY_RTOL = 1e-6
+
+
+def amplify_epsilon(epsilon: float, *, rate: float) -> float:
+    """ln(1 + q(e^ε − 1)), also for ε too large for e^ε (= ε + ln(q + (1 − q)e^{−ε}))."""
+    if epsilon == math.inf:
+        return math.inf
+    if epsilon > 30:
+        return epsilon + math.log(rate + (1 - rate) * math.exp(-epsilon))
+    return math.log1p(rate * math.expm1(epsilon))
 
 
 class PrivacyBudgetExceeded(ValueError):
@@ -219,6 +246,7 @@ class Ledger:
     mechanisms: tuple[MechanismRecord, ...]
     accountant: str = "rdp"
     uncharged: tuple[UnchargedRead, ...] = ()
+    node_sample_rate: float = 1.0  # q: the mechanisms ran on a Poisson node sample of rate q (module docstring)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -235,6 +263,10 @@ class Ledger:
             if not isinstance(read, UnchargedRead):
                 raise TypeError(f"uncharged must hold UnchargedReads, got {type(read).__name__}")
         object.__setattr__(self, "uncharged", uncharged)
+        rate = self.node_sample_rate
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+            raise ValueError(f"node_sample_rate must be a number in (0, 1], got {rate!r}")
+        object.__setattr__(self, "node_sample_rate", float(rate))
         if not self.private:
             if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms or uncharged:
                 raise ValueError(
@@ -247,6 +279,11 @@ class Ledger:
             raise ValueError(f"a private ledger needs a finite target_epsilon > 0, got {self.target_epsilon}")
         if not 0 <= self.target_delta < 1:
             raise ValueError(f"target_delta must be in [0, 1), got {self.target_delta}")
+        if not self.target_delta < self.node_sample_rate:
+            raise ValueError(
+                f"target_delta = {self.target_delta:g} must be below node_sample_rate = {self.node_sample_rate:g}: "
+                "the mechanisms on the sample are accounted at δ/q, which must be < 1"
+            )
 
     @property
     def private(self) -> bool:
@@ -269,19 +306,34 @@ class Ledger:
         RDP-curve mechanisms (rdp accountant only) their curves add to the
         events' RDP before the one conversion. Pure-ε terms add to ε with δ
         unchanged (basic composition). δ is 0 when every mechanism is pure-ε.
+        With a ``node_sample_rate`` q < 1 that is done at δ/q and amplified
+        (module docstring).
         """
         if not self.private:
             return math.inf, 0.0
+        q = self.node_sample_rate
+        epsilon, delta = self._composed_on_sample(self.target_delta / q)
+        if q == 1.0:
+            return epsilon, delta
+        return amplify_epsilon(epsilon, rate=q), self.target_delta if delta > 0 else 0.0
+
+    def composed_on_sample(self) -> tuple[float, float]:
+        """(ε_in, δ_in): the composition on the node sample, before amplification (= ``composed`` when q = 1)."""
+        if not self.private:
+            return math.inf, 0.0
+        return self._composed_on_sample(self.target_delta / self.node_sample_rate)
+
+    def _composed_on_sample(self, target_delta: float) -> tuple[float, float]:
         events = [r.dp_event for r in self.mechanisms if r.dp_event is not None]
         curves = [r for r in self.mechanisms if r.kind in RDP_CURVES]
         pure = math.fsum(r.pure_epsilon for r in self.mechanisms if r.pure_epsilon is not None)
         if not events and not curves:
             return pure, 0.0
-        if self.target_delta <= 0:
+        if target_delta <= 0:
             raise ValueError("this ledger holds DpEvents or RDP curves, which need a target_delta in (0, 1); it is 0")
         if not curves:
             event = events[0] if len(events) == 1 else compose(events)
-            return epsilon_of(event, delta=self.target_delta, accountant=self.accountant) + pure, self.target_delta
+            return epsilon_of(event, delta=target_delta, accountant=self.accountant) + pure, target_delta
         if self.accountant != "rdp":
             kinds = sorted({r.kind for r in curves})
             raise ValueError(
@@ -289,8 +341,8 @@ class Ledger:
                 f"{self.accountant!r} accountant cannot compose; use accountant 'rdp'"
             )
         rdp = sum((RDP_CURVES[r.kind](r.params, RDP_ORDERS) for r in curves), start=_events_rdp(events))
-        epsilon = float(compute_epsilon(list(RDP_ORDERS), list(rdp), self.target_delta)[0])
-        return epsilon + pure, self.target_delta
+        epsilon = float(compute_epsilon(list(RDP_ORDERS), list(rdp), target_delta)[0])
+        return epsilon + pure, target_delta
 
     def check(self) -> None:
         """Raise unless the ledger is a valid spend within its target."""
@@ -319,12 +371,14 @@ class Ledger:
             "mechanisms": [record.to_dict() for record in self.mechanisms],
             "uncharged": [read.to_dict() for read in self.uncharged],
             "fully_accounted": self.fully_accounted,
+            "node_sample_rate": self.node_sample_rate,
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Ledger:
         """Inverse of ``to_dict``; the stored "epsilon", "delta" and "fully_accounted" are ignored
-        (they are derived). A dict without "uncharged" (older ledgers) has none."""
+        (they are derived). A dict without "uncharged" (older ledgers) has none, and
+        one without "node_sample_rate" ran on the whole graph."""
         return cls(
             level=d["level"],
             target_epsilon=_float_from_json(d["target"]["epsilon"]),
@@ -332,6 +386,7 @@ class Ledger:
             mechanisms=tuple(MechanismRecord.from_dict(m) for m in d["mechanisms"]),
             accountant=d["accountant"],
             uncharged=tuple(UnchargedRead.from_dict(u) for u in d.get("uncharged", ())),
+            node_sample_rate=d.get("node_sample_rate", 1.0),
         )
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from nodedp.data import Split
 
 LEVELS = ("node", "edge", "none")
-STRUCTURE_KINDS = ("in-degree", "out-degree")
+STRUCTURE_KINDS = ("in-degree", "out-degree", "dp-appr")
 
 
 @dataclass(frozen=True)

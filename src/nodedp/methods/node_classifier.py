@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from nodedp.accounting import Ledger
 from nodedp.data import Split
 from nodedp.methods.base import RunResult, RunSpec
-from nodedp.train import OptimConfig, PrivacyConfig, evaluate, train_model
+from nodedp.train import OptimConfig, PrivacyConfig, evaluate, metrics_from_logits, train_model
 
 
 def fit_node_classifier(
@@ -30,12 +30,18 @@ def fit_node_classifier(
     generator: torch.Generator,
     device: torch.device,
     example_inputs: Callable[[Tensor], Any] | None = None,
+    logits_of: Callable[[Tensor], Tensor] | None = None,
+    example_nodes: Tensor | None = None,
 ) -> RunResult:
     """Examples are the split's training nodes: `batches` index them, `inputs_of(node_ids)`
     gives the model's inputs for those nodes, for training and for validation and test.
     Methods whose training examples differ from inference (DP-GNN's sampled subgraphs
-    against the full neighbourhood) pass `example_inputs(example_idx)` for training."""
-    train_nodes = split.train.to(device)
+    against the full neighbourhood) pass `example_inputs(example_idx)` for training, and
+    methods whose inference is not one forward pass (DPAR's power iteration) pass
+    `logits_of(node_ids)`, called after training with the model in eval mode.
+    `example_nodes` are the nodes whose labels the examples carry (default: the
+    split's training nodes; DPAR trains on a node sample of them)."""
+    train_nodes = (split.train if example_nodes is None else example_nodes).to(device)
 
     def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:
         idx = idx.to(device)
@@ -61,6 +67,8 @@ def fit_node_classifier(
         if nodes.numel() == 0:  # e.g. DPAR's 80/20 protocol has no validation part
             return {"accuracy": None, "macro_f1": None}
         nodes = nodes.to(device)
+        if logits_of is not None:
+            return metrics_from_logits(logits_of(nodes), y[nodes])
         return evaluate(model, inputs_of(nodes), y[nodes])
 
     return RunResult(

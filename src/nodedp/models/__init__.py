@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodedp.models.gap import GAPClassifier, GAPEncoder, ProGAP, ProGAPStage, StageMLP
 from nodedp.models.mlp import MLP
+from nodedp.models.pprgo import PPRGo, power_iteration
 from nodedp.models.subgraph_gnn import LAYERS, GraphReadout, SubgraphGNN
 
 __all__ = [
@@ -12,8 +13,10 @@ __all__ = [
     "GAPClassifier",
     "GAPEncoder",
     "GraphReadout",
+    "PPRGo",
     "ProGAP",
     "ProGAPStage",
     "StageMLP",
     "SubgraphGNN",
+    "power_iteration",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nodedp.structure.appr import appr_ista, appr_ista_reference, exact_ppr
+from nodedp.structure.appr_push import appr_push
 from nodedp.structure.subgraphs import (
     Subgraphs,
     gather_features,
@@ -16,6 +17,7 @@ __all__ = [
     "Subgraphs",
     "appr_ista",
     "appr_ista_reference",
+    "appr_push",
     "exact_ppr",
     "gather_features",
     "load_subgraphs",

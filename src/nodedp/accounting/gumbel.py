@@ -1,0 +1,42 @@
+"""RDP of one-shot Gumbel top-K selection (DPAR's DP-APPR-EM), as a ledger RDP curve.
+
+Gumbel(Δ/ε) noise on every score, then the K largest, is K peeling exponential
+mechanisms (Durfee & Rogers 2019), each choosing index j with probability
+∝ exp(ε·u_j/Δ). With scores that may move either way by Δ, each step is
+2ε-DP and 2ε-bounded-range, hence ε²/2-zCDP (Cesar & Rogers 2021: η-BR ⇒
+η²/8-zCDP). So ``selections`` steps, composed adaptively, have RDP at order α
+
+    selections · min(α·ε²/2, 2ε)
+
+(the zCDP bound, and the pure 2ε-DP bound, which also bounds RDP at every
+order). Torch-free and free of the ledger, which imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from nodedp.accounting._checks import check_int, check_positive
+
+__all__ = ["gumbel_topk_rdp", "gumbel_topk_rdp_of_params"]
+
+
+def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float]) -> np.ndarray:
+    """RDP at ``orders`` of ``selections`` peeling steps of Gumbel(Δ/ε) selection (module docstring)."""
+    check_positive(epsilon, "epsilon")
+    check_int(selections, "selections", minimum=1)
+    alphas = np.asarray(orders, dtype=float)
+    if alphas.ndim != 1 or not np.all(alphas > 1):
+        raise ValueError(f"orders must be a sequence of numbers > 1, got {orders!r}")
+    return selections * np.minimum(alphas * epsilon**2 / 2, 2 * epsilon)
+
+
+def gumbel_topk_rdp_of_params(params: Mapping[str, Any], orders: Sequence[float]) -> np.ndarray:
+    """The curve of a ledger record of kind "gumbel_topk": params hold "epsilon" and "selections"."""
+    missing = [key for key in ("epsilon", "selections") if key not in params]
+    if missing:
+        raise ValueError(f"gumbel_topk params lack {missing}; they need ['epsilon', 'selections']")
+    return gumbel_topk_rdp(epsilon=params["epsilon"], selections=params["selections"], orders=orders)

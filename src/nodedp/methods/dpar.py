@@ -1,0 +1,369 @@
+"""DPAR (Zhang et al., KDD 2024): DP top-K approximate personalized PageRank + DP-SGD.
+
+`dpar-em0`, `dpar-em1`, `dpar-gm` and the non-private `dpar-nodp`, in two
+stages, which are two rules of the DAG:
+
+1. ``build_dp_appr`` (verb ``dp-appr``; a structure artifact with its own
+   ledger, shared by every run with the same DP-APPR settings):
+   * every training node is kept independently with probability q'
+     (``sample_rate``, 9%); the sample S and its induced graph stay internal;
+   * M sources (``num_sources``; 0: ⌈q'·|train|⌉) drawn uniformly from S;
+   * APPR of each source on the sampled graph (ℓ1-regularized PageRank to
+     ISTA's optimality conditions, ``nodedp.structure.appr_push``);
+   * DP-APPR (Algorithm 1 option I/II, Algorithm 3) over a fixed, public
+     column universe: all training node ids, so one node's presence never
+     changes the candidate set (nodes outside S score 0). Rows beyond |S| are
+     empty (scores 0) so that exactly M rows are always released;
+   * each column is kept in at most ``max_rows`` rows (post-processing).
+2. ``run_dpar`` (verb ``train``):
+   * the examples are the nodes of S: a source's row is its DP-APPR row,
+     every other node's row is the node itself with weight 1 (as in the
+     reference code); entries outside S are dropped (they hold no data of the
+     sample), columns are ℓ1-clipped to τ (Algorithm 2, line 3);
+   * PPRGo's model (``nodedp.models.PPRGo``): an MLP on features, logits
+     aggregated with the row's weights;
+   * DP-SGD with Poisson batches of rate γ = batch_size/(q'·|train|) (public),
+     per-row clipping to C. One node changes at most d = max_rows + 1 rows (its
+     own and the ≤ max_rows DP-APPR rows holding it), each by ≤ 2C, so the step
+     is the Gaussian mixed over ρ ~ Binomial(d, γ)
+     (``poisson_occurrence_gaussian_rdp``): Theorem 2's constants are
+     unspecified, so it cannot calibrate noise;
+   * inference: f(X) on the inference graph and P = ``power_steps`` steps of
+     power iteration with teleport α (§4). Inductive splits infer on each
+     part's own edges; transductive ones on the whole graph (not private,
+     as in DP-GNN).
+
+Accounting. All mechanisms run on the sample, so the run's ledger has
+``node_sample_rate`` = q': its mechanisms compose (RDP) to (ε_in, δ/q') and
+the ledger charges ln(1 + q'(e^ε_in − 1)), δ. A ``ratio`` of ε_in =
+ln(1 + (e^ε − 1)/q') goes to DP-APPR, calibrated alone; DP-SGD's noise is
+then calibrated on the whole ledger (artifact records + DP-SGD) to the target.
+The public reference code multiplies each part's ε by q' and never composes
+them; its figures are recorded as ``claimed_epsilon`` in ``details``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from nodedp.accounting import (
+    Ledger,
+    MechanismRecord,
+    calibrate,
+    claimed_dp_appr_epsilon,
+    dp_appr_plan,
+    epsilon_of,
+    inner_budget,
+    poisson_occurrence_gaussian_params,
+    subsampled_gaussian_event,
+)
+from nodedp.data import remove_cross_split_edges
+from nodedp.mechanisms.dp_appr import cap_row_occurrences, dp_appr_em, dp_appr_gm
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.node_classifier import fit_node_classifier
+from nodedp.methods.registry import register_method
+from nodedp.models import PPRGo
+from nodedp.structure import appr_push
+from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything
+
+__all__ = ["APPR_KEYS", "ARTIFACT_KIND", "OPTIONS", "DparHparams", "appr_spec", "build_dp_appr", "run_dpar"]
+
+ARTIFACT_KIND = "dp-appr"
+OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-nodp": "nodp"}
+# The artifact's own stream: never the training seed's (batches must not correlate with the node sample).
+_ARTIFACT_STREAM = 1 << 40
+
+
+@dataclass(frozen=True)
+class DparHparams(OptimHparams):
+    # DP-SGD and the model (the paper's §4 defaults)
+    epochs: int = 200
+    lr: float = 0.005
+    weight_decay: float = 1e-4
+    hidden_dim: int = 32
+    dropout: float = 0.1
+    batch_size: int = 60  # expected Poisson batch: rate γ = batch_size / (q'·|train|)
+    clip_norm: float = 1.0  # C
+    tau: float = 1.0  # column ℓ1 bound of the training matrix (Algorithm 2, line 3)
+    power_steps: int = 2  # P, inference
+    # DP-APPR: these keys (``APPR_KEYS``) name the structure artifact
+    k: int = 2  # K non-zeros per DP-APPR row
+    num_sources: int = 70  # M; 0: ⌈q'·|train|⌉
+    ratio: float = 0.5  # share of ε_in DP-APPR spends
+    sample_rate: float = 0.09  # q'
+    max_rows: int = 2  # a column is kept in at most this many DP-APPR rows
+    em_clip: float = 0.001  # C2 (EM: entries into [0, C2])
+    gm_clip: float = 0.01  # C1 (GM: rows to ℓ2 ≤ C1)
+    value_share: float = 0.5  # em1: share of DP-APPR's ε for the Laplace values
+    alpha: float = 0.25  # APPR teleport
+    rho: float = 1e-4  # APPR sparsity (ℓ1 weight)
+    tol: float = 1e-4  # APPR optimality tolerance
+
+    def check(self) -> None:
+        super().check()
+        if min(self.hidden_dim, self.batch_size, self.k) < 1 or self.power_steps < 0:
+            raise ValueError("hidden_dim, batch_size and k must be ≥ 1, power_steps ≥ 0")
+        if self.num_sources < 0 or self.max_rows < 1:
+            raise ValueError(f"num_sources must be ≥ 0 (0: ⌈q'·|train|⌉) and max_rows ≥ 1, got "
+                             f"{self.num_sources} and {self.max_rows}")
+        for name in ("clip_norm", "tau", "em_clip", "gm_clip", "rho", "tol"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("ratio", "value_share", "alpha", "dropout"):
+            value = getattr(self, name)
+            if not (0 < value < 1 or (name == "dropout" and value == 0)):
+                raise ValueError(f"{name} must be in (0, 1), got {value}")
+        if not 0 < self.sample_rate <= 1:
+            raise ValueError(f"sample_rate (q') must be in (0, 1], got {self.sample_rate}")
+
+
+APPR_KEYS = ("k", "num_sources", "ratio", "sample_rate", "max_rows", "em_clip", "gm_clip", "value_share",
+             "alpha", "rho", "tol")  # fmt: skip
+
+
+def appr_spec(method: str, hp: DparHparams) -> dict[str, Any]:
+    """What the DP-APPR artifact depends on besides the graph, split, seed and (ε, δ)."""
+    if method not in OPTIONS:
+        raise ValueError(f"unknown DPAR method {method!r}; valid choices: {list(OPTIONS)}")
+    return {"option": OPTIONS[method], **{key: getattr(hp, key) for key in APPR_KEYS}}
+
+
+def _num_rows(hp: DparHparams, num_train: int) -> int:
+    return hp.num_sources or max(1, math.ceil(hp.sample_rate * num_train))
+
+
+def build_dp_appr(
+    graph: Any,
+    split: Any,
+    *,
+    method: str,
+    hp: DparHparams,
+    target_epsilon: float,
+    target_delta: float,
+    seed: int,
+    accountant: str = "rdp",
+) -> dict[str, Any]:
+    """Stage 1 (module docstring): the DP-APPR artifact, its ledger as JSON under "ledger"."""
+    spec = appr_spec(method, hp)
+    option = spec["option"]
+    private = option != "nodp"
+    if private != math.isfinite(target_epsilon):
+        raise ValueError(f"{method}: target ε must be {'finite' if private else 'inf'}, got {target_epsilon}")
+    generator = make_generator(seed + _ARTIFACT_STREAM)
+    train = split.train
+    num_train, num_rows = train.numel(), _num_rows(hp, split.train.numel())
+    if hp.k > num_train:
+        raise ValueError(f"k = {hp.k} exceeds the {num_train} training nodes (the column universe)")
+    kept = torch.rand(num_train, generator=generator) < hp.sample_rate
+    sample = train[kept]
+    position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
+    position[sample] = torch.arange(sample.numel())
+    src, dst = graph.edge_index
+    inside = (position[src] >= 0) & (position[dst] >= 0)
+    local_edges = torch.stack([position[src[inside]], position[dst[inside]]])
+    sources = torch.randperm(sample.numel(), generator=generator)[:num_rows]
+
+    start = time.perf_counter()
+    appr = appr_push(local_edges, num_nodes=sample.numel(), sources=sources, alpha=hp.alpha, rho=hp.rho, tol=hp.tol)
+    appr_seconds = time.perf_counter() - start
+    scores = torch.zeros(num_rows, num_train, dtype=torch.float64)  # columns: the training ids, in order
+    scores[: sources.numel(), kept.nonzero().squeeze(1)] = appr.to_dense()
+
+    noise: dict[str, float] = {}
+    records: tuple[MechanismRecord, ...] = ()
+    claimed = None
+    if private:
+        inner_epsilon, inner_delta = inner_budget(
+            target_epsilon=target_epsilon, target_delta=target_delta, sample_rate=hp.sample_rate)
+        clip = hp.gm_clip if option == "gm" else hp.em_clip
+        noise, records = dp_appr_plan(option=option, epsilon=hp.ratio * inner_epsilon, delta=inner_delta, k=hp.k,
+                                      m=num_rows, clip=clip, value_share=hp.value_share, accountant=accountant)
+        if option == "gm":
+            rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip,
+                              generator=generator)
+        else:
+            rows = dp_appr_em(scores, k=hp.k, epsilon=noise["epsilon"], clip=clip, option=option,
+                              generator=generator, epsilon_value=noise.get("epsilon_value"))
+        claimed = claimed_dp_appr_epsilon(option=option, noise=noise, k=hp.k, m=num_rows, delta=inner_delta)
+        ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=records,
+                        accountant=accountant, node_sample_rate=hp.sample_rate)
+    else:
+        top = scores.topk(hp.k, dim=1)
+        rows = torch.zeros_like(scores).scatter_(1, top.indices, top.values)
+        ledger = Ledger.non_private()
+    ledger.check()
+    rows = cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
+    columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
+    return {
+        "kind": ARTIFACT_KIND,
+        "method": method,
+        "spec": spec,
+        "seed": seed,
+        "target_epsilon": target_epsilon,
+        "target_delta": target_delta,
+        "accountant": accountant,
+        "sample": sample,
+        "sources": sample[sources],
+        "index": train[columns],
+        "value": rows.gather(1, columns).float(),
+        "noise": noise,
+        "claimed_epsilon_on_sample": claimed,
+        "ledger": json.dumps(ledger.to_dict()),
+        "appr_seconds": appr_seconds,
+    }
+
+
+def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
+    """Neighbour positions [n, K] into the sample and weights [n, K] of every sampled node's training row."""
+    sample = artifact["sample"]
+    n = sample.numel()
+    position = torch.full((num_nodes,), -1, dtype=torch.long)
+    position[sample] = torch.arange(n)
+    nbr = torch.arange(n).unsqueeze(1).repeat(1, k)  # padding points at the node itself, weight 0
+    weight = torch.zeros(n, k)
+    weight[:, 0] = 1.0  # a non-source's row is the node itself
+    rows = position[artifact["sources"]]
+    cols = position[artifact["index"][: rows.numel()]]
+    values = artifact["value"][: rows.numel()] * (cols >= 0)  # entries outside the sample hold no data: dropped
+    nbr[rows] = torch.where(cols >= 0, cols, rows.unsqueeze(1))
+    weight[rows] = values
+    # Algorithm 2, line 3: every column of the n × n training matrix to ℓ1 ≤ τ.
+    column_l1 = torch.zeros(n).index_add_(0, nbr.flatten(), weight.abs().flatten())
+    weight = weight / (column_l1 / tau).clamp(min=1.0)[nbr]
+    return nbr, weight
+
+
+def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams) -> dict[str, Any]:
+    if artifact is None:
+        raise ValueError(f"{spec.method} needs its {ARTIFACT_KIND} structure artifact; build it with "
+                         f"`python -m nodedp dp-appr` (the workflow's dp_appr rule does)")
+    expected = {"spec": appr_spec(method, hp), "seed": spec.seed, "target_epsilon": spec.target_epsilon,
+                "target_delta": spec.target_delta, "accountant": spec.accountant}
+    wrong = {key: (artifact.get(key), value) for key, value in expected.items() if artifact.get(key) != value}
+    if wrong:
+        raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact was built for other settings "
+                         f"(artifact, run): {wrong}")
+    return artifact
+
+
+def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) -> RunResult:
+    artifact = _check_artifact(inputs.structure.get(ARTIFACT_KIND), spec, method, hp)
+    generator = seed_everything(spec.seed)
+    device = resolve_device(spec.device)
+    graph, split = inputs.graph, inputs.split
+    sample = artifact["sample"]
+    n = sample.numel()
+    if n == 0:
+        raise ValueError(f"the node sample (rate {hp.sample_rate}) of {split.train.numel()} training nodes is empty")
+    nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau)
+    x_sample = graph.x[sample].to(device)
+    nbr, weight = nbr.to(device), weight.to(device)
+    model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
+
+    rate = min(1.0, hp.batch_size / (hp.sample_rate * split.train.numel()))
+    steps = hp.epochs * math.ceil(1 / rate)
+    private = OPTIONS[method] != "nodp"
+    appr_ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
+    privacy, details = None, {}
+    if private:
+        occurrences = hp.max_rows + 1
+
+        def sgd_record(z: float) -> MechanismRecord:
+            return MechanismRecord(
+                name=f"dp-sgd:{spec.method}",
+                kind="poisson_occurrence_gaussian",
+                touches=("features", "labels"),
+                params=poisson_occurrence_gaussian_params(sampling_rate=rate, max_rows=hp.max_rows,
+                                                          noise_multiplier=z, clip_norm=hp.clip_norm, steps=steps),
+                sensitivity=2 * hp.clip_norm * occurrences,
+                sensitivity_reason=(
+                    f"one node changes at most d = max_rows + 1 = {occurrences} training rows (its own, and the "
+                    f"≤ {hp.max_rows} DP-APPR rows its column is kept in), each clipped to C, so the gradient "
+                    "sum by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
+                ),
+                dp_event=None,
+            )
+
+        def ledger_of(z: float) -> Ledger:
+            return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+                          mechanisms=(*appr_ledger.mechanisms, sgd_record(z)), accountant=spec.accountant,
+                          node_sample_rate=hp.sample_rate)
+
+        z = calibrate(target_epsilon=spec.target_epsilon, epsilon_of_sigma=lambda s: ledger_of(s).composed()[0])
+        ledger = ledger_of(z)
+        privacy = PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size)
+        inner_delta = spec.target_delta / hp.sample_rate
+        # What the reference code would report: each part × q', never composed; DP-SGD by the
+        # plain subsampled Gaussian (sensitivity C, rate batch/|sample|).
+        reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=min(1.0, hp.batch_size / n),
+                                                             steps=steps), delta=inner_delta)
+        claimed_appr = artifact["claimed_epsilon_on_sample"]
+        details = {
+            "sgd_noise_multiplier": z,
+            "epsilon_on_sample": ledger.composed_on_sample()[0],
+            "claimed_epsilon": hp.sample_rate * (claimed_appr + reference_sgd),
+            "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
+        }
+    else:
+        ledger = Ledger.non_private()
+    ledger.check()
+
+    edges = graph.edge_index
+    if split.setting == "inductive":
+        edges = remove_cross_split_edges(edges, split)
+    logits: list[Tensor] = []
+
+    def logits_of(nodes: Tensor) -> Tensor:
+        if not logits:  # one power iteration for every part, after training
+            logits.append(model.propagate(graph.x.to(device), edges.to(device), alpha=hp.alpha,
+                                          steps=hp.power_steps))
+        return logits[0][nodes]
+
+    result = fit_node_classifier(
+        model,
+        inputs_of=lambda nodes: nodes,
+        example_inputs=lambda idx: (x_sample[nbr[idx]], weight[idx]),
+        example_nodes=sample,
+        logits_of=logits_of,
+        y=graph.y.to(device),
+        split=split,
+        spec=spec,
+        optim=hp.optim_config(),
+        batches=poisson_batches(n, sampling_rate=rate, steps=steps, generator=generator),
+        total=steps,
+        privacy=privacy,
+        ledger=ledger,
+        generator=generator,
+        device=device,
+    )
+    details |= {
+        "sample_size": n,
+        "num_sources": int(artifact["sources"].numel()),
+        "sampling_rate": rate,
+        "dp_appr_noise": dict(artifact["noise"]),
+        "appr_seconds": artifact["appr_seconds"],
+    }
+    return RunResult(val=result.val, test=result.test, ledger=result.ledger, train_seconds=result.train_seconds,
+                     details={**result.details, **details})
+
+
+for _method, _option in OPTIONS.items():
+    register_method(
+        MethodInfo(
+            name=_method,
+            description=(f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"
+                         if _option != "nodp" else "DPAR without privacy: top-K APPR + SGD (PPRGo)"),
+            private=_option != "nodp",
+            level="node" if _option != "nodp" else "none",
+            hparams=DparHparams,
+            run=lambda inputs, spec, hp, _m=_method: run_dpar(inputs, spec, hp, method=_m),
+            needs=(ARTIFACT_KIND,),
+        )
+    )
