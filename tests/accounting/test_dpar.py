@@ -174,3 +174,53 @@ def test_amplification_refuses_bad_rates() -> None:
         amplified(1.0, 1e-5, rate=0.0)
     with pytest.raises(ValueError, match="rate"):
         reference_understated(1.0, rate=1.5)
+
+
+def test_inner_budget_amplifies_back_to_the_target() -> None:
+    from nodedp.accounting import inner_budget
+
+    for eps, q in [(1.0, 0.09), (8.0, 0.09), (4.0, 1.0), (60.0, 0.5)]:
+        inner, inner_delta = inner_budget(target_epsilon=eps, target_delta=1e-4, sample_rate=q)
+        assert inner >= eps and inner_delta == pytest.approx(1e-4 / q)
+        assert amplified(inner, inner_delta, rate=q) == pytest.approx((eps, 1e-4), rel=1e-9)
+    with pytest.raises(ValueError, match="sample_rate"):
+        inner_budget(target_epsilon=1.0, target_delta=0.2, sample_rate=0.1)
+
+
+@pytest.mark.parametrize("option", ["em0", "em1", "gm"])
+def test_dp_appr_plan_spends_its_share_within_one_percent(option: str) -> None:
+    from nodedp.accounting import dp_appr_plan
+
+    eps, delta, k, m = 2.0, 1e-3, 2, 70
+    noise, records = dp_appr_plan(option=option, epsilon=eps, delta=delta, k=k, m=m, clip=0.01)
+    spent = Ledger(level="node", target_epsilon=eps, target_delta=delta, mechanisms=records).composed()[0]
+    assert 0.99 * eps <= spent <= eps
+    assert {r.name for r in records} == (
+        {"dp_appr_gm"} if option == "gm" else {"dp_appr_em_select"} | ({"dp_appr_em_values"} if option == "em1" else set())
+    )
+    if option == "em1":  # the two parts' noise keeps the ratio of their separate calibrations
+        alone = Ledger(level="node", target_epsilon=eps, target_delta=delta, mechanisms=records[:1]).composed()[0]
+        assert eps / 2 < alone < spent
+        assert noise["epsilon_value"] == pytest.approx(k / records[1].dp_event.event.noise_multiplier)
+    # a larger budget buys less noise
+    more, _ = dp_appr_plan(option=option, epsilon=2 * eps, delta=delta, k=k, m=m, clip=0.01)
+    if option == "gm":
+        assert more["noise_multiplier"] < noise["noise_multiplier"]
+    else:
+        assert more["epsilon"] > noise["epsilon"]
+
+
+def test_claimed_dp_appr_epsilon_is_the_papers_formula_and_understates_ours() -> None:
+    from nodedp.accounting import claimed_dp_appr_epsilon, dp_appr_plan
+
+    delta, k, m = 1e-3, 2, 70
+    noise, records = dp_appr_plan(option="em0", epsilon=4.0, delta=delta, k=k, m=m, clip=0.001)
+    claimed = claimed_dp_appr_epsilon(option="em0", noise=noise, k=k, m=m, delta=delta)
+    row = gumbel_topk_epsilon(epsilon=noise["epsilon"], k=k, delta=delta / (2 * m))
+    assert claimed == pytest.approx(paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta))
+    noise, _ = dp_appr_plan(option="gm", epsilon=4.0, delta=delta, k=k, m=m, clip=0.01)
+    row = math.sqrt(2 * math.log(1.25 / (delta / (2 * m)))) / (math.sqrt(2) * noise["noise_multiplier"])
+    assert claimed_dp_appr_epsilon(option="gm", noise=noise, k=k, m=m, delta=delta) == pytest.approx(
+        paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta))
+    with pytest.raises(ValueError, match="valid choices"):
+        dp_appr_plan(option="em2", epsilon=1.0, delta=delta, k=k, m=m, clip=0.01)

@@ -198,3 +198,42 @@ def test_bad_arguments_are_refused_by_name(kwargs, match):
         hypergeometric_gaussian_rdp(**{**good, **kwargs})
     with pytest.raises(ValueError, match="max_degree"):
         max_occurrences(max_degree=-1, num_layers=1)
+
+
+def test_poisson_occurrence_curve_is_the_binomial_mixture_of_gaussians() -> None:
+    from scipy.stats import binom
+
+    from nodedp.accounting import poisson_occurrence_gaussian_rdp
+
+    orders, gamma, d, z = [1.5, 2.0, 8.0], 0.3, 3, 4.0
+    curve = poisson_occurrence_gaussian_rdp(orders=orders, sampling_rate=gamma, max_occurrences=d, noise_multiplier=z)
+    for alpha, value in zip(orders, curve, strict=True):
+        literal = sum(binom.pmf(r, d, gamma) * math.exp(alpha * (alpha - 1) * 2 * r**2 / z**2) for r in range(d + 1))
+        assert value == pytest.approx(math.log(literal) / (alpha - 1), rel=1e-10)
+    # γ = 1: every row is in the batch, so it is the Gaussian at sensitivity 2dC
+    full = poisson_occurrence_gaussian_rdp(orders=orders, sampling_rate=1.0, max_occurrences=d, noise_multiplier=z)
+    assert full == pytest.approx([alpha * (2 * d) ** 2 / (2 * z**2) for alpha in orders])
+
+
+def test_poisson_occurrence_curve_grows_with_rate_and_occurrences_and_falls_with_noise() -> None:
+    from nodedp.accounting import poisson_occurrence_gaussian_rdp
+
+    def rdp(gamma: float = 0.2, d: int = 3, z: float = 5.0):
+        return poisson_occurrence_gaussian_rdp(orders=RDP_ORDERS, sampling_rate=gamma, max_occurrences=d,
+                                               noise_multiplier=z)
+
+    assert np.all(rdp(gamma=0.1) < rdp(gamma=0.2)) and np.all(rdp(d=2) < rdp(d=3))
+    assert np.all(rdp(z=10.0) < rdp(z=5.0))
+
+
+def test_poisson_occurrence_params_refuse_contradictions() -> None:
+    from nodedp.accounting import poisson_occurrence_gaussian_params
+    from nodedp.accounting.hypergeometric import poisson_occurrence_gaussian_rdp_of_params
+
+    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0,
+                                                steps=10)
+    assert params["max_occurrences"] == 3
+    for key, value, match in [("max_occurrences", 2, "max_rows"), ("sampling", "fixed_size_without_replacement",
+                              "Poisson"), ("noise_std", 1.0, "noise_std")]:
+        with pytest.raises(ValueError, match=match):
+            poisson_occurrence_gaussian_rdp_of_params({**params, key: value}, (2.0,))

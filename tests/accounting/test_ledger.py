@@ -341,3 +341,44 @@ def test_uncharged_read_validation():
         UnchargedRead(name="x", touches=("labels",), reason="")
     with pytest.raises(ValueError, match="no uncharged reads"):
         dataclasses.replace(Ledger.non_private(), uncharged=(THRESHOLDS,))
+
+
+def _gaussian_ledger(**kwargs) -> Ledger:
+    record = MechanismRecord(
+        name="g", kind="gaussian", touches=("features",), params={"noise_multiplier": 2.0}, sensitivity=1.0,
+        sensitivity_reason="one row", dp_event=gaussian_event(noise_multiplier=2.0),
+    )
+    return Ledger(level="node", target_epsilon=50.0, target_delta=1e-5, mechanisms=(record,), **kwargs)
+
+
+def test_node_sampling_amplifies_the_composition_at_delta_over_q(tmp_path):
+    whole = _gaussian_ledger()
+    sampled = _gaussian_ledger(node_sample_rate=0.1)
+    inner, inner_delta = sampled.composed_on_sample()
+    # on the sample: the same mechanisms at δ/q
+    assert inner_delta == pytest.approx(1e-4)
+    assert inner == pytest.approx(epsilon_of(gaussian_event(noise_multiplier=2.0), delta=1e-4))
+    epsilon, delta = sampled.composed()
+    assert epsilon == pytest.approx(math.log1p(0.1 * math.expm1(inner)), rel=1e-12) and delta == 1e-5
+    assert 0.1 * inner < epsilon < whole.composed()[0]  # never the understated q·ε
+    assert whole.composed_on_sample() == whole.composed()
+    path = write_ledger(sampled, tmp_path / "ledger.json")
+    stored = json.loads(path.read_text())
+    assert stored["node_sample_rate"] == 0.1
+    assert verify_ledger_dict(stored) == pytest.approx(epsilon)
+    stored["node_sample_rate"] = 0.2  # a larger rate amplifies less: the stored ε no longer matches
+    with pytest.raises(PrivacyBudgetExceeded, match="does not match"):
+        verify_ledger_dict(stored)
+
+
+def test_amplification_is_stable_for_huge_epsilon():
+    from nodedp.accounting import amplified
+
+    assert amplified(1000.0, 0.0, rate=0.09)[0] == pytest.approx(1000 + math.log(0.09))
+    assert amplified(20.0, 0.0, rate=0.09)[0] == pytest.approx(math.log1p(0.09 * math.expm1(20.0)))
+
+
+@pytest.mark.parametrize("rate", [0.0, 1.5, True, 1e-6])
+def test_node_sample_rate_validation(rate):
+    with pytest.raises(ValueError, match="node_sample_rate"):
+        _gaussian_ledger(node_sample_rate=rate)

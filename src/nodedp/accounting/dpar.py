@@ -41,7 +41,7 @@ from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
 from nodedp.accounting.events import RDP_ORDERS, check_delta
 from nodedp.accounting.gumbel import gumbel_topk_rdp
-from nodedp.accounting.ledger import MechanismRecord, amplify_epsilon
+from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
 
 __all__ = [
     "EM_OPTIONS",
@@ -273,8 +273,10 @@ def dp_appr_plan(
 ) -> tuple[dict[str, float], tuple[MechanismRecord, ...]]:
     """Calibrate DP-APPR (``option`` em0, em1 or gm) to spend ``epsilon`` alone at ``delta`` on the sample.
 
-    em0: the M·K selections get all of it. em1: the selections (1 − value_share)
-    of it, the M·K Laplace values value_share. gm: M Gaussians of std z·√2·C1.
+    em0: the M·K selections get all of it. em1: the selections and the M·K
+    Laplace values split it (1 − value_share) : value_share, each calibrated
+    to its share alone, then both noises scaled by one factor until their RDP
+    composition spends all of ε. gm: M Gaussians of std z·√2·C1.
     Returns the noise parameters (``epsilon`` per selection, ``epsilon_value``
     ε2 per row, or ``noise_multiplier`` z) and the ledger records.
     """
@@ -293,16 +295,34 @@ def dp_appr_plan(
     elif not 0 < value_share < 1:
         raise ValueError(f"value_share must be in (0, 1) for em1, got {value_share!r}")
     per_selection = calibrate_gumbel_topk(target_epsilon=(1 - value_share) * epsilon, delta=delta, selections=m * k)
-    noise: dict[str, float] = {"epsilon": per_selection}
-    if option == "em1":
+    if option == "em0":
+        noise = {"epsilon": per_selection}
+    else:
         b = calibrate_noise_multiplier(
             target_epsilon=value_share * epsilon, target_delta=delta, accountant=accountant,
             make_event=lambda sigma: dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(sigma), m * k),
         )
-        noise["epsilon_value"] = k / b
-    records = dp_appr_em_records(option=option, epsilon=per_selection, k=k, m=m, clip=clip,
+
+        def scaled(sigma: float) -> dict[str, float]:  # both parts' noise × σ: the shares keep their ratio
+            return {"epsilon": per_selection / sigma, "epsilon_value": k / (b * sigma)}
+
+        def records_of(n: dict[str, float]) -> tuple[MechanismRecord, ...]:
+            return dp_appr_em_records(option=option, epsilon=n["epsilon"], k=k, m=m, clip=clip,
+                                      epsilon_value=n["epsilon_value"])
+
+        # Composed by RDP the two cost less than their shares' sum: scale both to spend all of ε.
+        sigma = calibrate(target_epsilon=epsilon, epsilon_of_sigma=lambda t: _epsilon_of_records(
+            records_of(scaled(t)), delta=delta, accountant=accountant))
+        noise = scaled(sigma)
+    records = dp_appr_em_records(option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip,
                                  epsilon_value=noise.get("epsilon_value"))
     return noise, records
+
+
+def _epsilon_of_records(records: Sequence[MechanismRecord], *, delta: float, accountant: str) -> float:
+    """The ε the ledger composes ``records`` to at ``delta`` (the target only bounds checks, not composition)."""
+    return Ledger(level="node", target_epsilon=1e9, target_delta=delta, mechanisms=tuple(records),
+                  accountant=accountant).composed()[0]
 
 
 def claimed_dp_appr_epsilon(*, option: str, noise: dict[str, float], k: int, m: int, delta: float) -> float:
