@@ -127,6 +127,26 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
     assert "rule train" not in redraw.stdout + redraw.stderr
 
 
+def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_path):
+    fast = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20}
+    config = write_config(tmp_path, {
+        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dpar-em0", "dpar-em0-lr"], "epsilons": [4],
+                             "seeds": [0]}},
+        # the variant differs in training only, so it shares the DP-APPR artifact
+        "methods": {"dpar-em0": fast, "dpar-em0-lr": {"base": "dpar-em0", "lr": 0.05}},
+    })
+    result = snakemake(tmp_path, "demo", config=config)
+    assert result.returncode == 0, result.stderr[-4000:]
+    artifacts = sorted((tmp_path / "results/structure").glob("**/dp-appr/*/eps~4.pt"))
+    assert len(artifacts) == 1 and artifacts[0].parent.name.startswith("em0-")
+    appr_ledger = json.loads(artifacts[0].with_suffix(".ledger.json").read_text())
+    assert appr_ledger["node_sample_rate"] == 0.5 and appr_ledger["epsilon"] < 4
+    for method in ("dpar-em0", "dpar-em0-lr"):
+        ledger = json.loads((tmp_path / f"results/runs/csbm-tiny/{method}/eps~4/seed~0/ledger.json").read_text())
+        assert ledger["mechanisms"][: len(appr_ledger["mechanisms"])] == appr_ledger["mechanisms"]
+        assert 0.99 * 4 <= ledger["epsilon"] <= 4
+
+
 @pytest.mark.shared
 def test_real_datasets_end_to_end_through_the_mirror(tmp_path):
     """cora, cora-ml and a Facebook100 school: downloaded by the workflow's local rule from the
