@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import math
-from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ from nodedp.accounting import (
     Ledger,
     advanced_composition_epsilon,
     amplified,
-    dp_appr_em_epsilon,
     dp_appr_em_records,
     dp_appr_gm_event,
     dp_appr_gm_record,
@@ -73,25 +71,6 @@ def test_gumbel_rdp_is_tighter_than_basic_composition_for_many_selections() -> N
     assert from_rdp < 0.5 * 2 * m * k * eps
     # and never above basic composition, at any order
     assert np.all(rdp <= 2 * m * k * eps + 1e-12)
-
-
-def test_em_epsilon_falls_as_noise_grows_and_stays_below_basic_composition() -> None:
-    m, k, delta = 70, 2, 1e-4
-    values = [dp_appr_em_epsilon(epsilon=e, k=k, m=m, delta=delta)[0] for e in [0.2, 0.05, 0.01, 0.002]]
-    assert all(a > b for a, b in pairwise(values))
-    for e, value in zip([0.2, 0.05, 0.01, 0.002], values, strict=True):
-        assert value <= 2 * m * k * e * (1 + 1e-12)
-    em0, returned_delta = dp_appr_em_epsilon(epsilon=0.01, k=k, m=m, delta=delta)
-    em1, _ = dp_appr_em_epsilon(epsilon=0.01, k=k, m=m, delta=delta, epsilon_value=0.01)
-    assert returned_delta == delta and em1 > em0
-
-
-def test_em_epsilon_matches_theorem1_structure() -> None:
-    """Per row Corollary 1 at δ/(2M) (+ ε2), then M rows composed at δ/2."""
-    eps, k, m, delta, eps2 = 0.01, 3, 40, 1e-4, 0.02
-    row = gumbel_topk_epsilon(epsilon=eps, k=k, delta=delta / (2 * m)) + eps2
-    expected = advanced_composition_epsilon(epsilon=row, k=m, delta=delta / 2)
-    assert math.isclose(dp_appr_em_epsilon(epsilon=eps, k=k, m=m, delta=delta, epsilon_value=eps2)[0], expected)
 
 
 def test_paper_composition_inverts_the_theorem_formula() -> None:

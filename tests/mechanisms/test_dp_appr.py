@@ -146,9 +146,18 @@ def test_cap_row_occurrences_drops_uniformly_at_random() -> None:
 def test_clip_columns_l1_bounds_every_column_and_keeps_small_ones() -> None:
     rows = torch.randn(30, 8, generator=_gen(19))
     rows[:, 0] *= 1e-3  # already within τ
-    out = clip_columns_l1(rows, tau=2.0)
+    columns = torch.arange(8).repeat(30, 1)
+    out = clip_columns_l1(columns, rows, num_columns=8, tau=2.0)
     assert (out.abs().sum(dim=0) <= 2.0 * (1 + 1e-6)).all()
     assert torch.equal(out[:, 0], rows[:, 0])
+    assert torch.allclose(out.abs().sum(dim=0)[1:], torch.tensor(2.0))  # the others were over τ: now at it
+    # row-wise sparse form: 2 entries per row of a 30 × 8 matrix, the same as its dense column sums
+    cols = torch.randint(0, 8, (30, 2), generator=_gen(20))
+    cols[:, 1] = (cols[:, 0] + 1) % 8
+    vals = torch.rand(30, 2, generator=_gen(21))
+    dense = torch.zeros(30, 8).scatter_(1, cols, vals)
+    factors = (dense.abs().sum(0) / 0.5).clamp(min=1.0)
+    assert torch.allclose(clip_columns_l1(cols, vals, num_columns=8, tau=0.5), vals / factors[cols])
     big = rows.abs().sum(dim=0) > 2.0
     assert torch.allclose(out.abs().sum(dim=0)[big], torch.full((int(big.sum()),), 2.0))
     # scaling, not truncation: each column keeps its direction

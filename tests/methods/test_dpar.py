@@ -170,3 +170,13 @@ def test_artifact_for_other_settings_is_refused(tiny_inputs):
 def test_bad_hyperparameters_are_refused(hparams, match):
     with pytest.raises(ValueError, match=match):
         get_method("dpar-em0").parse_hparams(hparams)
+
+
+def test_artifact_settings_hold_only_what_the_option_reads():
+    from nodedp.methods.dpar import appr_spec
+
+    info = get_method("dpar-em0")
+    base, other = info.parse_hparams({}), info.parse_hparams({"gm_clip": 0.5, "lr": 0.1, "tau": 0.5})
+    assert appr_spec("dpar-em0", base) == appr_spec("dpar-em0", other)  # GM's clip and training keys: not read
+    assert appr_spec("dpar-gm", base) != appr_spec("dpar-gm", other)
+    assert "ratio" not in appr_spec("dpar-nodp", base) and appr_spec("dpar-em1", base)["value_share"] == 0.5

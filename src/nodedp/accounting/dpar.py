@@ -50,7 +50,6 @@ __all__ = [
     "amplified",
     "calibrate_gumbel_topk",
     "claimed_dp_appr_epsilon",
-    "dp_appr_em_epsilon",
     "dp_appr_em_records",
     "dp_appr_gm_event",
     "dp_appr_gm_record",
@@ -97,31 +96,6 @@ def gumbel_topk_epsilon(*, epsilon: float, k: int, delta: float) -> float:
     the factor 2 because scores may rise and fall (each peeling step is 2ε-DP).
     """
     return 2 * advanced_composition_epsilon(epsilon=epsilon, k=k, delta=delta)
-
-
-def dp_appr_em_epsilon(
-    *, epsilon: float, k: int, m: int, delta: float, epsilon_value: float | None = None
-) -> tuple[float, float]:
-    """(ε, δ) of Algorithm 1 on M rows (Theorem 1, with the composition that holds for every ε).
-
-    Per row (δ_row = δ/(2M)): ε_1 = ``gumbel_topk_epsilon(ε, K, δ_row)`` for the
-    indices (option I), plus ε_2 = ``epsilon_value`` for the Laplace(K·C2/ε_2)
-    values (option II). Over the M rows (each node touches all of them), with
-    ε_row = ε_1 (+ ε_2):
-
-    ε_total = min{ M·ε_row,  M·ε_row·(e^ε_row − 1)/(e^ε_row + 1) + ε_row·√(2M·ln(2/δ)) },
-
-    at δ_total ≤ M·δ_row + δ/2 = δ (the paper's 2Mδ with δ = δ_row). The paper
-    instead inverts ε_row = ε_g/(2√(M ln(e + ε_g/(2Mδ)))), a corollary that
-    Kairouz et al. state only for small ε_g; see ``paper_composition_epsilon``.
-    """
-    check_int(m, "m", minimum=1)
-    check_delta(delta)
-    per_row = gumbel_topk_epsilon(epsilon=epsilon, k=k, delta=delta / (2 * m))
-    if epsilon_value is not None:
-        check_positive(epsilon_value, "epsilon_value")
-        per_row += epsilon_value
-    return advanced_composition_epsilon(epsilon=per_row, k=m, delta=delta / 2), delta
 
 
 def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float) -> float:

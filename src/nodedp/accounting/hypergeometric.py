@@ -142,10 +142,7 @@ def poisson_occurrence_gaussian_params(
         "sampling_rate": float(sampling_rate),
         "max_occurrences": dpar_occurrences(max_rows=max_rows),
         "max_rows": max_rows,
-        "noise_multiplier": float(noise_multiplier),
-        "noise_std": float(noise_multiplier) * check_positive(clip_norm, "clip_norm"),
-        "clip_norm": float(clip_norm),
-        "steps": steps,
+        **_noise_fields(noise_multiplier=noise_multiplier, clip_norm=clip_norm, steps=steps),
         "sampling": POISSON,
     }
     poisson_occurrence_gaussian_rdp_of_params(params, (2.0,))  # validates every field
@@ -168,6 +165,16 @@ def poisson_occurrence_gaussian_rdp_of_params(params: Mapping[str, Any], orders:
     z = _check_noise(params)
     return check_int(params["steps"], "steps", minimum=1) * poisson_occurrence_gaussian_rdp(
         orders=orders, sampling_rate=params["sampling_rate"], max_occurrences=expected, noise_multiplier=z)
+
+
+def _noise_fields(*, noise_multiplier: float, clip_norm: float, steps: int) -> dict[str, Any]:
+    """The params both curves share: z = σ/C, σ, C and the number of steps."""
+    return {
+        "noise_multiplier": float(noise_multiplier),
+        "noise_std": float(noise_multiplier) * check_positive(clip_norm, "clip_norm"),
+        "clip_norm": float(clip_norm),
+        "steps": steps,
+    }
 
 
 def _check_noise(params: Mapping[str, Any]) -> float:
@@ -219,10 +226,7 @@ def hypergeometric_gaussian_params(
         "max_degree": max_degree,
         "num_layers": num_layers,
         "batch_size": batch_size,
-        "noise_multiplier": float(noise_multiplier),
-        "noise_std": float(noise_multiplier) * check_positive(clip_norm, "clip_norm"),
-        "clip_norm": float(clip_norm),
-        "steps": steps,
+        **_noise_fields(noise_multiplier=noise_multiplier, clip_norm=clip_norm, steps=steps),
         "sampling": SAMPLING,
     }
     hypergeometric_gaussian_rdp_of_params(params, (2.0,))  # validates every field

@@ -136,8 +136,17 @@ def cap_row_occurrences(rows: Tensor, *, max_rows: int, generator: torch.Generat
     return rows * (nonzero & (rank < max_rows))
 
 
-def clip_columns_l1(rows: Tensor, *, tau: float) -> Tensor:
-    """Algorithm 2 line 3: scale every column to ℓ1 norm ≤ τ (Π_{:,j} / max(1, ‖Π_{:,j}‖₁/τ))."""
-    _check_rows(rows, "rows")
+def clip_columns_l1(columns: Tensor, values: Tensor, *, num_columns: int, tau: float) -> Tensor:
+    """Algorithm 2 line 3: scale every column to ℓ1 norm ≤ τ (Π_{:,j} / max(1, ‖Π_{:,j}‖₁/τ)).
+
+    Π is given row-wise: row i holds ``values[i, k]`` in column ``columns[i, k]``
+    (both [R, K]; a column may repeat within a row only with value 0, as padding).
+    Returns the scaled values.
+    """
+    if columns.shape != values.shape or columns.dim() != 2 or not values.is_floating_point():
+        raise ValueError(f"columns and values must be [R, K] (values floating-point), got "
+                         f"{tuple(columns.shape)} and {tuple(values.shape)}")
     _check_positive(tau, "tau")
-    return rows * clip_factors(rows.abs().sum(dim=0), max_norm=tau)
+    column_l1 = torch.zeros(num_columns, dtype=values.dtype, device=values.device)
+    column_l1.index_add_(0, columns.flatten(), values.abs().flatten())
+    return values * clip_factors(column_l1, max_norm=tau)[columns]

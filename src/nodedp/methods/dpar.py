@@ -62,10 +62,11 @@ from nodedp.accounting import (
     epsilon_of,
     inner_budget,
     poisson_occurrence_gaussian_params,
+    reference_understated,
     subsampled_gaussian_event,
 )
 from nodedp.data import remove_cross_split_edges
-from nodedp.mechanisms.dp_appr import cap_row_occurrences, dp_appr_em, dp_appr_gm
+from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
@@ -124,15 +125,22 @@ class DparHparams(OptimHparams):
             raise ValueError(f"sample_rate (q') must be in (0, 1], got {self.sample_rate}")
 
 
-APPR_KEYS = ("k", "num_sources", "ratio", "sample_rate", "max_rows", "em_clip", "gm_clip", "value_share",
-             "alpha", "rho", "tol")  # fmt: skip
+_SHARED_KEYS = ("k", "num_sources", "sample_rate", "max_rows", "alpha", "rho", "tol")
+# The hyperparameters each option's DP-APPR artifact depends on (besides graph, split, seed, ε and δ).
+APPR_KEYS: dict[str, tuple[str, ...]] = {
+    "em0": (*_SHARED_KEYS, "ratio", "em_clip"),
+    "em1": (*_SHARED_KEYS, "ratio", "em_clip", "value_share"),
+    "gm": (*_SHARED_KEYS, "ratio", "gm_clip"),
+    "nodp": _SHARED_KEYS,
+}
 
 
 def appr_spec(method: str, hp: DparHparams) -> dict[str, Any]:
-    """What the DP-APPR artifact depends on besides the graph, split, seed and (ε, δ)."""
+    """What the DP-APPR artifact of ``method`` depends on besides the graph, split, seed and (ε, δ)."""
     if method not in OPTIONS:
         raise ValueError(f"unknown DPAR method {method!r}; valid choices: {list(OPTIONS)}")
-    return {"option": OPTIONS[method], **{key: getattr(hp, key) for key in APPR_KEYS}}
+    option = OPTIONS[method]
+    return {"option": option, **{key: getattr(hp, key) for key in APPR_KEYS[option]}}
 
 
 def _num_rows(hp: DparHparams, num_train: int) -> int:
@@ -235,9 +243,7 @@ def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: flo
     nbr[rows] = torch.where(cols >= 0, cols, rows.unsqueeze(1))
     weight[rows] = values
     # Algorithm 2, line 3: every column of the n × n training matrix to ℓ1 ≤ τ.
-    column_l1 = torch.zeros(n).index_add_(0, nbr.flatten(), weight.abs().flatten())
-    weight = weight / (column_l1 / tau).clamp(min=1.0)[nbr]
-    return nbr, weight
+    return nbr, clip_columns_l1(nbr, weight, num_columns=n, tau=tau)
 
 
 def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams) -> dict[str, Any]:
@@ -308,7 +314,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         details = {
             "sgd_noise_multiplier": z,
             "epsilon_on_sample": ledger.composed_on_sample()[0],
-            "claimed_epsilon": hp.sample_rate * (claimed_appr + reference_sgd),
+            "claimed_epsilon": reference_understated(claimed_appr + reference_sgd, rate=hp.sample_rate),
             "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
         }
     else:
