@@ -7,64 +7,22 @@ import pytest
 import torch
 from torch import Tensor
 
-from nodedp.structure import appr_ista, exact_ppr
-from nodedp.structure.appr_push import appr_push
-
-ALPHA = 0.25
-
-
-def _random_graph(num_nodes: int, *, avg_degree: float, isolated: int, seed: int) -> Tensor:
-    """Undirected G(n, p) graph (both directions stored) whose last ``isolated`` nodes have no edges."""
-    gen = torch.Generator().manual_seed(seed)
-    connected = num_nodes - isolated
-    upper = torch.triu(torch.rand(connected, connected, generator=gen) < avg_degree / connected, diagonal=1)
-    src, dst = upper.nonzero().T
-    return torch.cat([torch.stack([src, dst]), torch.stack([dst, src])], dim=1)
-
-
-def _dense_problem(edge_index: Tensor, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(Q, √d) built densely and independently of the modules: isolated nodes get a self-loop."""
-    adj = np.zeros((num_nodes, num_nodes))
-    adj[edge_index[0].numpy(), edge_index[1].numpy()] = 1.0
-    adj[np.diag_indices(num_nodes)] = 0.0
-    adj = np.maximum(adj, adj.T)
-    adj[np.diag_indices(num_nodes)] += adj.sum(1) == 0
-    sqrt_d = np.sqrt(adj.sum(1))
-    q_matrix = (1 + ALPHA) / 2 * np.eye(num_nodes) - (1 - ALPHA) / 2 * adj / np.outer(sqrt_d, sqrt_d)
-    return q_matrix, sqrt_d
-
-
-def _assert_kkt(p: np.ndarray, sources: Tensor, q_matrix: np.ndarray, sqrt_d: np.ndarray, *, rho: float,
-                tol: float) -> None:
-    """Each row's q = D^{-1/2} p satisfies the KKT conditions of appr.py to relative tolerance tol.
-
-    With g = Qq − α D^{-1/2} e_s and t = ρα√d: −(1+tol) t ≤ g ≤ −t where q > 0, |g| ≤ (1+tol) t where q = 0.
-    """
-    bound = rho * ALPHA * sqrt_d
-    slack = 1e-12
-    for row, s in enumerate(sources.tolist()):
-        q = p[row] / sqrt_d
-        assert np.all(q >= 0)
-        grad = q_matrix @ q
-        grad[s] -= ALPHA / sqrt_d[s]
-        on = q > 0
-        assert np.all(grad[on] <= -bound[on] + slack)
-        assert np.all(grad[on] >= -(1 + tol) * bound[on] - slack)
-        assert np.all(np.abs(grad[~on]) <= (1 + tol) * bound[~on] + slack)
+from nodedp.structure import appr_ista_reference, appr_push, exact_ppr
+from tests.structure._kkt import ALPHA, assert_kkt, dense_problem, optimum_on_support, random_graph
 
 
 @pytest.fixture(scope="module")
 def graph() -> tuple[Tensor, int]:
-    return _random_graph(120, avg_degree=6.0, isolated=3, seed=0), 120
+    return random_graph(120, avg_degree=6.0, isolated=3, seed=0), 120
 
 
 def test_solution_satisfies_kkt_conditions(graph: tuple[Tensor, int]) -> None:
     edge_index, n = graph
-    q_matrix, sqrt_d = _dense_problem(edge_index, n)
+    q_matrix, sqrt_d = dense_problem(edge_index, n)
     sources = torch.cat([torch.arange(0, n, 7), torch.tensor([118, 119])])  # with isolated nodes
     for rho, tol in ((1e-3, 1e-4), (1e-2, 1e-2), (1e-4, 1e-6)):
         p = appr_push(edge_index, num_nodes=n, sources=sources, alpha=ALPHA, rho=rho, tol=tol).to_dense().numpy()
-        _assert_kkt(p, sources, q_matrix, sqrt_d, rho=rho, tol=tol)
+        assert_kkt(p, sources, q_matrix, sqrt_d, rho=rho, tol=tol)
         assert np.all(p[np.arange(sources.numel()), sources.numpy()] > 0)  # every source is in its own support
 
 
@@ -77,10 +35,10 @@ def test_disconnected_graph_and_high_degree_source() -> None:
     ring = torch.stack([cycle, torch.roll(cycle, 1)])
     edge_index = torch.cat([star, ring], dim=1)
     n, rho, tol = 20, 0.1, 1e-4
-    q_matrix, sqrt_d = _dense_problem(edge_index, n)
+    q_matrix, sqrt_d = dense_problem(edge_index, n)
     sources = torch.tensor([0, 19, 1, 13])
     p = appr_push(edge_index, num_nodes=n, sources=sources, rho=rho, tol=tol).to_dense().numpy()
-    _assert_kkt(p, sources, q_matrix, sqrt_d, rho=rho, tol=tol)
+    assert_kkt(p, sources, q_matrix, sqrt_d, rho=rho, tol=tol)
     assert np.all(p[0] == 0)
     assert np.flatnonzero(p[1]).tolist() == [19]
     assert 1 - rho * (1 + tol) <= p[1, 19] <= 1 - rho  # (1 − ρ) e_s, within the tolerance
@@ -91,21 +49,25 @@ def test_disconnected_graph_and_high_degree_source() -> None:
     assert torch.equal(p, torch.eye(n, dtype=torch.float64)[19:])
 
 
-def test_matches_appr_ista_within_the_tolerance(graph: tuple[Tensor, int]) -> None:
+def test_matches_the_ista_reference_within_the_tolerance(graph: tuple[Tensor, int]) -> None:
     edge_index, n = graph
     sources = torch.tensor([5, 0, 117, 5, 64, 119])  # unsorted, repeated, isolated (117, 119)
-    _, sqrt_d = _dense_problem(edge_index, n)
+    q_matrix, sqrt_d = dense_problem(edge_index, n)
     rho, tol = 1e-3, 1e-4
     push = appr_push(edge_index, num_nodes=n, sources=sources, rho=rho, tol=tol).to_dense().numpy()
-    ista = appr_ista(edge_index, num_nodes=n, sources=sources, rho=rho, tol=tol).to_dense().numpy()
+    ista = appr_ista_reference(edge_index, num_nodes=n, sources=sources, rho=rho, tol=tol)
     # Both leave a subgradient of F with entries ≤ tol·ρα√d_i in size, so (F being α-strongly convex) each
     # is within tol·ρ‖√d‖₂ of the optimum q* in ℓ2, and they are within twice that of each other, in q = D^{-1/2} p.
+    bound = tol * rho * np.linalg.norm(sqrt_d)
     gaps = np.linalg.norm((push - ista) / sqrt_d, axis=1)
-    assert np.all(gaps <= 2 * tol * rho * np.linalg.norm(sqrt_d))
-    assert gaps.max() > 1e-12  # they do differ: push stops early, appr_ista solves its support exactly
-    # The push iterates stay below the optimum (here appr_ista solved to tol → 0), and reach it as tol → 0.
-    optimum = appr_ista(edge_index, num_nodes=n, sources=sources, rho=rho, tol=1e-12).to_dense().numpy()
-    assert np.all(push <= optimum + 1e-15)
+    assert np.all(gaps <= 2 * bound)
+    assert gaps.max() > 1e-12  # they do differ: push and ISTA stop at different points
+    # Both stay below the optimum, within the bound of it, and push reaches it as tol → 0.
+    tight = appr_ista_reference(edge_index, num_nodes=n, sources=sources, rho=rho, tol=1e-10)
+    optimum = optimum_on_support(tight, sources, q_matrix, sqrt_d, rho=rho)
+    for p in (push, ista):
+        assert np.all(p <= optimum + 1e-15)
+        assert np.all(np.linalg.norm((optimum - p) / sqrt_d, axis=1) <= bound)
     push = appr_push(edge_index, num_nodes=n, sources=sources, rho=rho, tol=1e-11).to_dense().numpy()
     np.testing.assert_allclose(push, optimum, rtol=0, atol=1e-12)
     assert np.array_equal(push > 0, optimum > 0)
@@ -134,7 +96,7 @@ def test_rows_are_sorted_positive_sparse_and_independent_of_threads(graph: tuple
     assert serial.shape == (sources.numel(), n)
     crow, col, val = serial.crow_indices(), serial.col_indices(), serial.values()
     assert torch.all(val > 0)
-    _, sqrt_d = _dense_problem(edge_index, n)
+    _, sqrt_d = dense_problem(edge_index, n)
     for row in range(sources.numel()):
         support = col[crow[row]:crow[row + 1]]
         assert torch.all(torch.diff(support) > 0)  # sorted, no duplicates

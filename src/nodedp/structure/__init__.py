@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodedp.structure.appr import appr_ista, appr_ista_reference, exact_ppr
+from nodedp.structure.appr import appr_ista_reference, exact_ppr
 from nodedp.structure.appr_push import appr_push
 from nodedp.structure.subgraphs import (
     Subgraphs,
@@ -15,7 +15,6 @@ from nodedp.structure.subgraphs import (
 
 __all__ = [
     "Subgraphs",
-    "appr_ista",
     "appr_ista_reference",
     "appr_push",
     "exact_ppr",

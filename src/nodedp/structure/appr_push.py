@@ -8,7 +8,7 @@ stated in ``nodedp.structure.appr``, for a source s,
 
 with the same graph conventions (undirected union of both directions,
 duplicates and self-loops dropped, one self-loop on each isolated node) and
-returns p = D^{1/2} q, like ``appr_ista``. With c = α D^{-1/2} e_s − ρα√d and
+returns p = D^{1/2} q. With c = α D^{-1/2} e_s − ρα√d and
 w = Qq − c = ∇f(q) + ρα√d, its entries are
 
     Q_ii = (1+α)/2 − (1−α)/2 · A_ii/d_i  (= α on an isolated node, (1+α)/2 elsewhere),
@@ -32,7 +32,7 @@ source, the pushed nodes and their neighbours) are reset, so a source costs
 time proportional to its work (the degrees of its pushes), not to N.
 
 Why the result is an optimum to relative tolerance ``tol`` (the subsolution
-argument of ``nodedp.structure.appr``, for a single coordinate). Let S be the
+argument of ``nodedp.structure.appr``, with one coordinate per step). Let S be the
 set of nodes pushed so far (the support of q). Invariant: q ≥ 0 with w_S(q) ≤ 0
 (q is a subsolution) and q ≤ q*. It holds at q = 0. A push at i with w_i < 0
 (i ∈ S, or a violator i ∉ S) sets w_i = 0, increases q_i only (δ > 0), and
@@ -49,10 +49,10 @@ w_i < −tol·ρα√d_i (untouched ones keep w_i = ρα√d_i ≥ 0), so with g
 
 the KKT conditions of ``nodedp.structure.appr`` that ISTA stops at. (A source
 whose unpushed w_s is already ≥ −tol·ρα√d_s, e.g. one with d_s ≥ 1/ρ, has the
-empty row, as there.) The same strong-convexity argument applies: the
-subgradient of F at q closest to 0 has entries w_i on the support and at most
-tol·ρα√d_i elsewhere, so ‖q − q*‖₂ ≤ tol·ρ‖√d‖₂ (F is α-strongly convex), and
-``appr_push`` and ``appr_ista`` are within 2·tol·ρ‖√d‖₂ of each other in q.
+empty row, as there.) By the strong-convexity argument there (the subgradient
+of F at q closest to 0 has entries w_i on the support and at most tol·ρα√d_i
+elsewhere), ‖q − q*‖₂ ≤ tol·ρ‖√d‖₂, so ``appr_push`` and the ISTA loop
+``appr_ista_reference`` are within 2·tol·ρ‖√d‖₂ of each other in q.
 
 Termination. Each push raises q_i by δ > tol·ρα√d_i / Q_ii, i.e. √d_i q_i by more
 than tol·ρα d_i / Q_ii ≥ 2·tol·ρα/(1+α), and Σ_i √d_i q_i ≤ Σ_i √d_i q*_i ≤ 1 (q* lies
@@ -108,7 +108,7 @@ def appr_push(
     """APPR vectors p = D^{1/2} q of all ``sources`` by compiled push, as a sparse CSR tensor [len(sources), N].
 
     Row r solves the problem of ``nodedp.structure.appr`` for ``sources[r]``
-    to the same KKT conditions as ``appr_ista`` (relative tolerance ``tol``),
+    to ISTA's KKT conditions stated there (relative tolerance ``tol``),
     by the coordinate-descent push of this module's docstring; float64,
     columns sorted within each row, only the positive entries stored, on
     ``sources``' device. ``max_pushes`` caps the pushes per source (default:
@@ -121,7 +121,7 @@ def appr_push(
         raise ValueError(f"max_pushes must be >= 1 or None, got {max_pushes}")
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be >= 1 or None, got {num_threads}")
-    _check_params(alpha=alpha, rho=rho, tol=tol, max_iter=1)
+    _check_params(alpha=alpha, rho=rho, tol=tol)
     _check_sources(sources, num_nodes=num_nodes)
     if max_pushes is None:
         bound = (1.0 + alpha) / (2.0 * tol * rho * alpha) if tol * rho > 0 else math.inf
