@@ -148,10 +148,16 @@ def dp_appr_key(method):
     return f"{spec['option']}-{digest}", base, hparams
 
 
+def _needs_dp_appr(method):
+    from nodedp.methods import get_method
+
+    return "dp-appr" in get_method(resolve_method(config, method)[0]).needs
+
+
 # Every DP-APPR artifact the config can ask for: key -> (a DPAR method or variant using it).
 DP_APPR = {}
 for _m in ALL_METHODS:
-    if resolve_method(config, _m)[0].startswith("dpar-"):
+    if _needs_dp_appr(_m):
         DP_APPR.setdefault(dp_appr_key(_m)[0], _m)
 
 
