@@ -54,6 +54,7 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting import (
+    EM_VALUE_SHARE,
     Ledger,
     MechanismRecord,
     calibrate,
@@ -102,7 +103,7 @@ class DparHparams(OptimHparams):
     max_rows: int = 2  # a column is kept in at most this many DP-APPR rows
     em_clip: float = 0.001  # C2 (EM: entries into [0, C2])
     gm_clip: float = 0.01  # C1 (GM: rows to ℓ2 ≤ C1)
-    value_share: float = 0.5  # em1: share of DP-APPR's ε for the Laplace values
+    value_share: float = EM_VALUE_SHARE  # em1: share of DP-APPR's ε for the Laplace values
     alpha: float = 0.25  # APPR teleport
     rho: float = 1e-4  # APPR sparsity (ℓ1 weight)
     tol: float = 1e-4  # APPR optimality tolerance
