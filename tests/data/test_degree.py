@@ -7,7 +7,7 @@ import torch
 from scipy.stats import binom
 from torch import Tensor
 
-from nodedp.data.degree import bound_in_degree, bound_out_degree
+from nodedp.data.degree import bound_in_degree, bound_out_degree, bound_undirected_degree
 from nodedp.data.splits import random_split
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 
@@ -237,3 +237,105 @@ def test_out_degree_ties_of_truncated_hashes_are_settled_like_a_full_sort(monkey
     counts = np.bincount(src, minlength=num_nodes)
     rank[order] = np.arange(src.size) - (np.cumsum(counts) - counts)[src[order]]
     assert torch.equal(kept, edges[:, torch.from_numpy(rank < max_degree)])
+
+
+# --- bound_undirected_degree -------------------------------------------------------------------------------------
+
+
+def undirected_pairs(edge_index: Tensor) -> set[tuple[int, int]]:
+    return {(min(s, d), max(s, d)) for s, d in edge_index.T.tolist()}
+
+
+@pytest.mark.parametrize("graph_seed", [0, 1, 2])
+@pytest.mark.parametrize("max_degree", [1, 3, 10])
+def test_bound_undirected_degree_invariants(graph_seed: int, max_degree: int) -> None:
+    edges = heavy_graph(graph_seed)
+    before = degrees(edges[0])
+    assert int(before.max()) > 5 * max_degree
+    kept = bound_undirected_degree(edges, num_nodes=NUM_NODES, max_degree=max_degree, seed=7)
+    position = positions_in(kept, edges)  # kept ⊆ original, in the original column order
+    assert bool((position[1:] > position[:-1]).all())
+    assert torch.equal(keys(kept).sort().values, keys(kept.flip(0)).sort().values)  # both directions
+    after = degrees(kept[0])
+    assert int(after.max()) <= max_degree
+    assert torch.equal(after, degrees(kept[1]))
+    # An edge is dropped only if an endpoint has more than D edges (it did not propose it) ...
+    dropped = undirected_pairs(edges) - undirected_pairs(kept)
+    assert all(before[u] > max_degree or before[v] > max_degree for u, v in dropped)
+    # ... so every edge between two nodes of degree <= D survives.
+    light = before <= max_degree
+    both_light = light[edges[0]] & light[edges[1]]
+    assert undirected_pairs(edges[:, both_light]) <= undirected_pairs(kept)
+    assert kept.size(1) > 0
+
+
+def test_undirected_bound_is_reproducible_and_order_free() -> None:
+    edges = heavy_graph(1)
+    shuffled = edges[:, torch.randperm(edges.size(1), generator=torch.Generator().manual_seed(0))]
+    args = {"num_nodes": NUM_NODES, "max_degree": 4}
+    same = bound_undirected_degree(edges, seed=5, **args)
+    assert torch.equal(same, bound_undirected_degree(edges, seed=5, **args))
+    assert torch.equal(keys(same).sort().values, keys(bound_undirected_degree(shuffled, seed=5, **args)).sort().values)
+    assert not torch.equal(same, bound_undirected_degree(edges, seed=6, **args))
+
+
+def test_removing_a_node_changes_kept_edges_only_within_one_hop() -> None:
+    """G' = G without hub v's edges: no kept edge away from v is lost, and the kept edges gained are at
+    most one per neighbour u of v that had proposed {u, v}: its new D-th lowest edge (docstring)."""
+    edges, max_degree = heavy_graph(2), 3
+    hub = int(degrees(edges[0]).argmax())
+    neighbours = set(edges[1, edges[0] == hub].tolist())
+    without = edges[:, (edges[0] != hub) & (edges[1] != hub)]
+    args = {"num_nodes": NUM_NODES, "max_degree": max_degree, "seed": 11}
+    full = undirected_pairs(bound_undirected_degree(edges, **args))
+    reduced = undirected_pairs(bound_undirected_degree(without, **args))
+    at_hub = {p for p in full if hub in p}
+    assert 0 < len(at_hub) <= max_degree
+    assert full - at_hub <= reduced  # nothing away from the hub is lost
+    gained = reduced - full
+    assert gained  # the cascade is real: the hub's removal frees proposal slots of its neighbours
+    # Each gained edge is the one new proposal of an endpoint u adjacent to the hub that had ranked
+    # {u, hub} among its D lowest: its D-th lowest edge once {u, hub} is gone.
+    hashes = degree_hashes(edges, seed=11)
+    new_proposals = set()
+    for u in neighbours:
+        incident = sorted((h, p) for p, h in hashes.items() if u in p)
+        ranked = [p for _, p in incident]
+        if ranked.index((min(u, hub), max(u, hub))) < max_degree and len(ranked) > max_degree:
+            new_proposals.add([p for p in ranked if hub not in p][max_degree - 1])
+    assert gained <= new_proposals
+    assert len(full ^ reduced) <= max_degree + len(neighbours)
+
+
+def degree_hashes(edge_index: Tensor, *, seed: int) -> dict[tuple[int, int], int]:
+    """The shared per-pair draw of bound_undirected_degree, recomputed from its documented definition."""
+    import numpy as np
+
+    from nodedp.data import degree
+
+    pairs = sorted(undirected_pairs(edge_index))
+    lo = np.array([p[0] for p in pairs], dtype=np.int64)
+    hi = np.array([p[1] for p in pairs], dtype=np.int64)
+    node_hashes = degree._node_hashes(NUM_NODES, seed=seed, stream=degree._UNDIRECTED_STREAM)
+    return dict(zip(pairs, degree._edge_hashes(node_hashes, lo, hi).tolist()))
+
+
+def test_undirected_bound_drops_self_loops_and_keeps_light_graphs_whole() -> None:
+    edges = torch.tensor([[0, 1, 1, 2, 2], [1, 0, 2, 1, 2]])  # path 0-1-2 and a loop at 2
+    kept = bound_undirected_degree(edges, num_nodes=3, max_degree=2, seed=0)
+    assert torch.equal(kept, edges[:, :4])
+    nothing = torch.empty(2, 0, dtype=torch.long)
+    assert bound_undirected_degree(nothing, num_nodes=3, max_degree=1, seed=0).shape == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("edge_index", "message"),
+    [
+        (torch.tensor([[0, 1, 1], [1, 0, 2]]), "both directions"),
+        (torch.tensor([[0, 1, 0, 1], [1, 0, 1, 0]]), "duplicate columns"),
+        (torch.tensor([[0, 1], [1, 5]]), "outside"),
+    ],
+)
+def test_undirected_bound_refuses_bad_graphs(edge_index: Tensor, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bound_undirected_degree(edge_index, num_nodes=3, max_degree=2, seed=0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodedp.data import catalog  # noqa: F401  (registers the real datasets)
-from nodedp.data.degree import bound_in_degree, bound_out_degree
+from nodedp.data.degree import bound_in_degree, bound_out_degree, bound_undirected_degree
 from nodedp.data.graph import (
     FORMAT_VERSION,
     GraphValidationError,
@@ -50,6 +50,7 @@ __all__ = [
     "UnknownDatasetError",
     "bound_in_degree",
     "bound_out_degree",
+    "bound_undirected_degree",
     "build_dataset",
     "csbm_dataset",
     "dataset_names",

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["bound_in_degree", "bound_out_degree"]
+__all__ = ["bound_in_degree", "bound_out_degree", "bound_undirected_degree"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -21,6 +21,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 # Distinct streams so the two samplers never share draws under one seed.
 _IN_DEGREE_STREAM = 1
 _OUT_DEGREE_STREAM = 2
+_UNDIRECTED_STREAM = 3
 # Edges per chunk: per-edge temporaries stay ~100 MiB on graphs of any size.
 _CHUNK = 1 << 22
 
@@ -171,4 +172,59 @@ def bound_out_degree(edge_index: Tensor, *, num_nodes: int, max_degree: int, see
     ties = np.bincount(tie_src, minlength=num_nodes)
     rank = np.arange(order.size) - (np.cumsum(ties) - ties)[sorted_src]
     keep[tie_columns[order[rank < max_degree - below[sorted_src]]]] = True
+    return edge_index[:, torch.from_numpy(keep).to(edge_index.device)]
+
+
+def bound_undirected_degree(edge_index: Tensor, *, num_nodes: int, max_degree: int, seed: int) -> Tensor:
+    """An undirected subgraph in which every node has at most D = ``max_degree`` incident edges.
+
+    ``edge_index`` stores both directions of every undirected edge {u, v}
+    (no duplicate columns; self-loops are dropped). Each edge gets one draw
+    h({u, v}), the hash of (seed, stream, min(u, v), max(u, v)), so both
+    endpoints see the same number. Every node ranks its incident edges by h
+    (its top 64 − ⌈log2 N⌉ bits, equal values in a fixed order of the pairs)
+    and *proposes* its D lowest (all of them if it has ≤ D); an edge is kept
+    iff both endpoints propose it. A kept edge is among the ≤ D proposals of
+    each endpoint, so every degree is ≤ D. Returns the kept columns of
+    ``edge_index`` (both directions of each kept edge) in their original order.
+
+    Removing node v (all its edges) changes the result only near v: v loses
+    all its kept edges; every other node's incident edges can only lose
+    {u, v}, so the rank of its other edges can only drop and no kept edge
+    away from v is lost; a neighbour u of v that had proposed {u, v} proposes
+    at most one new edge instead, so the kept edges added are at most one per
+    such u, each incident to a neighbour of v. Hence the kept sets differ by
+    at most D + deg(v) edges (deg(v) in the input graph), all within one hop
+    of v — not by v's D edges alone, so analyses that compare neighbouring
+    graphs on the same kept edge set (as the papers do) rest on that.
+    """
+    _check_inputs(edge_index, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
+    src, dst = edge_index.cpu().numpy()
+    proper = src != dst
+    keys = np.sort(src[proper] * np.int64(num_nodes) + dst[proper])
+    duplicates = np.count_nonzero(keys[1:] == keys[:-1])
+    if duplicates:
+        raise ValueError(f"edge_index has {duplicates} duplicate columns; store each direction once")
+    if not np.array_equal(keys, np.sort(dst[proper] * np.int64(num_nodes) + src[proper])):
+        raise ValueError("edge_index must store both directions of every edge (an undirected graph)")
+
+    # One entry per unordered pair (lo < hi, in key order), and its shared draw.
+    pair_keys = keys[keys // num_nodes < keys % num_nodes]
+    lo, hi = pair_keys // num_nodes, pair_keys % num_nodes
+    hashes = _edge_hashes(_node_hashes(num_nodes, seed=seed, stream=_UNDIRECTED_STREAM), lo, hi)
+    # Each pair seen from both endpoints, ranked among the node's incident pairs by one stable sort of
+    # uint64 keys (node id in the high bits, the hash's top bits below it; equal truncated hashes keep
+    # their pair-key order): a fixed order of each node's pairs that other nodes' edges do not affect.
+    node = np.concatenate([lo, hi])
+    node_bits = max(1, (num_nodes - 1).bit_length())
+    top = np.tile(hashes >> np.uint64(node_bits), 2)
+    order = np.argsort(top | (node.astype(np.uint64) << np.uint64(64 - node_bits)), kind="stable")
+    degree = np.bincount(node, minlength=num_nodes)
+    rank = np.arange(order.size) - (np.cumsum(degree) - degree)[node[order]]
+    proposed = order[rank < max_degree] % max(pair_keys.size, 1)  # entries i and i + P are pair i
+    kept_keys = pair_keys[np.bincount(proposed, minlength=pair_keys.size) == 2]
+
+    column_pair = np.minimum(src, dst) * np.int64(num_nodes) + np.maximum(src, dst)
+    slot = np.minimum(np.searchsorted(kept_keys, column_pair), max(kept_keys.size - 1, 0))
+    keep = proper & (kept_keys[slot] == column_pair) if kept_keys.size else np.zeros(src.size, dtype=bool)
     return edge_index[:, torch.from_numpy(keep).to(edge_index.device)]
