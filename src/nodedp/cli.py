@@ -107,6 +107,7 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
     from nodedp.data import (
         bound_in_degree,
         bound_out_degree,
+        bound_undirected_degree,
         load_graph,
         load_split,
         remove_cross_split_edges,
@@ -122,8 +123,10 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
         bounded = bound_in_degree(
             edges, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=args.bound, seed=args.seed
         )
-    else:
+    elif args.kind == "out-degree":
         bounded = bound_out_degree(edges, num_nodes=graph.num_nodes, max_degree=args.bound, seed=args.seed)
+    else:  # "degree": undirected, every node ≤ D incident edges
+        bounded = bound_undirected_degree(edges, num_nodes=graph.num_nodes, max_degree=args.bound, seed=args.seed)
     torch_save_atomic(
         {"kind": args.kind, "bound": args.bound, "seed": args.seed, "edge_index": bounded.to(torch.long)},
         Path(args.out),
@@ -363,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("bound-degree", cmd_bound_degree, "sample edges so every in- or out-degree is within a public bound")
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt); in-degree bounding uses its training nodes")
-    p.add_argument("--kind", required=True, choices=["in-degree", "out-degree"])
+    p.add_argument("--kind", required=True, choices=["in-degree", "out-degree", "degree"],
+                   help="in-degree (DP-GNN), out-degree (GAP), or degree: undirected, both ends (NIP-GNN)")
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True, help="output .pt file")

@@ -17,7 +17,7 @@ __all__ = ["ConfigError", "check_config", "method_variants", "resolve_method"]
 
 BASE_KEY = "base"
 # Hyperparameters that override a dataset's public degree bounds for a method's structure artifacts.
-DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound"}
+DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound", "degree": "max_degree"}
 
 
 class ConfigError(ValueError):

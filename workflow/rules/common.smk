@@ -178,7 +178,8 @@ def train_structure_inputs(wildcards):
 
     info = get_dataset(wildcards.dataset)
     base, hparams = resolve_method(config, wildcards.method)
-    bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound}
+    # An undirected bound (NIP-GNN) defaults to the dataset's public out-degree bound D.
+    bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound, "degree": info.out_degree_bound}
     for kind, key in DEGREE_BOUND_KEYS.items():
         if hparams.get(key) is not None:
             bounds[kind] = hparams[key]

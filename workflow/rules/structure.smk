@@ -9,7 +9,7 @@ rule bound_degree:
     output:
         "results/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.pt",
     wildcard_constraints:
-        kind="in-degree|out-degree",
+        kind="in-degree|out-degree|degree",
         bound=r"\d+",
     log:
         "logs/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.log",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from nodedp.data import Split
 
 LEVELS = ("node", "edge", "none")
-STRUCTURE_KINDS = ("in-degree", "out-degree", "dp-appr")
+STRUCTURE_KINDS = ("in-degree", "out-degree", "degree", "dp-appr")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ def fit_node_classifier(
     example_inputs: Callable[[Tensor], Any] | None = None,
     logits_of: Callable[[Tensor], Tensor] | None = None,
     example_nodes: Tensor | None = None,
+    train_labels: Tensor | None = None,
 ) -> RunResult:
     """Examples are the split's training nodes: `batches` index them, `inputs_of(node_ids)`
     gives the model's inputs for those nodes, for training and for validation and test.
@@ -40,13 +41,16 @@ def fit_node_classifier(
     methods whose inference is not one forward pass (DPAR's power iteration) pass
     `logits_of(node_ids)`, called after training with the model in eval mode.
     `example_nodes` are the nodes whose labels the examples carry (default: the
-    split's training nodes; DPAR trains on a node sample of them)."""
+    split's training nodes; DPAR trains on a node sample of them), and `train_labels`
+    the labels training reads (default `y`; NIP-GNN's randomized ones), while
+    validation and test always score against `y`."""
     train_nodes = (split.train if example_nodes is None else example_nodes).to(device)
 
     def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:
         idx = idx.to(device)
         nodes = train_nodes[idx]
-        return (example_inputs(idx) if example_inputs is not None else inputs_of(nodes)), y[nodes]
+        labels = y if train_labels is None else train_labels
+        return (example_inputs(idx) if example_inputs is not None else inputs_of(nodes)), labels[nodes]
 
     start = time.perf_counter()
     stats = train_model(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodedp.models.gap import GAPClassifier, GAPEncoder, ProGAP, ProGAPStage, StageMLP
 from nodedp.models.mlp import MLP
+from nodedp.models.nip import aca_propagate, normalized_adjacency
 from nodedp.models.pprgo import PPRGo, power_iteration
 from nodedp.models.subgraph_gnn import LAYERS, GraphReadout, SubgraphGNN
 
@@ -18,5 +19,7 @@ __all__ = [
     "ProGAPStage",
     "StageMLP",
     "SubgraphGNN",
+    "aca_propagate",
+    "normalized_adjacency",
     "power_iteration",
 ]
