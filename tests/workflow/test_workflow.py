@@ -147,6 +147,22 @@ def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_pat
         assert 0.99 * 4 <= ledger["epsilon"] <= 4
 
 
+def test_nip_gnn_runs_on_an_undirected_degree_bound(tmp_path):
+    config = write_config(tmp_path, {
+        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["nip-gnn", "nip-gnn-uniform"], "epsilons": [4],
+                             "seeds": [0]}},
+        "methods": {"nip-gnn": {"epochs": 2}, "nip-gnn-uniform": {"base": "nip-gnn", "budgets": "uniform"}},
+    })
+    result = snakemake(tmp_path, "demo", config=config)
+    assert result.returncode == 0, result.stderr[-4000:]
+    bounds = sorted((tmp_path / "results/structure").glob("csbm-tiny/*/seed~0/degree~*.pt"))
+    assert len(bounds) == 1  # one undirected bound, shared by both runs
+    for method in ("nip-gnn", "nip-gnn-uniform"):
+        ledger = json.loads((tmp_path / f"results/runs/csbm-tiny/{method}/eps~4/seed~0/ledger.json").read_text())
+        assert ledger["epsilon"] == 4 and ledger["delta"] == 0
+        assert [m["kind"] for m in ledger["mechanisms"]] == ["randomized_response", "laplace", "randomized_response"]
+
+
 @pytest.mark.shared
 def test_real_datasets_end_to_end_through_the_mirror(tmp_path):
     """cora, cora-ml and a Facebook100 school: downloaded by the workflow's local rule from the
