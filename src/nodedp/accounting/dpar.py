@@ -49,6 +49,7 @@ __all__ = [
     "advanced_composition_epsilon",
     "amplified",
     "calibrate_gumbel_topk",
+    "check_em_option",
     "claimed_dp_appr_epsilon",
     "dp_appr_em_records",
     "dp_appr_gm_event",
@@ -65,7 +66,8 @@ __all__ = [
 EM_OPTIONS: tuple[str, ...] = ("em0", "em1")
 
 
-def _check_option(option: str, epsilon_value: float | None) -> None:
+def check_em_option(option: str, epsilon_value: float | None) -> None:
+    """Refuse an unknown EM option, an em1 without its ε2, or an em0 given one."""
     if option not in EM_OPTIONS:
         raise ValueError(f"unknown DP-APPR-EM option {option!r}; valid choices: {list(EM_OPTIONS)}")
     if option == "em1":
@@ -159,7 +161,7 @@ def dp_appr_em_records(
     M·K Laplace mechanisms of scale K·C2/ε2 on scores of sensitivity C2 each,
     i.e. noise multiplier K/ε2 (ε2 per row), as a DpEvent.
     """
-    _check_option(option, epsilon_value)
+    check_em_option(option, epsilon_value)
     check_positive(epsilon, "epsilon")
     check_positive(clip, "clip")
     check_int(k, "k", minimum=1)

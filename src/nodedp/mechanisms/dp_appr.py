@@ -22,7 +22,7 @@ import math
 import torch
 from torch import Tensor
 
-from nodedp.accounting.dpar import EM_OPTIONS, gm_sensitivity
+from nodedp.accounting.dpar import check_em_option, gm_sensitivity
 from nodedp.mechanisms.clipping import clip_factors, clip_rows
 from nodedp.mechanisms.noise import gaussian_noise_like, laplace_noise
 
@@ -88,12 +88,7 @@ def dp_appr_em(
     ``epsilon_value`` is option II's per-row ε2 (Laplace scale K·C2/ε2); em0
     takes none. ``nodedp.accounting.dpar.dp_appr_em_records`` charges both.
     """
-    if option not in EM_OPTIONS:
-        raise ValueError(f"unknown DP-APPR-EM option {option!r}; valid choices: {list(EM_OPTIONS)}")
-    if option == "em1":
-        _check_positive(epsilon_value, "epsilon_value (the per-row Laplace budget ε2 of option em1)")  # type: ignore[arg-type]
-    elif epsilon_value is not None:
-        raise ValueError(f"option 'em0' releases no values, so it takes no epsilon_value; got {epsilon_value!r}")
+    check_em_option(option, epsilon_value)
     _check_positive(epsilon, "epsilon")
     scores = clip_appr_entries(appr, clip=clip)
     _check_k(k, scores.shape[1])
