@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nodedp.models.dpdgc import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.gap import GAPClassifier, GAPEncoder, ProGAP, ProGAPStage, StageMLP
 from nodedp.models.mlp import MLP
 from nodedp.models.nip import aca_propagate, normalized_adjacency
@@ -11,9 +12,11 @@ from nodedp.models.subgraph_gnn import LAYERS, GraphReadout, SubgraphGNN
 __all__ = [
     "LAYERS",
     "MLP",
+    "AdjacencyEncoder",
     "GAPClassifier",
     "GAPEncoder",
     "GraphReadout",
+    "LinkxClassifier",
     "PPRGo",
     "ProGAP",
     "ProGAPStage",

@@ -1,0 +1,294 @@
+"""DPDGC (Chien et al., NeurIPS 2023), node level: decoupled graph convolution with a DP embedding.
+
+`dpdgc` and its non-private twin `dpdgc-nodp`, in three stages on the
+out-degree-bounded edges (the ``out-degree`` structure artifact, public D;
+A[u, j] = 1 for a kept edge j -> u, so node j's column holds its ≤ D
+out-neighbours):
+
+1. M1, the adjacency encoder (``nodedp.models.AdjacencyEncoder``), trained on
+   the training nodes' adjacency rows a_u and labels with Poisson-sampled
+   DP-Adam. After every step the embedding table Ŵ (a row per node) is
+   projected onto the unit sphere: the column normalization the public code
+   intends and never applies (its assignment goes into a ``state_dict()``
+   copy). Removing a node v changes v's own example and the rows of its ≤ D
+   out-neighbours: d = D + 1 examples, each by ≤ 2C, so the step is the
+   Gaussian mixed over ρ ~ Binomial(D + 1, γ) (ledger kind
+   ``poisson_occurrence_gaussian``, as DPAR's DP-SGD). The public code charges
+   a noise factor 2√(D+1) with single-record amplification, which under-counts.
+2. M2, DP-Emb: one query X̃_A = clip_R(A Ŵ) + N(0, (z_E·Δ)²), cached, then the
+   encoder's bias added (post-processing). This is one NAP hop
+   (``nodedp.mechanisms.NAP``) on the released table: removing v moves each of
+   its ≤ D out-neighbours' rows by ≤ ‖Ŵ_v‖ = 1 and its own row by ≤ R, so
+   Δ = √(D + R²) — a bound the normalization buys (without it ‖Ŵ_v‖, and so
+   Δ, is unbounded; the public noise is sized for ‖Ŵ_v‖ = 1e-8 and omits v's
+   own row).
+3. M3, the classifier (``nodedp.models.LinkxClassifier``) on (x_u, X̃_A[u]),
+   DP-Adam, one example per training node (Δ = C).
+
+Budget: ``encoder_share``·ε calibrates M1 alone, ``emb_share``·ε M2 alone,
+and M3's noise is calibrated on the whole ledger to the target, so the run
+spends ε (RDP composition, one conversion at δ). ``encoder_epochs: 0`` skips
+M1 (a random table from the run seed, free) and needs ``encoder_share: 0``.
+Model selection is the final model (the public code checkpoints on
+validation accuracy, an uncharged read). Inductive splits aggregate over each
+part's own edges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from nodedp.accounting import Ledger, MechanismRecord, calibrate, nap_event, poisson_occurrence_gaussian_params
+from nodedp.data import remove_cross_split_edges
+from nodedp.mechanisms import NAP
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.dpsgd import dpsgd_record
+from nodedp.methods.node_classifier import fit_node_classifier
+from nodedp.methods.registry import register_method
+from nodedp.models import AdjacencyEncoder, LinkxClassifier
+from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything, train_model
+
+__all__ = ["DpdgcHparams", "adjacency_rows", "plan_dpdgc", "run_dpdgc"]
+
+# The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
+_HEAD_STREAM = 1 << 41
+
+
+@dataclass(frozen=True)
+class DpdgcHparams(OptimHparams):
+    # The public Cora script (train_scripts/real/DPDGC-node.sh): hidden 64, batch 64, 100 + 100 epochs, Adam 1e-3.
+    epochs: int = 100  # classifier
+    lr: float = 0.001
+    encoder_epochs: int = 100  # 0: no encoder training (random table), encoder_share must be 0
+    encoder_lr: float = 0.001
+    encoder_weight_decay: float = 1e-5
+    hidden_dim: int = 64
+    base_layers: int = 2
+    mix_layers: int = 2
+    dropout: float = 0.0
+    batch_size: int = 64  # expected Poisson batch, both DP-SGD stages
+    clip_norm: float = 1.0  # C, both DP-SGD stages
+    row_clip: float = 0.0  # R: released rows clipped to ℓ2 ≤ R; 0: R = √D
+    encoder_share: float = 0.4
+    emb_share: float = 0.15
+    # Divide the released embedding by its noise std (post-processing; ours, not the paper's): LINKX's
+    # residual adds x̃_A unweighted, so at node-level noise it would swamp the feature channel.
+    standardize_embedding: bool = False
+
+    def check(self) -> None:
+        super().check()
+        if min(self.hidden_dim, self.base_layers, self.mix_layers, self.batch_size) < 1:
+            raise ValueError("hidden_dim, base_layers, mix_layers and batch_size must be ≥ 1")
+        if self.encoder_epochs < 0 or not self.encoder_lr > 0 or self.encoder_weight_decay < 0:
+            raise ValueError(f"need encoder_epochs ≥ 0, encoder_lr > 0 and encoder_weight_decay ≥ 0, got "
+                             f"{self.encoder_epochs}, {self.encoder_lr}, {self.encoder_weight_decay}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
+        if not self.clip_norm > 0 or not (math.isfinite(self.row_clip) and self.row_clip >= 0):
+            raise ValueError(f"need clip_norm > 0 and row_clip ≥ 0 (0: √D), got {self.clip_norm}, {self.row_clip}")
+        if not 0 < self.emb_share < 1 or not 0 <= self.encoder_share < 1:
+            raise ValueError(f"need 0 < emb_share < 1 and 0 ≤ encoder_share < 1, got {self.emb_share}, "
+                             f"{self.encoder_share}")
+        if self.encoder_share + self.emb_share >= 1:
+            raise ValueError(f"encoder_share + emb_share must be < 1 (the classifier gets the rest), got "
+                             f"{self.encoder_share} + {self.emb_share}")
+        if (self.encoder_epochs == 0) != (self.encoder_share == 0):
+            raise ValueError(f"encoder_share must be 0 exactly when encoder_epochs is 0 (no encoder training), got "
+                             f"encoder_epochs {self.encoder_epochs} and encoder_share {self.encoder_share}")
+
+    def encoder_optim(self):
+        return dataclasses.replace(self.optim_config(), lr=self.encoder_lr, weight_decay=self.encoder_weight_decay)
+
+
+def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int) -> Tensor:
+    """Dense rows A[nodes] [B, N], A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them)."""
+    src, dst = edge_index
+    order = torch.argsort(dst, stable=True)
+    src = src[order]
+    rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=src.device)
+    rowptr[1:] = torch.bincount(dst, minlength=num_nodes).cumsum(0)
+    starts, counts = rowptr[nodes], rowptr[nodes + 1] - rowptr[nodes]
+    which = torch.repeat_interleave(torch.arange(nodes.numel(), device=src.device), counts)
+    offsets = torch.arange(which.numel(), device=src.device) - (counts.cumsum(0) - counts)[which]
+    rows = torch.zeros(nodes.numel(), num_nodes, device=src.device)
+    rows.index_put_((which, src[starts[which] + offsets]), torch.ones(which.numel(), device=src.device),
+                    accumulate=True)
+    return rows
+
+
+@dataclass
+class DpdgcPlan:
+    """A run's calibrated noise, NAP mechanism (DP-Emb) and ledger, fixed before any training."""
+
+    private: bool
+    nap: NAP
+    edges: Tensor
+    max_degree: int
+    row_clip: float
+    ledger: Ledger
+    sampling_rate: float
+    encoder_steps: int
+    classifier_steps: int
+    encoder_privacy: PrivacyConfig | None
+    classifier_privacy: PrivacyConfig | None
+    noise: dict[str, float]
+
+
+def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
+    """Calibrate M1 and M2 to their shares alone, then M3 on the whole ledger (module docstring)."""
+    split = inputs.split
+    bounded = inputs.structure["out-degree"]
+    edges, max_degree = bounded["edge_index"], int(bounded["bound"])
+    if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
+        edges = remove_cross_split_edges(edges, split)
+    row_clip = hp.row_clip or math.sqrt(max_degree)
+    n = split.train.numel()
+    if not 1 <= hp.batch_size <= n:
+        raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
+    q = hp.batch_size / n
+    encoder_steps = math.ceil(hp.encoder_epochs / q) if hp.encoder_epochs else 0
+    classifier_steps = max(1, math.ceil(hp.epochs / q))
+    if not private:
+        nap = NAP(level="none", row_clip=row_clip, noise_multiplier=0.0)
+        return DpdgcPlan(False, nap, edges, max_degree, row_clip, Ledger.non_private(), q, encoder_steps,
+                         classifier_steps, None, None, {})
+
+    occurrences = max_degree + 1
+    c = hp.clip_norm
+
+    def encoder_record(z: float) -> MechanismRecord:
+        return MechanismRecord(
+            name=f"dp-sgd:{spec.method}:encoder", kind="poisson_occurrence_gaussian", touches=("edges", "labels"),
+            params=poisson_occurrence_gaussian_params(sampling_rate=q, max_rows=max_degree, noise_multiplier=z,
+                                                      clip_norm=c, steps=encoder_steps),
+            sensitivity=2 * c * occurrences,
+            sensitivity_reason=(
+                f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
+                f"removes its own example and changes the rows of its ≤ D = {max_degree} out-neighbours, "
+                f"d = D + 1 = {occurrences} examples each clipped to C, so the gradient sum moves by ≤ 2·C·ρ, "
+                "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
+                "amplification under-counts)"),
+            dp_event=None,
+            caveat=("neighbouring graphs are compared on the same sampled edge lists (out-degree bounding is "
+                    "re-run on neither)"),
+        )
+
+    def emb_record(z: float) -> MechanismRecord:
+        sensitivity = math.sqrt(max_degree + row_clip**2)
+        return MechanismRecord(
+            name=f"dp-emb:{spec.method}", kind="gaussian", touches=("edges",),
+            params={"noise_multiplier": z, "noise_std": z * sensitivity, "queries": 1, "row_clip": row_clip,
+                    "max_degree": max_degree, "embedding_norm": 1.0},
+            sensitivity=sensitivity,
+            sensitivity_reason=(
+                f"X_A = clip_R(A Ŵ) with every embedding Ŵ_j of norm ≤ 1 (normalized before the release) and "
+                f"rows clipped to R = {row_clip:g}: removing a node moves its ≤ D = {max_degree} out-neighbours' "
+                f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
+                "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"),
+            dp_event=nap_event(noise_multiplier=z, hops=1),
+            caveat=("neighbouring graphs are compared on the same sampled edge lists (out-degree bounding is "
+                    "re-run on neither)"),
+        )
+
+    def classifier_record(z: float) -> MechanismRecord:
+        return dpsgd_record(
+            name=f"dp-sgd:{spec.method}:classifier", touches=("features", "labels"), noise_multiplier=z,
+            clip_norm=c, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=classifier_steps,
+            epochs=hp.epochs,
+            sensitivity_reason=("each training node is one example: its own features, label and released "
+                                "embedding row (already private); adding or removing it changes the clipped "
+                                "sum by ≤ C"),
+        )
+
+    def ledger_of(*records: MechanismRecord) -> Ledger:
+        return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+                      mechanisms=records, accountant=spec.accountant)
+
+    eps = spec.target_epsilon
+    first: tuple[MechanismRecord, ...] = ()
+    noise: dict[str, float] = {}
+    if encoder_steps:
+        z_a = calibrate(target_epsilon=hp.encoder_share * eps,
+                        epsilon_of_sigma=lambda s: ledger_of(encoder_record(s)).composed()[0])
+        first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
+    z_e = calibrate(target_epsilon=hp.emb_share * eps, epsilon_of_sigma=lambda s: ledger_of(emb_record(s)).composed()[0])
+    first += (emb_record(z_e),)
+    z_c = calibrate(target_epsilon=eps, epsilon_of_sigma=lambda s: ledger_of(*first, classifier_record(s)).composed()[0])
+    ledger = ledger_of(*first, classifier_record(z_c))
+    ledger.check()
+    nap = NAP(level="node", row_clip=row_clip, noise_multiplier=z_e, max_degree=max_degree)
+    noise |= {"emb_noise_multiplier": z_e, "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": z_c}
+
+    def privacy(z: float) -> PrivacyConfig:
+        return PrivacyConfig(clip_norm=c, noise_std=z * c, expected_batch_size=hp.batch_size)
+
+    encoder_privacy = privacy(noise["encoder_noise_multiplier"]) if encoder_steps else None
+    return DpdgcPlan(True, nap, edges, max_degree, row_clip, ledger, q, encoder_steps, classifier_steps,
+                     encoder_privacy, privacy(z_c), noise)
+
+
+def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:
+    plan = plan_dpdgc(inputs, spec, hp, private=private)
+    generator = seed_everything(spec.seed)
+    device = resolve_device(spec.device)
+    graph, split = inputs.graph, inputs.split
+    num_nodes = graph.num_nodes
+    y = graph.y.to(device)
+    edges = plan.edges.to(device)
+    train_nodes = split.train.to(device)
+    encoder = AdjacencyEncoder(num_nodes, inputs.num_classes, hidden_dim=hp.hidden_dim, row_clip=plan.row_clip,
+                               dropout=hp.dropout, generator=make_generator(spec.seed + _HEAD_STREAM)).to(device)
+    start = time.perf_counter()
+    if plan.encoder_steps:
+        def encoder_batch(idx: Tensor) -> tuple[Tensor, Tensor]:
+            nodes = train_nodes[idx.to(device)]
+            return adjacency_rows(edges, nodes, num_nodes=num_nodes), y[nodes]
+
+        train_model(
+            encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=plan.encoder_privacy,
+            batches=poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps,
+                                    generator=generator),
+            generator=generator, device=device, total=plan.encoder_steps,
+            progress=spec.progress and f"{spec.method} {spec.dataset} encoder",
+            on_step=lambda _step: encoder.normalize_(),
+        )
+    encoder.normalize_()  # the release needs it whatever happened before
+    released = plan.nap(encoder.embedding_table(), edges, generator=generator) + encoder.shift.bias.detach()
+    if hp.standardize_embedding and plan.nap.noise_std > 0:
+        released = released / plan.nap.noise_std
+    if plan.nap.calls != 1:
+        raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
+    x = graph.x.to(device)
+    classifier = LinkxClassifier(graph.num_features, inputs.num_classes, hidden_dim=hp.hidden_dim,
+                                 base_layers=hp.base_layers, mix_layers=hp.mix_layers, dropout=hp.dropout).to(device)
+    result = fit_node_classifier(
+        classifier, inputs_of=lambda nodes: (x[nodes], released[nodes]), y=y, split=split, spec=spec,
+        optim=hp.optim_config(), batches=poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate,
+                                                         steps=plan.classifier_steps, generator=generator),
+        total=plan.classifier_steps, privacy=plan.classifier_privacy, ledger=plan.ledger, generator=generator,
+        device=device,
+    )
+    return dataclasses.replace(result, train_seconds=time.perf_counter() - start, details={
+        **result.details, **plan.noise, "encoder_steps": plan.encoder_steps, "max_degree": plan.max_degree,
+        "row_clip": plan.row_clip, "emb_queries": plan.nap.calls,
+    })
+
+
+for _name, _private in (("dpdgc", True), ("dpdgc-nodp", False)):
+    register_method(MethodInfo(
+        name=_name,
+        description=("DPDGC: DP-SGD adjacency encoder with normalized embeddings, one DP-Emb release, "
+                     "DP-SGD LINKX classifier" if _private else
+                     "DPDGC without privacy: the same three stages, no noise, SGD"),
+        private=_private,
+        level="node" if _private else "none",
+        hparams=DpdgcHparams,
+        run=lambda inputs, spec, hp, _p=_private: run_dpdgc(inputs, spec, hp, private=_p),
+        needs=("out-degree",),
+    ))

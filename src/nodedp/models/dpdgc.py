@@ -1,0 +1,125 @@
+"""DPDGC's models (Chien et al. 2023): the adjacency encoder MLP_A and the LINKX-style classifier.
+
+No privacy logic here (``nodedp.methods.dpdgc`` has it). Shapes follow the
+public code, with the two corrections its privacy analysis needs:
+
+* ``AdjacencyEncoder``: node u's input is its adjacency row a_u ∈ {0,1}^N
+  (its in-neighbours on the degree-bounded edges). ``table`` is a bias-free
+  Linear(N → h) whose weight column j is node j's embedding Ŵ_j; z_u =
+  clip_R(a_u Ŵ) + b, then dropout, SeLU and a frozen linear head (its weight
+  the first K rows of a seeded random orthogonal h×h matrix × √(6/h), no
+  bias, as in the public code). ``normalize_()`` projects every column of the
+  weight onto the unit sphere (a zero column stays zero): the column
+  normalization the public code intends but never applies (it assigns into a
+  ``state_dict()`` copy). Called after every optimizer step and before the
+  release, it makes clip_R(a_u Ŵ) exactly one NAP aggregation
+  (``nodedp.mechanisms.nap_aggregate``) of the table ``embedding_table()``.
+* ``LinkxClassifier``: x_X = MLP_X(x_u) (``base_layers``), then
+  h = MLP_W(SeLU(cat(x_X, x̃_A))) + x_X + x̃_A (``mix_layers``, LINKX's
+  residual), then SeLU and a linear head. x̃_A (the released embedding) must
+  have width h for the residual.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nodedp.mechanisms.clipping import clip_rows
+from nodedp.models.gap import StageMLP
+
+__all__ = ["AdjacencyEncoder", "LinkxClassifier"]
+
+
+class _Bias(nn.Module):
+    """A learned shift added after the clipped aggregation (so that the clip sees only a_u Ŵ)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.bias
+
+
+class AdjacencyEncoder(nn.Module):
+    """MLP_A: adjacency rows [B, N] -> logits [B, K] through a learned, column-normalized embedding table."""
+
+    def __init__(
+        self,
+        num_nodes: int,
+        num_classes: int,
+        *,
+        hidden_dim: int,
+        row_clip: float,
+        dropout: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if min(num_nodes, num_classes, hidden_dim) < 1:
+            raise ValueError(f"num_nodes, num_classes and hidden_dim must be ≥ 1, got "
+                             f"{num_nodes}, {num_classes}, {hidden_dim}")
+        if num_classes > hidden_dim:
+            raise ValueError(f"the frozen orthogonal head needs num_classes ≤ hidden_dim, got "
+                             f"{num_classes} > {hidden_dim}")
+        if not row_clip > 0:
+            raise ValueError(f"row_clip must be > 0, got {row_clip}")
+        self.row_clip = float(row_clip)
+        self.table = nn.Linear(num_nodes, hidden_dim, bias=False)
+        self.shift = _Bias(hidden_dim)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.head = nn.Linear(hidden_dim, num_classes, bias=False)
+        with torch.no_grad():
+            q, _ = torch.linalg.qr(torch.randn(hidden_dim, hidden_dim, generator=generator))
+            self.head.weight.copy_(q[:num_classes] * math.sqrt(6.0 / hidden_dim))
+        self.head.weight.requires_grad_(False)
+        self.normalize_()
+
+    @torch.no_grad()
+    def normalize_(self) -> None:
+        """Project each node's embedding (a weight column) onto the unit sphere, in place."""
+        self.table.weight.copy_(F.normalize(self.table.weight, p=2.0, dim=0))
+
+    def embedding_table(self) -> Tensor:
+        """Ŵ [N, h]: row j is node j's embedding (detached)."""
+        return self.table.weight.detach().t()
+
+    def forward(self, rows: Tensor) -> Tensor:
+        z = self.shift(clip_rows(self.table(rows), max_norm=self.row_clip))
+        return self.head(F.selu(self.dropout(z)))
+
+
+class LinkxClassifier(nn.Module):
+    """(x [B, F], x̃_A [B, h]) -> logits [B, K], LINKX's combination with a residual."""
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        *,
+        hidden_dim: int,
+        base_layers: int = 2,
+        mix_layers: int = 2,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        common = {"hidden_dim": hidden_dim, "normalization": "none", "dropout": dropout}
+        self.features = StageMLP(in_features, hidden_dim, num_layers=base_layers, **common)
+        self.mix = StageMLP(2 * hidden_dim, hidden_dim, num_layers=mix_layers, **common)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.head = nn.Linear(hidden_dim, num_classes)
+        self.hidden_dim = hidden_dim
+
+    def forward(self, inputs: tuple[Tensor, Tensor]) -> Tensor:
+        if isinstance(inputs, Tensor) or len(inputs) != 2:
+            raise ValueError("LinkxClassifier takes (features [B, F], released embedding [B, h])")
+        x, xa = inputs
+        if xa.size(-1) != self.hidden_dim:
+            raise ValueError(f"the released embedding must have width hidden_dim = {self.hidden_dim}, "
+                             f"got {xa.size(-1)}")
+        xx = self.features(x)
+        h = self.mix(F.selu(self.dropout(torch.cat([xx, xa], dim=-1)))) + xx + xa
+        return self.head(F.selu(self.dropout(h)))

@@ -1,0 +1,273 @@
+"""DPDGC: the sensitivity the column normalization buys, the encoder's occurrence count, and its ledger."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nodedp.accounting import verify_ledger_dict
+from nodedp.data import bound_out_degree
+from nodedp.mechanisms import NAP, nap_aggregate
+from nodedp.methods import RunInputs, RunSpec, get_method
+from nodedp.methods.dpdgc import adjacency_rows, plan_dpdgc
+from nodedp.models import AdjacencyEncoder
+from nodedp.mechanisms.clipping import clip_factors
+from nodedp.train import PerSampleGradients
+
+D = 4
+FAST = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}
+
+
+def _inputs(tiny_inputs, max_degree: int = D) -> RunInputs:
+    graph = tiny_inputs.graph
+    kept = bound_out_degree(graph.edge_index, num_nodes=graph.num_nodes, max_degree=max_degree, seed=0)
+    return RunInputs(graph=graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
+                     structure={"out-degree": {"kind": "out-degree", "bound": max_degree, "seed": 0,
+                                               "edge_index": kept}})
+
+
+def _spec(method: str, epsilon: float) -> RunSpec:
+    private = get_method(method).private
+    return RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon if private else math.inf,
+                   target_delta=1e-4 if private else 0.0)
+
+
+def _run(inputs, method: str, epsilon: float = 4.0, **hparams):
+    info = get_method(method)
+    return info.run(inputs, _spec(method, epsilon), info.parse_hparams({**FAST, **hparams}))
+
+
+def _remove_node(edge_index: torch.Tensor, v: int) -> torch.Tensor:
+    """G' on the same kept edge list: v's edges dropped, v stays an isolated row."""
+    keep = (edge_index[0] != v) & (edge_index[1] != v)
+    return edge_index[:, keep]
+
+
+def _release(table: torch.Tensor, edges: torch.Tensor, row_clip: float) -> torch.Tensor:
+    """The method's DP-Emb path without noise: the encoder's normalization, then one NAP aggregation."""
+    encoder = AdjacencyEncoder(table.size(0), 2, hidden_dim=table.size(1), row_clip=row_clip)
+    with torch.no_grad():
+        encoder.table.weight.copy_(table.t())
+    encoder.normalize_()
+    return nap_aggregate(encoder.embedding_table(), edges, num_nodes=table.size(0), row_clip=row_clip)
+
+
+def _random_out_bounded_graph(n: int, max_degree: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    src = torch.arange(n).repeat_interleave(max_degree)
+    dst = torch.randint(0, n, (n * max_degree,), generator=g)
+    edges = torch.stack([src, dst])[:, src != dst].unique(dim=1)
+    return bound_out_degree(edges, num_nodes=n, max_degree=max_degree, seed=seed)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "huge_row", "zero_rows"])
+def test_released_embedding_moves_by_at_most_its_sensitivity_for_any_table(kind):
+    n, h, r = 40, 6, 1.5
+    edges = _random_out_bounded_graph(n, D, seed=1)
+    table = torch.randn(n, h, generator=torch.Generator().manual_seed(2))
+    if kind == "huge_row":
+        table[3] *= 1e6
+    elif kind == "zero_rows":
+        table[::3] = 0
+    bound = math.sqrt(D + r * r)
+    full = _release(table, edges, r)
+    for v in range(n):
+        change = torch.linalg.vector_norm(full - _release(table, _remove_node(edges, v), r))
+        assert change <= bound * (1 + 1e-6)
+
+
+def test_sensitivity_is_tight_and_needs_the_own_row_term():
+    # v has D out-neighbours whose only in-neighbour is v, and many in-neighbours with one
+    # embedding, so its own row is clipped to exactly R: the change is √(D + R²).
+    r, n_in = 2.0, 9
+    v, outs, ins = 0, list(range(1, D + 1)), list(range(D + 1, D + 1 + n_in))
+    n = 1 + D + n_in
+    edges = torch.tensor([[v] * D + ins, outs + [v] * n_in])
+    table = torch.randn(n, 5, generator=torch.Generator().manual_seed(0))
+    table[ins] = table[ins[0]].clone()
+    change = torch.linalg.vector_norm(_release(table, edges, r) - _release(table, _remove_node(edges, v), r))
+    assert change.item() == pytest.approx(math.sqrt(D + r * r), rel=1e-6)
+    assert change.item() > math.sqrt(D) * 1.01  # the public √D-per-direction count omits this row
+
+
+def test_without_the_normalization_the_change_is_unbounded():
+    # The public code's no-op normalization: X_A = A·W with W as trained. Scaling one node's
+    # embedding scales the change it causes, past any fixed Δ.
+    n, r = 30, math.sqrt(D)
+    edges = _random_out_bounded_graph(n, D, seed=3)
+    v = int(edges[0, 0])
+    table = torch.randn(n, 4, generator=torch.Generator().manual_seed(4))
+    table[v] *= 1e3
+
+    def raw(e: torch.Tensor) -> torch.Tensor:
+        return adjacency_rows(e, torch.arange(n), num_nodes=n) @ table
+
+    bound = math.sqrt(D + r * r)
+    assert torch.linalg.vector_norm(raw(edges) - raw(_remove_node(edges, v))) > 10 * bound
+    assert torch.linalg.vector_norm(_release(table, edges, r) - _release(table, _remove_node(edges, v), r)) <= bound
+
+
+def test_a_state_dict_assignment_does_not_normalize():
+    # The public bug, as a control for `normalize_`: assigning into state_dict() leaves the weight.
+    encoder = AdjacencyEncoder(20, 3, hidden_dim=4, row_clip=1.0)
+    with torch.no_grad():
+        encoder.table.weight.mul_(7.0)
+    encoder.state_dict()["table.weight"] = F.normalize(encoder.table.weight, dim=0)
+    assert torch.linalg.vector_norm(encoder.table.weight, dim=0).min() > 6.9
+    encoder.normalize_()
+    assert torch.allclose(torch.linalg.vector_norm(encoder.table.weight, dim=0), torch.ones(20))
+
+
+def test_trained_table_is_normalized_and_the_cache_is_one_nap_aggregation(tiny_inputs, monkeypatch):
+    # A large lr pushes raw rows far from norm 1; what the run releases must still be the
+    # aggregation of a unit-norm table (noise switched off to see it).
+    captured = {}
+    real_call = NAP.__call__
+
+    def spy(self, x, edge_index, *, generator):
+        captured["table"], captured["edges"] = x.clone(), edge_index
+        self_noise, self.noise_multiplier = self.noise_multiplier, 1e-12
+        try:
+            out = real_call(self, x, edge_index, generator=generator)
+        finally:
+            self.noise_multiplier = self_noise
+        captured["released"] = out
+        return out
+
+    monkeypatch.setattr(NAP, "__call__", spy)
+    inputs = _inputs(tiny_inputs)
+    _run(inputs, "dpdgc", 4.0, encoder_epochs=2, encoder_lr=5.0)
+    norms = torch.linalg.vector_norm(captured["table"], dim=1)
+    assert torch.allclose(norms, torch.ones_like(norms), atol=1e-5)
+    expected = nap_aggregate(captured["table"], captured["edges"], num_nodes=norms.numel(), row_clip=math.sqrt(D))
+    assert torch.allclose(captured["released"], expected, atol=1e-6)
+
+
+def test_each_node_changes_at_most_d_plus_one_training_examples(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    graph, train = inputs.graph, inputs.split.train
+    edges = inputs.structure["out-degree"]["edge_index"]
+    rows = adjacency_rows(edges, train, num_nodes=graph.num_nodes)
+    worst = 0
+    for v in range(graph.num_nodes):
+        changed = (rows != adjacency_rows(_remove_node(edges, v), train, num_nodes=graph.num_nodes)).any(1)
+        changed |= train == v  # its own example disappears
+        worst = max(worst, int(changed.sum()))
+    assert 1 < worst <= D + 1
+
+
+def test_adjacency_rows_match_the_dense_matrix():
+    edges = _random_out_bounded_graph(25, 3, seed=5)
+    dense = torch.zeros(25, 25)
+    dense[edges[1], edges[0]] = 1.0
+    nodes = torch.tensor([4, 0, 24, 4])
+    assert torch.equal(adjacency_rows(edges, nodes, num_nodes=25), dense[nodes])
+
+
+def test_encoder_gradient_sum_moves_by_2c_rho_and_can_exceed_the_public_factor():
+    # v's D out-neighbours have v as their only in-neighbour, with one label: removing v
+    # changes D + 1 examples in the same direction, so the clipped sum moves past 2C√(D+1)
+    # (the public noise factor) but never past 2C(D+1).
+    d, c = 20, 1.0
+    n = d + 1
+    v = 0
+    edges = torch.stack([torch.zeros(d, dtype=torch.long), torch.arange(1, n)])
+    labels = torch.zeros(n, dtype=torch.long)
+    nodes = torch.arange(n)
+
+    def clipped_sum(e: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        torch.manual_seed(0)
+        encoder = AdjacencyEncoder(n, 2, hidden_dim=8, row_clip=math.sqrt(d),
+                                   generator=torch.Generator().manual_seed(1))
+        psg = PerSampleGradients(encoder)
+        with psg.capture():
+            out = encoder(adjacency_rows(e, nodes[present], num_nodes=n))
+        psg.backward(F.cross_entropy(out, labels[present], reduction="none"))
+        flat = torch.zeros(sum(p.numel() for p in encoder.parameters() if p.requires_grad))
+        psg.write_clipped_sum(clip_factors(psg.norms(), max_norm=c), onto=flat)
+        return flat
+
+    everyone = torch.ones(n, dtype=torch.bool)
+    without_v = everyone.clone()
+    without_v[v] = False
+    change = torch.linalg.vector_norm(clipped_sum(edges, everyone) - clipped_sum(_remove_node(edges, v), without_v))
+    assert change <= 2 * c * (d + 1) + 1e-5
+    assert change > 2 * c * math.sqrt(d + 1)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0, 12.0])
+def test_ledger_spends_the_target_with_the_shares_honoured(tiny_inputs, epsilon):
+    inputs = _inputs(tiny_inputs)
+    info = get_method("dpdgc")
+    hp = info.parse_hparams({**FAST, "encoder_epochs": 3, "epochs": 3})
+    plan = plan_dpdgc(inputs, _spec("dpdgc", epsilon), hp, private=True)
+    ledger = plan.ledger
+    assert 0.99 * epsilon <= ledger.composed()[0] <= epsilon
+    encoder, emb, classifier = ledger.mechanisms
+    assert encoder.kind == "poisson_occurrence_gaussian" and encoder.params["max_occurrences"] == D + 1
+    assert emb.kind == "gaussian" and emb.params["queries"] == 1
+    assert emb.sensitivity == pytest.approx(math.sqrt(2 * D))  # R = √D by default
+    assert classifier.kind == "subsampled_gaussian" and classifier.sensitivity == hp.clip_norm
+
+    def alone(record):
+        return type(ledger)(level="node", target_epsilon=epsilon, target_delta=1e-4, mechanisms=(record,)).composed()[0]
+
+    assert alone(encoder) == pytest.approx(hp.encoder_share * epsilon, rel=0.01)
+    assert alone(emb) == pytest.approx(hp.emb_share * epsilon, rel=0.01)
+    assert plan.nap.noise_std == pytest.approx(emb.params["noise_std"])
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(ledger.composed()[0])
+
+
+def test_run_uses_the_ledgers_noise_and_queries_dp_emb_once(tiny_inputs):
+    result = _run(_inputs(tiny_inputs), "dpdgc", 4.0, epochs=2, encoder_epochs=2)
+    details, (_, emb, classifier) = result.details, result.ledger.mechanisms
+    assert details["emb_queries"] == 1
+    assert details["emb_noise_std"] == pytest.approx(emb.params["noise_std"]) and details["emb_noise_std"] > 0
+    assert details["noise_std"] == pytest.approx(classifier.params["noise_std"])
+    assert details["encoder_steps"] == math.ceil(2 / (32 / _inputs(tiny_inputs).split.train.numel()))
+
+
+def test_no_encoder_training_writes_no_encoder_record(tiny_inputs):
+    result = _run(_inputs(tiny_inputs), "dpdgc", 4.0, encoder_epochs=0, encoder_share=0.0, emb_share=0.25)
+    assert [r.name.split(":")[0] for r in result.ledger.mechanisms] == ["dp-emb", "dp-sgd"]
+    assert 0.99 * 4.0 <= result.ledger.composed()[0] <= 4.0
+
+
+def test_released_noise_has_the_ledgers_std(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    plan = plan_dpdgc(inputs, _spec("dpdgc", 4.0), get_method("dpdgc").parse_hparams(FAST), private=True)
+    n = inputs.graph.num_nodes
+    table = torch.randn(n, 64, generator=torch.Generator().manual_seed(0))
+    noisy = plan.nap(table, plan.edges, generator=torch.Generator().manual_seed(1))
+    residual = noisy - nap_aggregate(table, plan.edges, num_nodes=n, row_clip=plan.row_clip)
+    assert residual.std().item() == pytest.approx(plan.nap.noise_std, rel=0.03)
+
+
+@pytest.mark.parametrize(("values", "match"), [
+    ({"encoder_share": 0.6, "emb_share": 0.4}, "must be < 1"),
+    ({"encoder_epochs": 0}, "encoder_share must be 0"),
+    ({"encoder_share": 0.0}, "encoder_share must be 0"),
+    ({"emb_share": 0.0}, "emb_share"),
+])
+def test_bad_shares_are_refused_before_any_work(values, match):
+    with pytest.raises(ValueError, match=match):
+        get_method("dpdgc").parse_hparams(values)
+
+
+def test_non_private_twin_learns_and_has_no_noise(tiny_inputs):
+    result = _run(_inputs(tiny_inputs), "dpdgc-nodp", epochs=20, encoder_epochs=20, lr=0.01, encoder_lr=0.01)
+    assert result.ledger.level == "none" and not result.ledger.mechanisms
+    assert result.details["noise_std"] == 0.0
+    assert result.test["accuracy"] > 0.6
+
+
+
+def test_standardizing_the_embedding_is_post_processing(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    plain = _run(inputs, "dpdgc", 4.0)
+    scaled = _run(inputs, "dpdgc", 4.0, standardize_embedding=True)
+    assert scaled.ledger.to_dict() == plain.ledger.to_dict()
+    assert scaled.details["emb_noise_std"] == plain.details["emb_noise_std"] > 0
