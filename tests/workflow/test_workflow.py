@@ -147,20 +147,26 @@ def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_pat
         assert 0.99 * 4 <= ledger["epsilon"] <= 4
 
 
-def test_nip_gnn_runs_on_an_undirected_degree_bound(tmp_path):
+def test_nip_gnn_and_dpdgc_run_on_their_degree_bounds(tmp_path):
     config = write_config(tmp_path, {
-        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["nip-gnn", "nip-gnn-uniform"], "epsilons": [4],
-                             "seeds": [0]}},
-        "methods": {"nip-gnn": {"epochs": 2}, "nip-gnn-uniform": {"base": "nip-gnn", "budgets": "uniform"}},
+        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["nip-gnn", "nip-gnn-uniform", "dpdgc"],
+                             "epsilons": [4], "seeds": [0]}},
+        "methods": {"nip-gnn": {"epochs": 2}, "nip-gnn-uniform": {"base": "nip-gnn", "budgets": "uniform"},
+                    "dpdgc": {"epochs": 1, "encoder_epochs": 1, "batch_size": 64, "hidden_dim": 8}},
     })
     result = snakemake(tmp_path, "demo", config=config)
     assert result.returncode == 0, result.stderr[-4000:]
-    bounds = sorted((tmp_path / "results/structure").glob("csbm-tiny/*/seed~0/degree~*.pt"))
-    assert len(bounds) == 1  # one undirected bound, shared by both runs
+    structure = tmp_path / "results/structure"
+    assert len(sorted(structure.glob("csbm-tiny/*/seed~0/degree~*.pt"))) == 1  # one undirected bound, shared
+    assert len(sorted(structure.glob("csbm-tiny/*/seed~0/out-degree~*.pt"))) == 1  # DPDGC's
     for method in ("nip-gnn", "nip-gnn-uniform"):
         ledger = json.loads((tmp_path / f"results/runs/csbm-tiny/{method}/eps~4/seed~0/ledger.json").read_text())
         assert ledger["epsilon"] == 4 and ledger["delta"] == 0
         assert [m["kind"] for m in ledger["mechanisms"]] == ["randomized_response", "laplace", "randomized_response"]
+    ledger = json.loads((tmp_path / "results/runs/csbm-tiny/dpdgc/eps~4/seed~0/ledger.json").read_text())
+    assert [m["kind"] for m in ledger["mechanisms"]] == ["poisson_occurrence_gaussian", "gaussian",
+                                                         "subsampled_gaussian"]
+    assert 0.99 * 4 <= ledger["epsilon"] <= 4
 
 
 @pytest.mark.shared
