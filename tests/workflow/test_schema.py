@@ -48,6 +48,10 @@ def test_shipped_config_is_valid():
         lambda c: c["privacy"].update({"accountant": "moments"}),
         lambda c: c.update({"typo": 1}),
         lambda c: c["bootstrap"].update({"resamples": 10}),
+        lambda c: c["resources"].update({"train_mem_mb": 0}),
+        lambda c: c["resources"].update({"train_runtime": 1.5}),
+        lambda c: c["resources"].update({"train_gres": "'gpu:1'"}),  # quoted: the plugin would refuse it
+        lambda c: c["resources"].update({"gpus": 1}),
     ],
 )
 def test_bad_configs_are_rejected(edit):

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.workflow._snakemake import ROOT, snakemake, write_config
+
 pytestmark = pytest.mark.workflow
 
 TINY = {
@@ -29,21 +30,6 @@ TINY = {
         "mlp-1layer": {"base": "mlp", "num_layers": 1},  # a variant: runs under its own name
     },
 }
-
-
-def snakemake(workdir: Path, *args: str, config: Path | None = None, timeout: int = 600):
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), "--cores", "2"]
-    cmd += list(args)
-    if config is not None:  # last: options with several values would swallow a target after them
-        cmd += ["--configfile", str(config)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-
-
-def write_config(tmp_path: Path, config: dict) -> Path:
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def test_lint_reports_nothing(tmp_path):
@@ -73,9 +59,18 @@ def test_slurm_profile_dry_runs(tmp_path):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--profile", "slurm", "demo", "--dry-run", "--quiet", "rules"],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=300,
+        cwd=ROOT, check=False, capture_output=True, text=True, env=env, timeout=300,
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(("gres", "shown"), [("gpu:a100:1", "gres=gpu:a100:1,"), ("", "gres=,")])
+def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_path, gres, shown):
+    config = write_config(tmp_path, {**TINY, "resources": {"train_gres": gres, "train_mem_mb": 1500}})
+    result = snakemake(tmp_path, "demo", "--dry-run", config=config)
+    assert result.returncode == 0, result.stderr
+    train = [block for block in result.stdout.split("rule ") if block.startswith("train:")]
+    assert train and all(shown in block and "mem_mb=1500," in block for block in train)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ rule collect:
         "results/summary/{study}/runs/{dataset}.parquet",
     log:
         "logs/collect/{study}/{dataset}.log",
+    localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -25,6 +26,7 @@ rule summarize:
         resamples=config["bootstrap"]["resamples"],
         confidence=config["bootstrap"]["confidence"],
         seed=config["bootstrap"]["seed"],
+    localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:

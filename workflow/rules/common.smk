@@ -1,7 +1,10 @@
 # Validation, wildcard constraints and target functions. No rules here.
+import functools
 import json
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 
 from snakemake.utils import validate
@@ -191,10 +194,36 @@ def train_structure_inputs(wildcards):
     ]
 
 
-# Resources grow with each retry (Snakemake's `attempt`); sites set partitions in the profile.
+# Cluster resources of training jobs (config `resources:`; sites set partitions and
+# accounts in the SLURM profile). Memory and runtime grow with each retry
+# (Snakemake's `attempt`): attempt n asks for n times the configured amount.
+RESOURCES = {"train_mem_mb": 4000, "train_runtime": 60, "train_gres": "auto", **config.get("resources", {})}
+
+
 def train_mem_mb(wildcards, attempt):
-    return 4000 * attempt
+    return RESOURCES["train_mem_mb"] * attempt
 
 
 def train_runtime(wildcards, attempt):
-    return 60 * attempt
+    return RESOURCES["train_runtime"] * attempt
+
+
+@functools.cache
+def cluster_has_gpus():
+    """Whether any node of the Slurm cluster this runs against offers a `gpu` GRES (`sinfo`)."""
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        out = subprocess.run(["sinfo", "--noheader", "--format=%G"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and any(g.startswith("gpu") for line in out.stdout.split() for g in line.split(","))
+
+
+def train_gres(wildcards):
+    """A string resource, so a group job of many cells asks for it once (integer resources are summed):
+    "auto" asks for one GPU where the cluster has GPU nodes and none elsewhere; "" never asks."""
+    gres = RESOURCES["train_gres"]
+    if gres == "auto":
+        return "gpu:1" if cluster_has_gpus() else ""
+    return gres

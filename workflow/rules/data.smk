@@ -29,6 +29,8 @@ rule graph:
         "benchmarks/graph/{dataset}.tsv"
     params:
         raw=graph_raw_option,
+    group:
+        "prepare"
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -43,6 +45,8 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
+    group:
+        "prepare"
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -9,6 +9,7 @@ rule tables:
         tex="paper/{study}/tables/accuracy.tex",
     log:
         "logs/tables/{study}.log",
+    localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -27,6 +28,7 @@ rule figures:
         ),
     log:
         "logs/figures/{study}.log",
+    localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -15,6 +15,8 @@ rule bound_degree:
         "logs/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.log",
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.tsv"
+    group:
+        "prepare"
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -43,6 +45,8 @@ rule dp_appr:
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
     threads: 1
+    group:
+        "prepare"
     conda:
         "../../envs/nodedp.yaml"
     shell:

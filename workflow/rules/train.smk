@@ -1,4 +1,5 @@
-# Training stage: one cell of the grid (dataset, method, ε, seed) per job.
+# Training stage: one cell of the grid (dataset, method, ε, seed) per job; on a cluster,
+# cells are submitted in group jobs (`group: train`, the profile's `group-components`).
 
 
 rule train:
@@ -23,6 +24,7 @@ rule train:
     resources:
         mem_mb=train_mem_mb,
         runtime=train_runtime,
+        gres=train_gres,
     group:
         "train"
     conda:

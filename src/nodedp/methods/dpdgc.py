@@ -54,7 +54,7 @@ from nodedp.methods.registry import register_method
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything, train_model
 
-__all__ = ["DpdgcHparams", "adjacency_rows", "plan_dpdgc", "run_dpdgc"]
+__all__ = ["DpdgcHparams", "adjacency_rows", "in_neighbours", "plan_dpdgc", "run_dpdgc"]
 
 # The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
 _HEAD_STREAM = 1 << 41
@@ -106,18 +106,26 @@ class DpdgcHparams(OptimHparams):
         return dataclasses.replace(self.optim_config(), lr=self.encoder_lr, weight_decay=self.encoder_weight_decay)
 
 
-def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int) -> Tensor:
-    """Dense rows A[nodes] [B, N], A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them)."""
+def in_neighbours(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor, Tensor]:
+    """CSR of in-neighbours: rowptr [N + 1] and the edges' sources ordered by destination."""
     src, dst = edge_index
-    order = torch.argsort(dst, stable=True)
-    src = src[order]
     rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=src.device)
     rowptr[1:] = torch.bincount(dst, minlength=num_nodes).cumsum(0)
+    return rowptr, src[torch.argsort(dst, stable=True)]
+
+
+def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int,
+                   csr: tuple[Tensor, Tensor] | None = None) -> Tensor:
+    """Dense rows A[nodes] [B, N], A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them).
+
+    ``csr``: ``in_neighbours(edge_index)``, computed once by callers that ask for many batches."""
+    rowptr, src = csr if csr is not None else in_neighbours(edge_index, num_nodes=num_nodes)
     starts, counts = rowptr[nodes], rowptr[nodes + 1] - rowptr[nodes]
-    which = torch.repeat_interleave(torch.arange(nodes.numel(), device=src.device), counts)
-    offsets = torch.arange(which.numel(), device=src.device) - (counts.cumsum(0) - counts)[which]
-    rows = torch.zeros(nodes.numel(), num_nodes, device=src.device)
-    rows.index_put_((which, src[starts[which] + offsets]), torch.ones(which.numel(), device=src.device),
+    device = src.device
+    which = torch.repeat_interleave(torch.arange(nodes.numel(), device=device), counts)
+    offsets = torch.arange(which.numel(), device=device) - (counts.cumsum(0) - counts)[which]
+    rows = torch.zeros(nodes.numel(), num_nodes, device=device)
+    rows.index_put_((which, src[starts[which] + offsets]), torch.ones(which.numel(), device=device),
                     accumulate=True)
     return rows
 
@@ -246,9 +254,11 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
                                dropout=hp.dropout, generator=make_generator(spec.seed + _HEAD_STREAM)).to(device)
     start = time.perf_counter()
     if plan.encoder_steps:
+        csr = in_neighbours(edges, num_nodes=num_nodes)
+
         def encoder_batch(idx: Tensor) -> tuple[Tensor, Tensor]:
             nodes = train_nodes[idx.to(device)]
-            return adjacency_rows(edges, nodes, num_nodes=num_nodes), y[nodes]
+            return adjacency_rows(edges, nodes, num_nodes=num_nodes, csr=csr), y[nodes]
 
         train_model(
             encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=plan.encoder_privacy,
