@@ -56,6 +56,8 @@ from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve
 
 __all__ = ["DpdgcHparams", "adjacency_rows", "in_neighbours", "plan_dpdgc", "run_dpdgc"]
 
+_SAME_EDGE_LISTS = ("as in GAP, neighbouring graphs are compared on the same sampled edge lists: re-running the "
+                    "out-degree sampling without a node could let its in-neighbours keep other edges instead")
 # The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
 _HEAD_STREAM = 1 << 41
 
@@ -183,8 +185,7 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
                 "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
                 "amplification under-counts)"),
             dp_event=None,
-            caveat=("neighbouring graphs are compared on the same sampled edge lists (out-degree bounding is "
-                    "re-run on neither)"),
+            caveat=_SAME_EDGE_LISTS,
         )
 
     def emb_record(z: float) -> MechanismRecord:
@@ -200,8 +201,7 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
                 f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
                 "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"),
             dp_event=nap_event(noise_multiplier=z, hops=1),
-            caveat=("neighbouring graphs are compared on the same sampled edge lists (out-degree bounding is "
-                    "re-run on neither)"),
+            caveat=_SAME_EDGE_LISTS,
         )
 
     def classifier_record(z: float) -> MechanismRecord:
