@@ -47,11 +47,11 @@ def _run(cmd: list[str], *, seconds: int, **kwargs) -> subprocess.CompletedProce
 
 
 def _install_reason() -> str | None:
-    """None when Slurm is (now) installed, else why it cannot be."""
+    """None when Slurm is (now) installed and can be run, else why not."""
+    if os.geteuid() != 0:
+        return f"the local cluster's daemons run as root, and installing Debian's {PACKAGES} needs root"
     if all(shutil.which(c) for c in COMMANDS):
         return None
-    if os.geteuid() != 0:
-        return f"Slurm is not installed and installing Debian's {PACKAGES} needs root"
     if shutil.which("apt-get") is None:
         return f"Slurm is not installed and there is no apt-get to install {PACKAGES}"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
