@@ -50,6 +50,7 @@ def test_shipped_config_is_valid():
         lambda c: c["bootstrap"].update({"resamples": 10}),
         lambda c: c["resources"].update({"train_mem_mb": 0}),
         lambda c: c["resources"].update({"train_runtime": 1.5}),
+        lambda c: c["resources"].update({"train_mem_growth": 0.5}),
         lambda c: c["resources"].update({"train_gres": "'gpu:1'"}),  # quoted: the plugin would refuse it
         lambda c: c["resources"].update({"gpus": 1}),
     ],

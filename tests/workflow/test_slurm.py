@@ -186,9 +186,10 @@ def test_rerunning_one_target_submits_only_its_job(cluster, slurm_workdir):
 def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tmp_path):
     workdir, _ = slurm_workdir
     expected = _cell(workdir, "mlp", "inf", 1)
-    # A training cell's job step (the job's Snakemake and the training process) peaks near 850 MB
-    # here: 600 MB on the first attempt is killed (the cluster enforces --mem), 1200 on the retry is not.
-    config = write_config(tmp_path, {**CONFIG, "resources": {"train_mem_mb": 600}})
+    # The job's own Snakemake alone (its batch step) takes 500-700 MB RSS here, and the step that
+    # trains 850-1450 MB: 250 MB on the first attempt is killed (the cluster enforces --mem),
+    # 250 × 10 = 2500 MB on the retry is not.
+    config = write_config(tmp_path, {**CONFIG, "resources": {"train_mem_mb": 250, "train_mem_growth": 10}})
     target = "results/runs/csbm-tiny/mlp/eps~inf/seed~1/metrics.json"
     result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", target, "--configfile",
                                         str(config))
@@ -199,7 +200,7 @@ def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tm
     assert f"_job_complete: JobId={failed} WEXITSTATUS 0" not in log
     assert f"_job_complete: JobId={retried} WEXITSTATUS 0" in log
     assert "exceeded memory limit" in Path(failed_log).read_text()  # the plugin keeps a failed job's log
-    assert "mem_mb=600," in output and "mem_mb=1200," in output, output[-3000:]  # attempt n: n × 600
+    assert "mem_mb=250," in output and "mem_mb=2500," in output, output[-3000:]
     assert _cell(workdir, "mlp", "inf", 1) == expected
 
 

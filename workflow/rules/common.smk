@@ -195,13 +195,14 @@ def train_structure_inputs(wildcards):
 
 
 # Cluster resources of training jobs (config `resources:`; sites set partitions and
-# accounts in the SLURM profile). Memory and runtime grow with each retry
-# (Snakemake's `attempt`): attempt n asks for n times the configured amount.
-RESOURCES = {"train_mem_mb": 4000, "train_runtime": 60, "train_gres": "auto", **config.get("resources", {})}
+# accounts in the SLURM profile). They grow with each retry (Snakemake's `attempt`):
+# attempt n asks for train_mem_mb × train_mem_growth^(n-1) memory and n × train_runtime.
+RESOURCES = {"train_mem_mb": 4000, "train_mem_growth": 2, "train_runtime": 60, "train_gres": "auto",
+             **config.get("resources", {})}
 
 
 def train_mem_mb(wildcards, attempt):
-    return RESOURCES["train_mem_mb"] * attempt
+    return int(RESOURCES["train_mem_mb"] * RESOURCES["train_mem_growth"] ** (attempt - 1))
 
 
 def train_runtime(wildcards, attempt):
