@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from nodedp.accounting import verify_ledger_dict
 from nodedp.data import bound_out_degree
 from nodedp.mechanisms import NAP, nap_aggregate
+from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dpdgc import adjacency_rows, plan_dpdgc
 from nodedp.models import AdjacencyEncoder
-from nodedp.mechanisms.clipping import clip_factors
 from nodedp.train import PerSampleGradients
 
 D = 4

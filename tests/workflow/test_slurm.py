@@ -195,7 +195,7 @@ def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tm
                                         str(config))
     assert result.returncode == 0, output[-6000:]
     assert len(jobs) == 2, jobs  # the first attempt and its retry
-    (failed, failed_log), (retried, retried_log) = jobs
+    (failed, failed_log), (retried, _) = jobs
     log = cluster.controller_log
     assert f"_job_complete: JobId={failed} WEXITSTATUS 0" not in log
     assert f"_job_complete: JobId={retried} WEXITSTATUS 0" in log
