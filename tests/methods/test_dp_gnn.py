@@ -15,6 +15,7 @@ from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.models import SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train.per_sample import PerSampleGradients
+from tests.methods._structure import with_bound
 
 K, SEED, CLIP = 3, 0, 0.01  # small enough that clipping bites
 
@@ -26,10 +27,7 @@ def bounded_edges(graph, train):
 
 @pytest.mark.parametrize("method", ["dp-gcn", "dp-sage", "dp-gin", "dp-gat"])
 def test_dp_gnn_ledger_is_theorem_one_at_its_target(tiny_inputs, method):
-    graph, split = tiny_inputs.graph, tiny_inputs.split
-    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=K, seed=SEED)
-    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
-                       structure={"in-degree": {"kind": "in-degree", "bound": K, "seed": SEED, "edge_index": kept}})
+    inputs = _inputs(tiny_inputs)
     info = get_method(method)
     spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-3)
     result = info.run(inputs, spec, info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20}))
@@ -37,7 +35,7 @@ def test_dp_gnn_ledger_is_theorem_one_at_its_target(tiny_inputs, method):
     assert record.kind == "hypergeometric_gaussian" and set(record.touches) == {"features", "labels", "edges"}
     params = record.params
     assert params["max_occurrences"] == max_occurrences(max_degree=K, num_layers=1) == K + 1
-    assert params["num_examples"] == split.train.numel() and params["batch_size"] == 64
+    assert params["num_examples"] == tiny_inputs.split.train.numel() and params["batch_size"] == 64
     assert params["sampling"] == "fixed_size_without_replacement"
     assert record.sensitivity == pytest.approx(2 * params["clip_norm"] * (K + 1))
     assert result.details["noise_std"] == pytest.approx(params["noise_multiplier"] * params["clip_norm"])
@@ -90,11 +88,8 @@ def test_removing_a_node_changes_at_most_n_k_r_terms_and_the_clipped_sum_by_2c_e
     assert difference <= 2 * CLIP * changed + 1e-9
 
 
-def _inputs(tiny_inputs):
-    graph, split = tiny_inputs.graph, tiny_inputs.split
-    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=K, seed=SEED)
-    return RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
-                     structure={"in-degree": {"kind": "in-degree", "bound": K, "seed": SEED, "edge_index": kept}})
+def _inputs(tiny_inputs) -> RunInputs:
+    return with_bound(tiny_inputs, "in-degree", K, seed=SEED)
 
 
 def test_layerwise_percentile_thresholds_are_an_uncharged_read_and_c_is_their_total(tiny_inputs):

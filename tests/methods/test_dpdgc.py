@@ -16,17 +16,14 @@ from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dpdgc import adjacency_rows, plan_dpdgc
 from nodedp.models import AdjacencyEncoder
 from nodedp.train import PerSampleGradients
+from tests.methods._structure import with_bound
 
 D = 4
 FAST = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}
 
 
 def _inputs(tiny_inputs, max_degree: int = D) -> RunInputs:
-    graph = tiny_inputs.graph
-    kept = bound_out_degree(graph.edge_index, num_nodes=graph.num_nodes, max_degree=max_degree, seed=0)
-    return RunInputs(graph=graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
-                     structure={"out-degree": {"kind": "out-degree", "bound": max_degree, "seed": 0,
-                                               "edge_index": kept}})
+    return with_bound(tiny_inputs, "out-degree", max_degree)
 
 
 def _spec(method: str, epsilon: float) -> RunSpec:

@@ -8,20 +8,17 @@ import pytest
 import torch
 
 from nodedp.accounting import verify_ledger_dict
-from nodedp.data import bound_out_degree
 from nodedp.mechanisms import nap_aggregate
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.aggregation_perturbation import plan_aggregation_perturbation
+from tests.methods._structure import with_bound
 
 D = 4
 FAST = {"epochs": 1, "batch_size": 32, "hops": 2}
 
 
 def _inputs(tiny_inputs) -> RunInputs:
-    graph = tiny_inputs.graph
-    kept = bound_out_degree(graph.edge_index, num_nodes=graph.num_nodes, max_degree=D, seed=0)
-    return RunInputs(graph=graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
-                     structure={"out-degree": {"kind": "out-degree", "bound": D, "seed": 0, "edge_index": kept}})
+    return with_bound(tiny_inputs, "out-degree", D)
 
 
 def _run(inputs, method: str, epsilon: float, **hparams):

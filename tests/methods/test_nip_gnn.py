@@ -8,20 +8,17 @@ import pytest
 import torch
 
 from nodedp.accounting import min_keep_parameter, split_budget, verify_ledger_dict
-from nodedp.data import bound_undirected_degree
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.nip_gnn import tnie_scores
 from nodedp.models import aca_propagate
+from tests.methods._structure import with_bound
 
 D = 5
 FAST = {"epochs": 2, "batch_size": 32, "hidden_dim": 8}
 
 
 def _inputs(tiny_inputs) -> RunInputs:
-    graph = tiny_inputs.graph
-    kept = bound_undirected_degree(graph.edge_index, num_nodes=graph.num_nodes, max_degree=D, seed=0)
-    return RunInputs(graph=graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
-                     structure={"degree": {"kind": "degree", "bound": D, "seed": 0, "edge_index": kept}})
+    return with_bound(tiny_inputs, "degree", D)
 
 
 def _run(inputs, epsilon: float, **hparams):
