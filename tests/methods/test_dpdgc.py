@@ -22,8 +22,8 @@ D = 4
 FAST = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}
 
 
-def _inputs(tiny_inputs, max_degree: int = D) -> RunInputs:
-    return with_bound(tiny_inputs, "out-degree", max_degree)
+def _inputs(tiny_inputs) -> RunInputs:
+    return with_bound(tiny_inputs, "out-degree", D)
 
 
 def _spec(method: str, epsilon: float) -> RunSpec:

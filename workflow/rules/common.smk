@@ -197,8 +197,7 @@ def train_structure_inputs(wildcards):
 # Cluster resources of training jobs (config `resources:`; sites set partitions and
 # accounts in the SLURM profile). They grow with each retry (Snakemake's `attempt`):
 # attempt n asks for train_mem_mb × train_mem_growth^(n-1) memory and n × train_runtime.
-RESOURCES = {"train_mem_mb": 4000, "train_mem_growth": 2, "train_runtime": 60, "train_gres": "auto",
-             **config.get("resources", {})}
+RESOURCES = config["resources"]  # defaults filled in by the schema (validate above)
 
 
 def train_mem_mb(wildcards, attempt):
