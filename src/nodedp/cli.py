@@ -102,36 +102,21 @@ def cmd_split(args: argparse.Namespace) -> None:
 
 
 def cmd_bound_degree(args: argparse.Namespace) -> None:
-    import torch
-
-    from nodedp.data import (
-        bound_in_degree,
-        bound_out_degree,
-        bound_undirected_degree,
-        load_graph,
-        load_split,
-        remove_cross_split_edges,
-    )
+    from nodedp.data import load_graph, load_split, remove_cross_split_edges
     from nodedp.io import torch_save_atomic
+    from nodedp.methods.base import degree_artifact
 
     graph = load_graph(Path(args.graph))
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     edges = graph.edge_index
     if split.setting == "inductive":
         edges = remove_cross_split_edges(edges, split)
-    if args.kind == "in-degree":
-        bounded = bound_in_degree(
-            edges, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=args.bound, seed=args.seed
-        )
-    elif args.kind == "out-degree":
-        bounded = bound_out_degree(edges, num_nodes=graph.num_nodes, max_degree=args.bound, seed=args.seed)
-    else:  # "degree": undirected, every node ≤ D incident edges
-        bounded = bound_undirected_degree(edges, num_nodes=graph.num_nodes, max_degree=args.bound, seed=args.seed)
-    torch_save_atomic(
-        {"kind": args.kind, "bound": args.bound, "seed": args.seed, "edge_index": bounded.to(torch.long)},
-        Path(args.out),
-    )
-    print(f"{args.kind} ≤ {args.bound}: kept {bounded.size(1)} of {edges.size(1)} edges")
+    artifact = degree_artifact(edges, kind=args.kind, bound=args.bound, seed=args.seed, num_nodes=graph.num_nodes,
+                               train_nodes=split.train)
+    torch_save_atomic(artifact, Path(args.out))
+    print(f"{args.kind} ≤ {args.bound}: kept {artifact['edge_index'].size(1)} of {edges.size(1)} edges; "
+          f"{artifact['nodes_over']} node(s) over {artifact['identity_bound']}, the degree within which the "
+          "sampling keeps every edge")
 
 
 def load_structure(paths: Sequence[str]) -> dict:
@@ -260,6 +245,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         "epsilon": epsilon if info.private else None,
         "delta": spent_delta if info.private else None,
         "accountant": accountant,
+        "guarantee": ledger.guarantee(),  # what ε guarantees, and under which condition (the ledger's own)
         "val": dict(result.val),
         "test": dict(result.test),
         "timings": {"train_s": result.train_seconds, "total_s": time.perf_counter() - started},

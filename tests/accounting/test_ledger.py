@@ -6,15 +6,20 @@ import json
 import math
 
 import pytest
+from dp_accounting.dp_event import SelfComposedDpEvent
+
+from nodedp.accounting.nip import label_keep_probability
 
 from nodedp.accounting import (
     MECHANISM_KINDS,
     Ledger,
     MechanismRecord,
     PrivacyBudgetExceeded,
+    RecordMismatch,
     UnchargedRead,
     calibrate_dpsgd,
     compose,
+    dp_appr_gm_record,
     epsilon_of,
     gaussian_event,
     hypergeometric_gaussian_epsilon,
@@ -34,7 +39,8 @@ def dpsgd_record(sigma: float) -> MechanismRecord:
         name="dp-sgd:mlp",
         kind="subsampled_gaussian",
         touches=("features", "labels"),
-        params={"noise_multiplier": sigma, "clip_norm": 1.0, "sampling": "poisson", "sampling_rate": Q, "steps": STEPS},
+        params={"noise_multiplier": sigma, "noise_std": sigma, "clip_norm": 1.0, "sampling": "poisson",
+                "sampling_rate": Q, "num_examples": 2000, "expected_batch_size": Q * 2000, "steps": STEPS},
         sensitivity=1.0,
         sensitivity_reason="one node is one example; its gradient is clipped to C",
         dp_event=subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
@@ -46,10 +52,11 @@ def gaussian_record(sigma: float) -> MechanismRecord:
         name="aggregation:hop1",
         kind="gaussian",
         touches=("features", "edges"),
-        params={"noise_std": sigma, "hops": [1, 2]},
+        params={"mechanism": "nap", "level": "edge", "undirected": False, "noise_multiplier": sigma,
+                "noise_std": sigma, "queries": 1},
         sensitivity=1.0,
         sensitivity_reason="rows are normalised; a node changes at most its own aggregate by 1",
-        dp_event=gaussian_event(noise_multiplier=sigma),
+        dp_event=SelfComposedDpEvent(gaussian_event(noise_multiplier=sigma), 1),
         caveat="degree bound enforced by sampling",
     )
 
@@ -59,8 +66,9 @@ def laplace_record(epsilon: float) -> MechanismRecord:
         name="labels:rr",
         kind="randomized_response",
         touches=("labels",),
-        params={"num_classes": 7},
-        sensitivity=None,
+        params={"mechanism": "nip_label_rr", "num_classes": 7,
+                "keep_probability": label_keep_probability(epsilon, 7)},
+        sensitivity=1.0,
         sensitivity_reason="one node owns one label",
         dp_event=None,
         pure_epsilon=epsilon,
@@ -184,10 +192,10 @@ def test_verify_recomputes_and_catches_tampering(calibrated):
     with pytest.raises(PrivacyBudgetExceeded, match="does not match"):
         verify_ledger_dict(lowered)
 
-    # Less noise recorded in the event than the stored ε was computed for.
+    # Less noise recorded in the event than its params draw: the event is rebuilt from the params.
     less_noise = copy.deepcopy(d)
     less_noise["mechanisms"][0]["dp_event"]["event"]["event"]["noise_multiplier"] *= 0.99
-    with pytest.raises(PrivacyBudgetExceeded):
+    with pytest.raises(RecordMismatch, match="dp_event"):
         verify_ledger_dict(less_noise)
 
     wrong_flag = copy.deepcopy(d)
@@ -344,10 +352,7 @@ def test_uncharged_read_validation():
 
 
 def _gaussian_ledger(**kwargs) -> Ledger:
-    record = MechanismRecord(
-        name="g", kind="gaussian", touches=("features",), params={"noise_multiplier": 2.0}, sensitivity=1.0,
-        sensitivity_reason="one row", dp_event=gaussian_event(noise_multiplier=2.0),
-    )
+    record = dp_appr_gm_record(noise_multiplier=2.0, k=1, m=1, clip=1.0)
     return Ledger(level="node", target_epsilon=50.0, target_delta=1e-5, mechanisms=(record,), **kwargs)
 
 

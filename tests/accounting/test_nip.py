@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -10,18 +11,22 @@ from nodedp.accounting.ledger import Ledger, MechanismRecord, PrivacyBudgetExcee
 from nodedp.accounting.nip import (
     aggregation_sensitivity,
     edge_randomization_epsilon,
+    label_keep_probability,
     min_keep_parameter,
     nip_aggregation_record,
     nip_edge_record,
     nip_label_record,
     split_budget,
+    worst_case_budget_ratio,
 )
 
 
 def nip_records(epsilon: float, shares, *, max_degree: int = 10, num_classes: int = 7) -> tuple[MechanismRecord, ...]:
     epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
     return (
-        nip_aggregation_record(epsilon_a=epsilon_a, max_degree=max_degree, budget_scheme="capped", theorem3_ratio=1.0),
+        nip_aggregation_record(epsilon_a=epsilon_a, max_degree=max_degree, budget_scheme="capped",
+                               largest_budget_weights=[1.0] * (max_degree + 1), worst_case_ratio_before_scaling=1.0,
+                               budget_scale=1.0),
         nip_edge_record(epsilon_b=epsilon_b, s=min_keep_parameter(epsilon_b, max_degree), max_degree=max_degree),
         nip_label_record(epsilon_c=epsilon_c, num_classes=num_classes),
     )
@@ -74,7 +79,7 @@ def test_edge_record_refuses_an_s_that_spends_more_than_epsilon_b() -> None:
     s_min = min_keep_parameter(2.0, 5)
     record = nip_edge_record(epsilon_b=2.0, s=s_min, max_degree=5)
     assert (record.kind, record.pure_epsilon, record.touches) == ("randomized_response", 2.0, ("edges",))
-    assert record.params["flip_probability"] == s_min / 2
+    assert record.params["flip_probability"] == s_min / 2 and record.params["mechanism"] == "nip_edge_rr"
     assert record.params["epsilon_of_s"] == pytest.approx(2.0, rel=1e-12)
     assert record.sensitivity == 10.0 and "2·D_max" in record.sensitivity_reason
     assert "bound_undirected_degree" in record.sensitivity_reason
@@ -87,29 +92,117 @@ def test_edge_record_refuses_an_s_that_spends_more_than_epsilon_b() -> None:
         nip_edge_record(epsilon_b=2.0, s=1.0, max_degree=5)
 
 
-def test_aggregation_record_states_its_sensitivity_and_refuses_overspending_budgets() -> None:
-    record = nip_aggregation_record(epsilon_a=0.5, max_degree=7, budget_scheme="paper", theorem3_ratio=0.9,
-                                    caveat="budgets computed on the private graph")
-    assert (record.kind, record.pure_epsilon, record.sensitivity) == ("laplace", 0.5, 14.0)
+def aggregation_record(weights, *, before=None, scale=1.0, max_degree=3, scheme="capped", **kwargs):
+    before = worst_case_budget_ratio(weights, max_degree=max_degree) * scale if before is None else before
+    return nip_aggregation_record(epsilon_a=0.5, max_degree=max_degree, budget_scheme=scheme,
+                                  largest_budget_weights=weights, worst_case_ratio_before_scaling=before,
+                                  budget_scale=scale, **kwargs)
+
+
+def test_aggregation_record_states_its_sensitivity_and_the_worst_case_ratio_it_rests_on() -> None:
+    weights = [1.4, 1.0, 0.9, 0.5]  # (3·1.4 + 1.0 + 0.9 + 0.5)/6 = 1.1 before scaling (by 1.25 here)
+    scaled = [w / 1.25 for w in weights]
+    record = aggregation_record(scaled, before=1.1, scale=1.25, max_degree=3, scheme="paper", caveat="on the bound")
+    assert (record.kind, record.pure_epsilon, record.sensitivity) == ("laplace", 0.5, 6.0)
     assert aggregation_sensitivity(7) == 14.0
     assert record.touches == ("features", "edges")
-    assert record.params["laplace_scale_at_epsilon_a"] == 28.0
-    assert record.params["budget_scheme"] == "paper" and record.params["theorem3_ratio"] == 0.9
-    assert record.caveat == "budgets computed on the private graph"
+    params = record.params
+    assert params["laplace_scale_at_epsilon_a"] == 2 * 3 / 0.5
+    assert params["budget_scheme"] == "paper" and params["largest_budget_weights"] == scaled
+    assert params["charged_ratio"] == pytest.approx(1.1 / 1.25, rel=1e-15)
+    assert params["charged_ratio"] == worst_case_budget_ratio(params["largest_budget_weights"], max_degree=3)
+    assert params["mechanism"] == "nip_aggregation"
+    assert (params["worst_case_ratio_before_scaling"], params["budget_scale"]) == (1.1, 1.25)
+    assert "theorem3_ratio" not in params  # the old key held the released graph's ratio: not a bound
+    assert record.caveat == "on the bound"
     assert MechanismRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
-    assert nip_aggregation_record(epsilon_a=0.5, max_degree=6, budget_scheme="uniform", theorem3_ratio=0).pure_epsilon == 0.5
-    with pytest.raises(ValueError, match=r"theorem3_ratio = 3\.5 > 1"):
-        nip_aggregation_record(epsilon_a=0.5, max_degree=6, budget_scheme="paper", theorem3_ratio=3.5)
+    uniform = aggregation_record([1.0] * 4, scheme="uniform")
+    assert uniform.params["charged_ratio"] == 1.0 and uniform.pure_epsilon == 0.5
+
+
+def test_aggregation_record_refuses_budgets_that_overspend_on_some_graph() -> None:
+    # Fine on the graph they came from is not enough: 1.4 as a star centre over 1.0, 0.9, 0.5 costs 1.1·ε_A.
+    with pytest.raises(ValueError, match=r"worst-case Theorem 3 ratio = 1\.1 > 1"):
+        aggregation_record([1.4, 1.0, 0.9, 0.5])
+    # One ulp over: refused (the ratio is computed exactly and rounded up).
+    with pytest.raises(ValueError, match="> 1"):
+        aggregation_record([math.nextafter(1.0, 2.0)] + [1.0] * 3)
+    with pytest.raises(ValueError, match="budget_scale = 1.0 is below"):
+        aggregation_record([1.0] * 4, before=1.5, scale=1.0)
+    with pytest.raises(ValueError, match="worst_case_ratio_before_scaling / budget_scale"):
+        aggregation_record([1.0] * 4, before=1.5, scale=2.0)  # 1.5/2 ≠ 1: not these weights scaled
+    with pytest.raises(ValueError, match="descending"):
+        aggregation_record([0.5, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="descending"):
+        aggregation_record([1.0] * 5)  # more than D_max + 1
+    with pytest.raises(ValueError, match=r"largest_budget_weights\[1\] must be a finite number > 0"):
+        aggregation_record([1.0, 0.0], before=1.0)
     with pytest.raises(ValueError, match=r"unknown budget_scheme 'greedy'; valid choices: \['paper', 'capped'"):
-        nip_aggregation_record(epsilon_a=0.5, max_degree=6, budget_scheme="greedy", theorem3_ratio=1.0)
+        aggregation_record([1.0] * 4, scheme="greedy")
     with pytest.raises(ValueError, match="max_degree must be an integer >= 1"):
-        nip_aggregation_record(epsilon_a=0.5, max_degree=0, budget_scheme="uniform", theorem3_ratio=1.0)
+        aggregation_record([1.0], max_degree=0)
+
+
+def brute_force_worst_ratio(weights: list[float], max_degree: int) -> float:
+    """max over every simple graph on len(weights) nodes with degrees ≤ D and every node k of
+    (D_k·β_k + Σ_{i∈N(k)} β_i)/(2D), by enumeration."""
+    n = len(weights)
+    pairs = list(itertools.combinations(range(n), 2))
+    best = 0.0
+    for mask in range(1 << len(pairs)):
+        neighbours: list[list[int]] = [[] for _ in range(n)]
+        for bit, (u, v) in enumerate(pairs):
+            if mask >> bit & 1:
+                neighbours[u].append(v)
+                neighbours[v].append(u)
+        if max(map(len, neighbours)) > max_degree:
+            continue
+        for k in range(n):
+            best = max(best, (len(neighbours[k]) * weights[k] + sum(weights[i] for i in neighbours[k]))
+                       / (2 * max_degree))
+    return best
+
+
+@pytest.mark.parametrize(("num_nodes", "max_degree"), [(5, 1), (5, 2), (5, 3), (4, 4), (3, 5)])
+def test_worst_case_ratio_is_the_maximum_over_every_bounded_graph(num_nodes: int, max_degree: int) -> None:
+    """Exact for N > D (a star attains it), an upper bound for N ≤ D (k has at most N − 1 neighbours)."""
+    rng = random.Random(num_nodes * 10 + max_degree)
+    for _ in range(4):
+        weights = [rng.choice([0.3, 1.0, 2.5]) * rng.uniform(0.5, 2) for _ in range(num_nodes)]
+        worst = worst_case_budget_ratio(weights, max_degree=max_degree)
+        enumerated = brute_force_worst_ratio(weights, max_degree)
+        if num_nodes > max_degree:
+            assert worst == pytest.approx(enumerated, rel=1e-12)
+        else:
+            assert worst >= enumerated
+    # The old formula, D·max + the D largest *including* the max, over-counts by β_(1) − β_(D+1).
+    assert worst_case_budget_ratio([3.0, 1.0, 1.0], max_degree=2) == (2 * 3 + 1 + 1) / 4
+
+
+def test_worst_case_ratio_of_uniform_budgets_is_one_and_a_ratio_at_most_one_caps_all_but_d_budgets() -> None:
+    for max_degree in (1, 2, 7, 50):
+        assert worst_case_budget_ratio([1.0] * (max_degree + 1), max_degree=max_degree) == 1.0
+        assert worst_case_budget_ratio([2.5] * (max_degree + 3), max_degree=max_degree) == 2.5  # homogeneous
+    rng = random.Random(3)
+    for _ in range(200):
+        max_degree = rng.randint(1, 6)
+        weights = [rng.expovariate(1.0) + 1e-3 for _ in range(rng.randint(max_degree + 1, 12))]
+        ratio = worst_case_budget_ratio(weights, max_degree=max_degree)
+        scaled = sorted((w / ratio for w in weights), reverse=True)
+        assert scaled[max_degree] <= 1 + 1e-12 and scaled[0] < 2  # beyond the D largest: at most uniform
 
 
 def test_label_record_keep_probability_is_eq13() -> None:
     record = nip_label_record(epsilon_c=1.5, num_classes=4)
     assert record.params["keep_probability"] == pytest.approx(math.exp(1.5) / (math.exp(1.5) + 3), rel=1e-14)
     assert (record.kind, record.pure_epsilon, record.touches) == ("randomized_response", 1.5, ("labels",))
-    assert nip_label_record(epsilon_c=800.0, num_classes=4).params["keep_probability"] == 1.0  # no overflow
+    assert record.params["mechanism"] == "nip_label_rr"
+    for epsilon_c in (0.01, 1.5, 25.0, 36.0, 40.0, 800.0):  # no overflow, and never a sampler that keeps every label
+        keep = nip_label_record(epsilon_c=epsilon_c, num_classes=4).params["keep_probability"]
+        assert keep < 1 and keep == label_keep_probability(epsilon_c, 4)
+        assert math.log(keep * 3 / (1 - keep)) <= epsilon_c  # the float sampler costs at most the charge
+        up = math.nextafter(keep, 1.0)  # rounded down by no more than needed
+        assert up == 1 or math.log(up * 3 / (1 - up)) > epsilon_c
+    assert label_keep_probability(800.0, 4) == math.nextafter(1.0, 0.0)
     with pytest.raises(ValueError, match="num_classes must be an integer >= 2"):
         nip_label_record(epsilon_c=1.0, num_classes=1)

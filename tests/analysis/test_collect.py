@@ -39,6 +39,7 @@ def write_run(
     spent: float | None = None,
     ledger: dict[str, Any] | None = None,
     drop: str | None = None,
+    guarantee: str = "unconditional",
 ) -> Path:
     """One run directory; ``eps=None`` is a non-private run. Returns its metrics.json."""
     private = eps is not None
@@ -53,6 +54,7 @@ def write_run(
         "epsilon": spent,
         "delta": 1e-4 if private else None,
         "level": "node" if private else "none",
+        "guarantee": {"class": guarantee if private else "none"},
         "test": {"accuracy": 0.7 + 0.01 * seed, "macro_f1": 0.6},
         "val": {"accuracy": 0.72, "macro_f1": 0.61},
         "timings": {"total_s": 3.0, "train_s": 2.5},
@@ -68,7 +70,7 @@ def write_run(
     run_dir = root / dataset / method / f"eps~{eps if private else 'inf'}" / f"seed~{seed}"
     run_dir.mkdir(parents=True)
     if ledger is None:
-        ledger = {"epsilon": spent, "target_epsilon": eps} if private else {}
+        ledger = {"epsilon": spent, "target_epsilon": eps, "guarantee": {"class": guarantee}} if private else {}
     (run_dir / "ledger.json").write_text(json.dumps(ledger))
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     return run_dir / "metrics.json"
@@ -189,7 +191,7 @@ def test_defaults_to_the_accounting_verifier(tmp_path: Path, monkeypatch: pytest
     fake_accounting.verify_ledger_dict = verify_ledger_dict  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nodedp.accounting", fake_accounting)
     collect_runs([write_run(tmp_path, eps=1.0)])
-    assert seen == [{"epsilon": 0.99, "target_epsilon": 1.0}]
+    assert seen == [{"epsilon": 0.99, "target_epsilon": 1.0, "guarantee": {"class": "unconditional"}}]
 
 
 def test_write_runs_round_trips_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -207,9 +209,34 @@ def test_a_run_with_an_uncharged_read_is_not_fully_accounted(tmp_path: Path) -> 
     read = {"name": "clip-thresholds", "touches": ["labels"], "reason": "percentile at init"}
     paths = [
         write_run(tmp_path, eps=1.0, seed=0),
-        write_run(tmp_path, eps=1.0, seed=1, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [read]}),
-        write_run(tmp_path, eps=1.0, seed=2, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": []}),
+        write_run(tmp_path, eps=1.0, seed=1, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [read],
+                                                    "guarantee": {"class": "unconditional"}}),
+        write_run(tmp_path, eps=1.0, seed=2, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [],
+                                                    "guarantee": {"class": "unconditional"}}),
         write_run(tmp_path, method="gcn", eps=None, seed=0),
     ]
     runs = collect_runs(paths, verify_ledger=fake_verify)
     assert runs["fully_accounted"].to_list() == [True, False, True, True]
+
+
+def test_the_guarantee_class_travels_from_the_ledger_to_the_summary(tmp_path: Path) -> None:
+    from nodedp.analysis.bootstrap import summarize
+
+    paths = [write_run(tmp_path, eps=1.0, seed=0, guarantee="bounded-degree"),
+             write_run(tmp_path, eps=1.0, seed=1, guarantee="conditional"),
+             write_run(tmp_path, eps=1.0, seed=2, guarantee="bounded-degree")]
+    runs = collect_runs(paths, verify_ledger=fake_verify)
+    assert sorted(runs["guarantee"].to_list()) == ["bounded-degree", "bounded-degree", "conditional"]
+    (cell,) = summarize(runs, n_resamples=1000).iter_rows(named=True)
+    assert cell["guarantee"] == "conditional"  # a cell is as weak as its weakest run
+
+
+def test_metrics_and_ledger_must_state_the_same_guarantee(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0)
+    metrics = json.loads(path.read_text())
+    metrics["guarantee"] = {"class": "unconditional"}
+    ledger = json.loads((path.parent / "ledger.json").read_text())
+    ledger["guarantee"] = {"class": "conditional"}
+    (path.parent / "ledger.json").write_text(json.dumps(ledger))
+    with pytest.raises(InvalidRunError, match="guarantee"):
+        collect_runs([path], verify_ledger=fake_verify)

@@ -6,7 +6,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from nodedp.analysis.tables import UNACCOUNTED_NOTE, latex_escape, write_tables
+from nodedp.analysis.tables import GUARANTEE_NOTES, UNACCOUNTED_NOTE, latex_escape, write_tables
 
 COMMAND = "snakemake --cores 2 paper/tables/accuracy.md"
 
@@ -157,3 +157,22 @@ def test_no_dagger_and_no_note_when_every_run_is_accounted(tmp_path: Path, colum
         summary = summary.with_columns(pl.lit(column).alias("fully_accounted"))
     markdown, latex = write(tmp_path, summary)
     assert "†" not in markdown and "\\dag" not in latex
+
+
+def test_cells_weaker_than_unconditional_carry_their_guarantee_mark_and_note(tmp_path: Path) -> None:
+    guarantee = (pl.when(pl.col("method") == "gap").then(pl.lit("conditional"))
+                 .when(pl.col("method") == "gcn").then(pl.lit("none"))
+                 .when(pl.col("dataset") == "amazon").then(pl.lit("bounded-degree"))
+                 .otherwise(pl.lit("unconditional")))
+    summary = fake_summary().with_columns(guarantee.alias("guarantee"))
+    markdown, latex = write(tmp_path, summary)
+    rows = table_lines(markdown)[2:]
+    conditional = {(r[0], r[1], i) for r in rows for i, c in enumerate(r) if c.endswith("‡")}
+    assert conditional == {("amazon", "gap", 3), ("cora", "gap", 2), ("cora", "gap", 4)}
+    assert not any(c.endswith(("‡", "§")) for r in rows if r[1] in ("dp_mlp", "gcn") for c in r)
+    assert GUARANTEE_NOTES["conditional"] in markdown.splitlines()
+    assert GUARANTEE_NOTES["bounded-degree"] not in markdown  # no cell is in that class
+    assert "‡" not in latex and "\\textsuperscript{\\ddag}" in latex and "same sampled edge list" in latex
+    summary = summary.with_columns(pl.lit("bounded-degree").alias("guarantee"))
+    markdown, latex = write(tmp_path, summary)
+    assert GUARANTEE_NOTES["bounded-degree"] in markdown.splitlines() and "\\S{}" in latex

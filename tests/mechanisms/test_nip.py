@@ -20,6 +20,7 @@ from nodedp.mechanisms.nip import (
     paper_sampling_probability,
     randomize_labels,
     sample_randomized_edges,
+    scale_budgets_to_worst_case,
     sum_aggregate,
     theorem3_ratio,
     unbiased_sampling_probability,
@@ -132,6 +133,66 @@ def test_capped_and_uniform_budgets_meet_theorem3_and_the_worst_case_bounds_it(m
             else:
                 assert ratio <= 1 + 1e-12
     assert max(paper_ratios) > 1  # Eq. 11 as printed overspends on these graphs
+
+
+def random_bounded_graph(num_nodes: int, max_degree: int, seed: int) -> Tensor:
+    """An Erdős–Rényi-like graph of mean degree ~D, bounded to D: most nodes near the bound."""
+    generator = torch.Generator().manual_seed(seed)
+    pairs = torch.combinations(torch.arange(num_nodes))
+    keep = torch.rand(pairs.size(0), generator=generator) < max_degree / num_nodes
+    edges = pairs[keep].T
+    edges = torch.cat([edges, edges.flip(0)], dim=1)
+    return bound_undirected_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
+
+
+@pytest.mark.parametrize("max_degree", [1, 3, 8])
+def test_worst_case_ratio_bounds_theorem3_for_budgets_from_another_graph(max_degree: int) -> None:
+    """Budgets are computed on one graph (the released one) and NAP runs on another: whatever the graph with
+    degrees ≤ D, its ratio is ≤ the worst case, and the star centred at the largest budget attains it."""
+    n = 120
+    graphs = [bounded(n, max_degree, seed) for seed in range(3)]  # heavy-tailed, then bounded
+    graphs += [random_bounded_graph(n, max_degree, seed) for seed in range(3)]
+    gaps = []
+    for i, source in enumerate(graphs):
+        for scheme in ("paper", "capped"):
+            beta = nip_budget_weights(source, num_nodes=n, ranks=random_ranks(n, i), max_degree=max_degree,
+                                      scheme=scheme)
+            for epsilons in (0.3 * beta, torch.rand(n, generator=torch.Generator().manual_seed(i),
+                                                    dtype=torch.float64) * beta + 1e-3):
+                worst = worst_case_theorem3_ratio(epsilons, epsilon_a=0.3, max_degree=max_degree)
+                for target in graphs:
+                    ratio = theorem3_ratio(target, num_nodes=n, epsilons=epsilons, epsilon_a=0.3,
+                                           max_degree=max_degree)
+                    assert ratio <= worst * (1 + 1e-12)
+                    gaps.append(worst - ratio)
+                order = epsilons.argsort(descending=True)
+                centre, leaves = int(order[0]), order[1:max_degree + 1]
+                spokes = torch.stack([torch.full_like(leaves, centre), leaves])
+                worst_graph = torch.cat([spokes, spokes.flip(0)], dim=1)
+                assert theorem3_ratio(worst_graph, num_nodes=n, epsilons=epsilons, epsilon_a=0.3,
+                                      max_degree=max_degree) == pytest.approx(worst, rel=1e-12)
+    assert min(gaps) >= 0 and max(gaps) > 0
+
+
+@pytest.mark.parametrize("max_degree", [1, 4, 10])
+@pytest.mark.parametrize("scheme", ["paper", "capped", "uniform"])
+def test_scaled_budgets_keep_the_ranking_and_meet_theorem3_on_every_graph(max_degree: int, scheme: str) -> None:
+    n = 200
+    beta = nip_budget_weights(bounded(n, max_degree, 5), num_nodes=n, ranks=random_ranks(n, 5),
+                              max_degree=max_degree, scheme=scheme)
+    scaled = scale_budgets_to_worst_case(beta, max_degree=max_degree)
+    before = worst_case_theorem3_ratio(beta, epsilon_a=1.0, max_degree=max_degree)
+    assert scaled.worst_case_ratio_before_scaling == before
+    assert scaled.scale >= max(1.0, before) and scaled.scale == pytest.approx(max(1.0, before), rel=1e-14)
+    assert torch.equal(scaled.weights, beta / scaled.scale)  # the ranking, and each ratio between budgets, kept
+    assert scaled.worst_case_ratio <= 1
+    assert scaled.worst_case_ratio == worst_case_theorem3_ratio(scaled.weights, epsilon_a=1.0, max_degree=max_degree)
+    assert list(scaled.largest) == sorted(scaled.weights.tolist(), reverse=True)[: max_degree + 1]
+    assert int((scaled.weights > 1).sum()) <= max_degree  # the price: above uniform on at most D nodes
+    if scheme == "uniform" or max_degree == 1:  # D = 1 leaves no budget to reuse: β = 1
+        assert scaled.scale == 1.0 and scaled.worst_case_ratio == 1.0 and torch.equal(scaled.weights, beta)
+    else:
+        assert before > 1  # the unscaled adaptive budgets overspend on some bounded graph
 
 
 # --- the perturbed aggregation (Eq. 9, Lemma 1, Theorem 3) ---------------------------------------------------------

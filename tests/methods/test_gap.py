@@ -100,3 +100,25 @@ def test_on_neighbouring_graphs_each_hop_moves_within_the_ledgers_sensitivity(ti
         worst = max(worst, (after - before).norm().item())
     assert worst <= claimed * (1 + 1e-6)
     assert worst > 0.5 * claimed  # the bound is not vacuous on this graph
+
+
+def test_the_guarantee_class_says_whether_the_graph_is_within_the_degree_bound(tiny_inputs):
+    degrees = torch.bincount(tiny_inputs.graph.edge_index[0], minlength=tiny_inputs.graph.num_nodes)
+    over = int((degrees > D).sum())
+    assert over > 0  # csbm-tiny exceeds D = 4 somewhere: the sampling is not the identity
+    ledger = _run(_inputs(tiny_inputs), "progap", 4.0).ledger
+    assert ledger.guarantee_class == "conditional"
+    assert ledger.to_dict()["guarantee"]["degree_bound"] == {"kind": "out-degree", "bound": D, "identity_bound": D,
+                                                             "nodes_over": over}
+    wide = int(degrees.max())  # a bound no node exceeds: the sampling keeps every edge
+    inputs = with_bound(tiny_inputs, "out-degree", wide)
+    assert torch.equal(inputs.structure["out-degree"]["edge_index"], tiny_inputs.graph.edge_index)
+    info = get_method("progap")
+    spec = RunSpec(dataset="csbm-tiny", method="progap", seed=0, target_epsilon=4.0, target_delta=1e-4)
+    ledger = info.run(inputs, spec, info.parse_hparams(FAST)).ledger
+    assert ledger.guarantee_class == "bounded-degree"
+    assert _run(_inputs(tiny_inputs), "progap-edge", 1.0).ledger.guarantee_class == "edge"
+    forged = ledger.to_dict()
+    forged["guarantee"]["class"] = "unconditional"
+    with pytest.raises(ValueError, match="guarantee"):
+        verify_ledger_dict(forged)

@@ -8,8 +8,18 @@ import pytest
 import torch
 
 from nodedp.accounting import min_keep_parameter, split_budget, verify_ledger_dict
+from nodedp.accounting.nip import worst_case_budget_ratio
+from nodedp.data import bound_undirected_degree
+from nodedp.data.synthetic import CSBMSpec, generate_csbm
+from nodedp.mechanisms import (
+    debiased_degree,
+    degree_preserving_randomization,
+    sample_randomized_edges,
+    theorem3_ratio,
+    unbiased_sampling_probability,
+)
 from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.nip_gnn import tnie_scores
+from nodedp.methods.nip_gnn import NipHparams, nap_budgets, tnie_scores
 from nodedp.models import aca_propagate
 from tests.methods._structure import with_bound
 
@@ -39,8 +49,77 @@ def test_parts_add_up_to_the_target_exactly_and_match_the_mechanisms(tiny_inputs
     assert nap.sensitivity == 2 * D  # Lemma 1
     assert result.details["keep_parameter_s"] == pytest.approx(min_keep_parameter(eps_b, D))
     assert result.details["theorem3_ratio_released"] <= 1 + 1e-9
-    # adaptive budgets rest on the released graph: the record says so; uniform ones need no such caveat
-    assert ("released" in (nap.caveat or "")) == (budgets == "capped")
+    # the budgets are scaled to their worst case over every graph with degrees ≤ D: no caveat about the
+    # released graph, and the record holds what a verifier recomputes the ratio from
+    assert "released" not in (nap.caveat or "")
+    params = nap.params
+    assert params["charged_ratio"] == worst_case_budget_ratio(params["largest_budget_weights"], max_degree=D) <= 1
+    assert len(params["largest_budget_weights"]) == D + 1
+    assert params["laplace_scale_at_epsilon_a"] == 2 * D / eps_a
+    assert params["budget_scale"] == result.details["budget_scale"]
+    assert params["worst_case_ratio_before_scaling"] == result.details["worst_case_ratio_before_scaling"]
+    if budgets == "uniform":
+        assert params["budget_scale"] == 1.0 and params["largest_budget_weights"] == [1.0] * (D + 1)
+    else:
+        assert params["budget_scale"] == params["worst_case_ratio_before_scaling"] > 1
+    assert "bounded_edges" not in result.details  # a count of private edges: not published unaccounted
+
+
+def heavy_private_graph(num_nodes: int, max_degree: int, seed: int):
+    spec = CSBMSpec(num_nodes=num_nodes, num_classes=3, avg_degree=6.0, homophily=0.5, num_features=3,
+                    feature_signal=0.0, degree_exponent=2.1, class_weights=None, seed=seed)
+    edges = generate_csbm(spec).edge_index
+    return bound_undirected_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
+
+
+def without(edges, k: int):
+    return edges[:, (edges[0] != k) & (edges[1] != k)]
+
+
+def neighbouring_graphs(private, budgets, *, num_nodes: int, max_degree: int, additions: int):
+    """The private graph, every graph with one node removed, and graphs in which one node k (absent: isolated)
+    is added with up to D_max edges to the nodes of highest budget that have room (the adversarial choice)."""
+    yield private
+    for v in range(num_nodes):
+        yield without(private, v)
+    order = budgets.argsort(descending=True).tolist()
+    for k in order[:additions]:
+        rest = without(private, k)
+        degree = torch.bincount(rest[0], minlength=num_nodes)
+        partners = [u for u in order if u != k and degree[u] < max_degree][:max_degree]
+        spokes = torch.tensor([[k] * len(partners), partners])
+        yield torch.cat([rest, spokes, spokes.flip(0)], dim=1)
+
+
+@pytest.mark.parametrize(("epsilon_b", "seed"), [(0.5, 0), (4.0, 1)])
+def test_budgets_from_the_released_graph_meet_theorem3_on_the_private_graph_and_its_neighbours(epsilon_b, seed):
+    """NAP runs on the private graph with budgets from the released one: for the budgets actually used, the
+    ratio on the private graph, on every removal and on adversarial additions is ≤ 1, so ε_A covers every
+    neighbouring pair; the unscaled budgets (all earlier runs) overspend on some of them."""
+    n, max_degree = 150, 6
+    private = heavy_private_graph(n, max_degree, seed)
+    generator = torch.Generator().manual_seed(seed)
+    s = min_keep_parameter(epsilon_b, max_degree)
+    released = degree_preserving_randomization(private, num_nodes=n, s=s, generator=generator)
+    estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
+    released = sample_randomized_edges(released, unbiased_sampling_probability(estimate, num_nodes=n, s=s),
+                                       generator, rule="pair")
+    rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=NipHparams(), seed=seed)
+    degree = torch.bincount(private[0], minlength=n)
+    assert not torch.equal(torch.bincount(rebounded[0], minlength=n), degree)  # the premise: they differ
+    unscaled = budgets.weights * budgets.scale
+    used_ratios, unscaled_ratios = [], []
+    for graph in neighbouring_graphs(private, budgets.weights, num_nodes=n, max_degree=max_degree, additions=8):
+        assert int(torch.bincount(graph[0], minlength=n).max()) <= max_degree
+        used_ratios.append(theorem3_ratio(graph, num_nodes=n, epsilons=budgets.weights, epsilon_a=1.0,
+                                          max_degree=max_degree))
+        unscaled_ratios.append(theorem3_ratio(graph, num_nodes=n, epsilons=unscaled, epsilon_a=1.0,
+                                              max_degree=max_degree))
+    assert len(used_ratios) == 1 + n + 8
+    assert max(used_ratios) <= budgets.worst_case_ratio <= 1
+    # released-graph budgets meet the constraint there, not on the graphs NAP may run on
+    assert theorem3_ratio(rebounded, num_nodes=n, epsilons=unscaled, epsilon_a=1.0, max_degree=max_degree) <= 1
+    assert max(unscaled_ratios) > 1
 
 
 def test_resampling_keeps_the_released_graph_sparse(tiny_inputs):

@@ -295,3 +295,10 @@ def test_layer_clip_norms_must_name_exactly_the_trainable_layers() -> None:
         train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(4)], optim=FROZEN,
                     privacy=privacy, generator=make_generator(0), device="cpu")
     assert not model._forward_pre_hooks and not model.layers[0]._forward_hooks  # no hooks left behind
+
+
+def test_the_loop_refuses_to_end_after_another_number_of_steps_than_the_ledger_charges() -> None:
+    _, stats = _run(0, privacy=PrivacyConfig(1.0, 0.5, 16.0, steps=15))
+    assert stats.steps == 15
+    with pytest.raises(RuntimeError, match="took 15 steps, but the ledger charges 14"):
+        _run(0, privacy=PrivacyConfig(1.0, 0.5, 16.0, steps=14))

@@ -47,10 +47,13 @@ from nodedp.accounting.hypergeometric import (
     poisson_occurrence_gaussian_rdp,
 )
 from nodedp.accounting.ledger import (
+    DEGREE_BOUND_KINDS,
+    GUARANTEE_CLASSES,
     LEVELS,
     MECHANISM_KINDS,
     RDP_CURVES,
     TOUCHABLE,
+    DegreeBound,
     Ledger,
     MechanismRecord,
     PrivacyBudgetExceeded,
@@ -59,6 +62,7 @@ from nodedp.accounting.ledger import (
     verify_ledger_dict,
     write_ledger,
 )
+from nodedp.accounting.rebuild import MECHANISMS, RecordMismatch, check_record
 from nodedp.accounting.nip import (
     BUDGET_SCHEMES,
     aggregation_sensitivity,
@@ -73,16 +77,21 @@ from nodedp.accounting.nip import (
 __all__ = [
     "ACCOUNTANTS",
     "BUDGET_SCHEMES",
+    "DEGREE_BOUND_KINDS",
+    "GUARANTEE_CLASSES",
     "EM_OPTIONS",
     "EM_VALUE_SHARE",
     "LEVELS",
     "MECHANISM_KINDS",
+    "MECHANISMS",
     "RDP_CURVES",
     "RDP_ORDERS",
     "TOUCHABLE",
+    "DegreeBound",
     "Ledger",
     "MechanismRecord",
     "PrivacyBudgetExceeded",
+    "RecordMismatch",
     "UnchargedRead",
     "advanced_composition_epsilon",
     "aggregation_sensitivity",
@@ -93,6 +102,7 @@ __all__ = [
     "calibrate_gap",
     "calibrate_gumbel_topk",
     "calibrate_noise_multiplier",
+    "check_record",
     "claimed_dp_appr_epsilon",
     "compose",
     "default_delta",

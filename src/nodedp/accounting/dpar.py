@@ -141,7 +141,8 @@ def dp_appr_gm_record(*, noise_multiplier: float, k: int, m: int, clip: float) -
         name="dp_appr_gm",
         kind="gaussian",
         touches=("edges",),
-        params={"noise_multiplier": noise_multiplier, "k": k, "m": m, "clip": clip},
+        params={"mechanism": "dp_appr_gm", "noise_multiplier": noise_multiplier,
+                "noise_std": noise_multiplier * gm_sensitivity(clip=clip), "k": k, "m": m, "clip": clip},
         sensitivity=gm_sensitivity(clip=clip),
         sensitivity_reason=(
             "each of the M released rows is a non-negative APPR vector ℓ2-clipped to C1; any two such rows "
@@ -187,7 +188,8 @@ def dp_appr_em_records(
         name="dp_appr_em_values",
         kind="laplace",
         touches=("edges",),
-        params={"epsilon_value": epsilon_value, "k": k, "m": m, "clip": clip, "laplace_scale": noise_multiplier * clip},
+        params={"mechanism": "dp_appr_em_values", "epsilon_value": epsilon_value, "k": k, "m": m, "clip": clip,
+                "laplace_scale": noise_multiplier * clip, "queries": m * k},
         sensitivity=float(clip),
         sensitivity_reason=(
             "each of the K selected values of each of the M rows is a clipped score in [0, C2], moving by at "

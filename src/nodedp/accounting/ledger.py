@@ -24,6 +24,21 @@ Uncharged reads. A run may read private data without charging it (e.g.
 clipping thresholds from a percentile of gradient norms, as some papers do).
 Such reads are recorded as ``UnchargedRead``s; the ledger then says
 ``fully_accounted: false``: its ε does not cover them.
+
+Guarantee. Every private ledger states what its ε is a guarantee of
+(``Ledger.guarantee``): the neighbouring relation, and for methods that bound degrees
+by sampling edges, the bound. Re-running that sampling without a node can
+change other nodes' kept edges, so the accountants' sensitivities hold for
+neighbouring graphs compared on the same sampled edge list. On graphs whose
+degrees are all within the public bound the sampling keeps every edge (it is
+the identity), and the guarantee is unconditional node-level DP over
+bounded-degree graphs; otherwise it is conditional on the sampled edge list,
+as in the papers. ``guarantee_class`` says which of these a run is in.
+
+Verification. ``check`` and ``verify_ledger_dict`` rebuild every record's
+sensitivity and cost from its raw params (``nodedp.accounting.rebuild``) and
+refuse a record whose stored cost disagrees; the composed ε is then computed
+from the rebuilt records, never read.
 """
 
 from __future__ import annotations
@@ -57,9 +72,13 @@ from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
     poisson_occurrence_gaussian_rdp_of_params,
 )
+from nodedp.accounting.rebuild import check_record
 
 __all__ = [
+    "DEGREE_BOUND_KINDS",
+    "GUARANTEE_CLASSES",
     "LEVELS",
+    "DegreeBound",
     "MECHANISM_KINDS",
     "RDP_CURVES",
     "TOUCHABLE",
@@ -93,6 +112,11 @@ RDP_CURVES: Mapping[str, Callable[[Mapping[str, Any], Sequence[float]], np.ndarr
     }
 )
 LEVELS: tuple[str, ...] = ("node", "edge", "none")
+# How a method bounds degrees by sampling edges: in-degree (DP-GNN), out-degree (GAP, ProGAP, DPDGC),
+# every incident edge (NIP-GNN's undirected bound).
+DEGREE_BOUND_KINDS: tuple[str, ...] = ("in-degree", "out-degree", "degree")
+# What a run's ε guarantees (module docstring), from strongest to weakest; "none": not private.
+GUARANTEE_CLASSES: tuple[str, ...] = ("unconditional", "bounded-degree", "conditional", "edge", "none")
 
 # A composed ε above target·(1 + this) is an overrun, not floating-point noise.
 _BUDGET_SLACK = 1e-9
@@ -211,6 +235,43 @@ class MechanismRecord:
 
 
 @dataclass(frozen=True)
+class DegreeBound:
+    """The public degree bound a method enforced by sampling edges, and how many nodes of the input exceed it.
+
+    ``nodes_over`` is a property of the private input, reported (never used by a mechanism) so that a
+    reader sees whether the sampling was the identity there (0: every degree within the bound).
+    """
+
+    kind: str  # one of DEGREE_BOUND_KINDS
+    bound: int  # the public bound the sampling enforces (K or D)
+    identity_bound: int  # within this degree the sampling keeps every edge (D; ⌊K/2⌋ for DP-GNN's Algorithm 1)
+    nodes_over: int  # nodes of the input over identity_bound
+
+    def __post_init__(self) -> None:
+        if self.kind not in DEGREE_BOUND_KINDS:
+            raise ValueError(f"unknown degree bound kind {self.kind!r}; valid choices: {list(DEGREE_BOUND_KINDS)}")
+        for name in ("bound", "identity_bound", "nodes_over"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise ValueError(f"degree bound {name} must be an integer >= 0, got {value!r}")
+            object.__setattr__(self, name, int(value))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "bound": self.bound, "identity_bound": self.identity_bound,
+                "nodes_over": self.nodes_over}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DegreeBound:
+        return cls(kind=d["kind"], bound=d["bound"], identity_bound=d["identity_bound"], nodes_over=d["nodes_over"])
+
+
+_RELATIONS = {
+    "node": "add or remove one node with its features, label and edges",
+    "edge": "add or remove one edge",
+}
+
+
+@dataclass(frozen=True)
 class UnchargedRead:
     """A read of private data that no mechanism pays for: the ledger's ε does not cover it."""
 
@@ -247,6 +308,7 @@ class Ledger:
     accountant: str = "rdp"
     uncharged: tuple[UnchargedRead, ...] = ()
     node_sample_rate: float = 1.0  # q: the mechanisms ran on a Poisson node sample of rate q (module docstring)
+    degree_bound: DegreeBound | None = None  # the degree bound the mechanisms' sensitivities rest on, if any
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -267,6 +329,10 @@ class Ledger:
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
             raise ValueError(f"node_sample_rate must be a number in (0, 1], got {rate!r}")
         object.__setattr__(self, "node_sample_rate", float(rate))
+        if self.degree_bound is not None and not isinstance(self.degree_bound, DegreeBound):
+            raise TypeError(f"degree_bound must be a DegreeBound or None, got {type(self.degree_bound).__name__}")
+        if self.degree_bound is not None and self.level != "node":
+            raise ValueError(f"a degree bound qualifies node-level guarantees only; this ledger is {self.level!r}")
         if not self.private:
             if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms or uncharged:
                 raise ValueError(
@@ -293,6 +359,37 @@ class Ledger:
     def fully_accounted(self) -> bool:
         """Whether every read of private data is charged (no uncharged reads)."""
         return not self.uncharged
+
+    @property
+    def guarantee_class(self) -> str:
+        """One of ``GUARANTEE_CLASSES`` (module docstring)."""
+        if not self.private:
+            return "none"
+        if self.level == "edge":
+            return "edge"
+        if self.degree_bound is None:
+            return "unconditional"
+        return "bounded-degree" if self.degree_bound.nodes_over == 0 else "conditional"
+
+    def guarantee(self) -> dict[str, Any]:
+        """The guarantee stated as data: class, neighbouring relation, degree bound and what holds where."""
+        bound = self.degree_bound
+        if not self.private:
+            holds = "no privacy guarantee (non-private baseline)"
+        elif bound is None:
+            holds = f"({self.level}-level DP) for every pair of neighbouring graphs"
+        else:
+            holds = (f"node-level DP for every pair of neighbouring graphs whose {bound.kind}s are all <= "
+                     f"{bound.identity_bound} (there the sampling to {bound.kind} <= {bound.bound} keeps every "
+                     "edge); on other graphs, conditionally on the sampled edge list (neighbours compared on the "
+                     f"same sampled edges), as in the papers. This input has {bound.nodes_over} node(s) over "
+                     f"{bound.identity_bound}")
+        return {
+            "class": self.guarantee_class,
+            "relation": _RELATIONS.get(self.level),
+            "degree_bound": None if bound is None else bound.to_dict(),
+            "holds": holds,
+        }
 
     @classmethod
     def non_private(cls) -> Ledger:
@@ -350,6 +447,8 @@ class Ledger:
             return
         if not self.mechanisms:
             raise ValueError(f"a private ({self.level}-level) ledger must record at least one mechanism")
+        for record in self.mechanisms:
+            check_record(record)  # every cost rebuilt from its raw params, never trusted
         epsilon, _ = self.composed()
         if not epsilon <= self.target_epsilon * (1 + _BUDGET_SLACK):
             names = ", ".join(r.name for r in self.mechanisms)
@@ -372,6 +471,7 @@ class Ledger:
             "uncharged": [read.to_dict() for read in self.uncharged],
             "fully_accounted": self.fully_accounted,
             "node_sample_rate": self.node_sample_rate,
+            "guarantee": self.guarantee(),
         }
 
     @classmethod
@@ -387,6 +487,8 @@ class Ledger:
             accountant=d["accountant"],
             uncharged=tuple(UnchargedRead.from_dict(u) for u in d.get("uncharged", ())),
             node_sample_rate=d.get("node_sample_rate", 1.0),
+            degree_bound=None if (d.get("guarantee") or {}).get("degree_bound") is None
+            else DegreeBound.from_dict(d["guarantee"]["degree_bound"]),
         )
 
 
@@ -418,6 +520,11 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
             f"ledger says fully_accounted = {d['fully_accounted']!r} but it records "
             f"{len(ledger.uncharged)} uncharged read(s)"
         )
+    if ledger.private and "guarantee" not in d:
+        raise ValueError("ledger states no guarantee (written before guarantee classes existed): rerun the cell")
+    if "guarantee" in d and d["guarantee"] != ledger.guarantee():
+        raise ValueError(f"ledger states the guarantee {d['guarantee']!r}, but its degree bound and level give "
+                         f"{ledger.guarantee()!r}")
     ledger.check()
     epsilon, delta = ledger.composed()
     if d["delta"] != delta:

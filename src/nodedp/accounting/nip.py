@@ -9,8 +9,15 @@ bound D = D_max, enforced by sampling edges (``nodedp.data.bound_undirected_degr
   row k (≤ D_k unit vectors) and removes X̂_k from its D_k neighbours' rows, so
   ‖ΔH‖₁ ≤ 2D (Lemma 1), and the privacy loss is
   Σ_rows ‖ΔH_row‖₁·ε_row/(2D) ≤ (D_k·ε_k + Σ_{i ∈ N(k)} ε_i)/(2D). Theorem 3
-  claims this is ≤ ε_A when ε_u = ε_A·β_u with β from Eq. 11; that holds iff
-  ``theorem3_ratio`` ≤ 1 on the graph (``nodedp.mechanisms.nip``). Pure ε_A.
+  claims this is ≤ ε_A when ε_u = ε_A·β_u with β from Eq. 11, but β is
+  computed on the *released* graph (the budgets are post-processing of the
+  ε_B release) while the bound must hold for every private graph and node k:
+  adaptive composition fixes the budgets and then needs NAP to be ε_A-DP for
+  every neighbouring pair. ``worst_case_budget_ratio`` is that supremum over
+  all graphs with degrees ≤ D (exact once N > D); the suite divides β by it
+  when it exceeds 1 (``nodedp.mechanisms.nip.scale_budgets_to_worst_case``),
+  so NAP is pure ε_A-DP, and the record stores the D + 1 largest budgets the
+  cost is recomputed from.
 * Degree-preserving edge randomization (Theorem 4): each unordered pair is
   kept w.p. 1 − s, else set to Bern(1/2), i.e. flipped w.p. s/2, a likelihood
   ratio of (1 − s/2)/(s/2) = (2 − s)/s per pair. The paper counts the D_k
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.ledger import MechanismRecord
@@ -39,11 +47,13 @@ __all__ = [
     "BUDGET_SCHEMES",
     "aggregation_sensitivity",
     "edge_randomization_epsilon",
+    "label_keep_probability",
     "min_keep_parameter",
     "nip_aggregation_record",
     "nip_edge_record",
     "nip_label_record",
     "split_budget",
+    "worst_case_budget_ratio",
 ]
 
 # How NAP's per-node budgets β_u are set (``nodedp.mechanisms.nip.nip_budget_weights``):
@@ -51,7 +61,7 @@ __all__ = [
 # "uniform" β = 1 (plain Laplace, the paper's "w/o A-a" ablation).
 BUDGET_SCHEMES: tuple[str, ...] = ("paper", "capped", "uniform")
 
-# Floating-point room when checking a claimed bound (ratio ≤ 1, s ≥ s_min).
+# Floating-point room when checking a claimed bound (s ≥ s_min, the budget scale).
 _RTOL = 1e-12
 
 
@@ -115,48 +125,107 @@ def split_budget(epsilon: float, shares: Sequence[float]) -> tuple[float, float,
     return a, b, c
 
 
+def _check_weights(weights: Sequence[float], name: str) -> list[float]:
+    if isinstance(weights, str | bytes) or not isinstance(weights, Sequence) or len(weights) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers, got {weights!r}")
+    return [check_positive(w, f"{name}[{i}]") for i, w in enumerate(weights)]
+
+
+def worst_case_budget_ratio(weights: Sequence[float], *, max_degree: int) -> float:
+    """(D·β_(1) + Σ_{j=2}^{D+1} β_(j)) / (2D): Theorem 3's ratio for budgets ε_u = ε_A·β_u on the worst graph.
+
+    β_(1) ≥ β_(2) ≥ … are the weights sorted (any that are not among the
+    D + 1 largest do not matter, so the D + 1 largest suffice). For budgets
+    fixed before NAP runs (public, or computed from an earlier release only),
+    NAP costs ε_A·max_k (D_k·β_k + Σ_{i ∈ N(k)} β_i)/(2D) on a graph with
+    degrees ≤ D. Over all such graphs on these node ids and every node k:
+
+    * upper bound: D_k·β_k ≤ D·β_k, and N(k) is at most D nodes other than k
+      (no self-loops), so the sum is ≤ D·β_k + (the D largest β_i, i ≠ k).
+      That is largest at k = the argmax: for any other k′, swapping k′ for
+      the argmax in its neighbour set shows Σ_{D largest, ≠ k′} ≤
+      Σ_{D largest, ≠ argmax} + β_(1) − β_k′, so k′'s bound is at most
+      (D − 1)·β_k′ + β_(1) + Σ_{D largest, ≠ argmax} ≤ the argmax's.
+    * attained (N > D): the star with the argmax at its centre and the next D
+      as leaves has degrees ≤ D and exactly this ratio at its centre.
+
+    The pair is the same under removal and addition of k: the graph in which
+    k has its edges and the one in which k is an isolated zero row (every
+    node id has a budget, absent or not), so the bound covers both
+    directions. The ratio does not depend on ε_A. If it is ≤ 1, then
+    β_(D+1) ≤ 1 (D·β_(D+1) + D·β_(D+1) ≤ 2D): all but the D largest budgets
+    are at most the uniform one, and β_(1) < 2. Computed exactly (in
+    fractions) and rounded up, so "ratio ≤ 1" holds exactly for these weights.
+    """
+    max_degree = check_int(max_degree, "max_degree", minimum=1)
+    top = sorted(_check_weights(weights, "weights"), reverse=True)[: max_degree + 1]
+    exact = (max_degree * Fraction(top[0]) + sum(map(Fraction, top[1:]), Fraction(0))) / (2 * max_degree)
+    ratio = float(exact)
+    return ratio if Fraction(ratio) >= exact else math.nextafter(ratio, math.inf)
+
+
 def nip_aggregation_record(
     *,
     epsilon_a: float,
     max_degree: int,
     budget_scheme: str,
-    theorem3_ratio: float,
+    largest_budget_weights: Sequence[float],
+    worst_case_ratio_before_scaling: float,
+    budget_scale: float,
     method: str = "nip-gnn",
     caveat: str | None = None,
 ) -> MechanismRecord:
-    """The ledger record of NAP (Eq. 9): Laplace(2·D_max/ε_u) per row, pure ε_A.
+    """The ledger record of NAP (Eq. 9): Laplace(2·D_max/ε_u) per row, ε_u = ε_A·β_u, pure ε_A.
 
-    ``theorem3_ratio`` is max_k (D_k·ε_k + Σ_{i ∈ N(k)} ε_i)/(2·ε_A·D_max) for the
-    budgets actually used (``nodedp.mechanisms.nip.theorem3_ratio`` on a graph,
-    or ``worst_case_theorem3_ratio`` over all graphs); the record refuses a
-    ratio above 1, for which ε_A is not the cost. Say in ``caveat`` what the
-    guarantee rests on beyond the module docstring, e.g. budgets or the ratio
-    computed on a graph other than the private one, or read from private data.
+    ``largest_budget_weights`` are the min(N, D_max + 1) largest β_u actually
+    used, in descending order; the record recomputes ``worst_case_budget_ratio``
+    from them and refuses a ratio above 1, for which ε_A is not the cost. The
+    weights are the scheme's β (computed on released data) divided by
+    ``budget_scale`` = max(1, ``worst_case_ratio_before_scaling``) (nudged up
+    by ulps where rounding needs it), so the stored ratio must equal the one
+    before scaling divided by the scale. A verifier rebuilds the cost from
+    ``epsilon_a``, ``max_degree``, ``laplace_scale_at_epsilon_a`` (= 2·D_max/ε_A)
+    and ``largest_budget_weights`` alone: ``charged_ratio`` =
+    ``worst_case_budget_ratio(largest_budget_weights, max_degree=max_degree)``
+    ≤ 1, and the cost is ε_A·charged_ratio ≤ ε_A (the charge).
     """
     epsilon_a = check_positive(epsilon_a, "epsilon_a")
     sensitivity = aggregation_sensitivity(max_degree)
     if budget_scheme not in BUDGET_SCHEMES:
         raise ValueError(f"unknown budget_scheme {budget_scheme!r}; valid choices: {list(BUDGET_SCHEMES)}")
-    ratio = theorem3_ratio
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not (math.isfinite(ratio) and ratio >= 0):
-        raise ValueError(f"theorem3_ratio must be a finite number >= 0, got {ratio!r}")
-    if ratio > 1 + _RTOL:
+    weights = _check_weights(largest_budget_weights, "largest_budget_weights")
+    if len(weights) > max_degree + 1 or weights != sorted(weights, reverse=True):
+        raise ValueError(f"largest_budget_weights must be the ≤ D_max + 1 = {max_degree + 1} largest weights in "
+                         f"descending order, got {len(weights)} values")
+    ratio = worst_case_budget_ratio(weights, max_degree=max_degree)
+    if ratio > 1:
         raise ValueError(
-            f"theorem3_ratio = {ratio:.6g} > 1: these budgets lose up to {ratio:.6g}·ε_A, not ε_A "
-            "(divide them by the ratio, or use budget_scheme 'capped' or 'uniform')"
+            f"worst-case Theorem 3 ratio = {ratio:.6g} > 1: these budgets lose up to {ratio:.6g}·ε_A, not ε_A, "
+            "on some graph with degrees ≤ D_max (divide them by the ratio)"
         )
+    before = check_positive(worst_case_ratio_before_scaling, "worst_case_ratio_before_scaling")
+    scale = check_positive(budget_scale, "budget_scale")
+    if scale < max(1.0, before) * (1 - _RTOL):
+        raise ValueError(f"budget_scale = {scale!r} is below max(1, worst_case_ratio_before_scaling = {before!r})")
+    if not math.isclose(ratio, before / scale, rel_tol=1e-9):
+        raise ValueError(f"largest_budget_weights give worst-case ratio {ratio!r}, but "
+                         f"worst_case_ratio_before_scaling / budget_scale = {before / scale!r}")
     return MechanismRecord(
         name=f"nip-aggregation:{method}",
         kind="laplace",
         touches=("features", "edges"),
-        params={"epsilon_a": epsilon_a, "max_degree": max_degree, "budget_scheme": budget_scheme,
-                "theorem3_ratio": float(ratio), "laplace_scale_at_epsilon_a": sensitivity / epsilon_a},
+        params={"mechanism": "nip_aggregation", "epsilon_a": epsilon_a, "max_degree": max_degree,
+                "budget_scheme": budget_scheme, "laplace_scale_at_epsilon_a": sensitivity / epsilon_a,
+                "largest_budget_weights": weights, "charged_ratio": ratio,
+                "worst_case_ratio_before_scaling": before, "budget_scale": scale},
         sensitivity=sensitivity,
         sensitivity_reason=(
             f"rows are ℓ1-normalized features summed over neighbours, degrees ≤ D_max = {max_degree}: removing "
             "node k zeroes its own row (≤ D_k unit vectors) and takes its unit vector from D_k neighbours' rows, "
-            f"‖ΔH‖₁ ≤ 2·D_max = {sensitivity:g} (Lemma 1); row u gets Laplace(2·D_max/ε_u) per entry, so the loss is "
-            "(D_k·ε_k + Σ_{i∈N(k)} ε_i)/(2·D_max) ≤ theorem3_ratio·ε_A ≤ ε_A (Theorem 3's constraint)"
+            f"‖ΔH‖₁ ≤ 2·D_max = {sensitivity:g} (Lemma 1); row u gets Laplace(2·D_max/(ε_A·β_u)) per entry, so the "
+            "loss is ε_A·(D_k·β_k + Σ_{i∈N(k)} β_i)/(2·D_max) ≤ ε_A·(D_max·β_(1) + Σ_{j=2}^{D_max+1} β_(j))/(2·D_max) "
+            f"= {ratio:.6g}·ε_A ≤ ε_A for every graph with degrees ≤ D_max and either direction of the pair "
+            "(β is fixed by the earlier edge release; Theorem 3's constraint over all graphs)"
         ),
         dp_event=None,
         pure_epsilon=epsilon_a,
@@ -183,8 +252,8 @@ def nip_edge_record(
         name=f"nip-edges:{method}",
         kind="randomized_response",
         touches=("edges",),
-        params={"epsilon_b": epsilon_b, "s": s, "flip_probability": s / 2, "max_degree": max_degree,
-                "s_min": s_min, "epsilon_of_s": edge_randomization_epsilon(s, max_degree=max_degree)},
+        params={"mechanism": "nip_edge_rr", "epsilon_b": epsilon_b, "s": s, "flip_probability": s / 2,
+                "max_degree": max_degree, "s_min": s_min, "epsilon_of_s": edge_randomization_epsilon(s, max_degree=max_degree)},
         sensitivity=2.0 * max_degree,
         sensitivity_reason=(
             f"degrees ≤ D_max = {max_degree} (enforced by sampling edges, bound_undirected_degree): removing a node "
@@ -198,16 +267,34 @@ def nip_edge_record(
     )
 
 
+def label_keep_probability(epsilon: float, num_classes: int) -> float:
+    """k = e^ε/(e^ε + M − 1) = 1/(1 + (M − 1)e^{−ε}), rounded down so that ln(k(M − 1)/(1 − k)) ≤ ε in float64.
+
+    The float k is what the sampler uses and what a verifier rebuilds ε from:
+    rounded to nearest it can exceed the exact k, and for large ε (≳ 37 +
+    ln(M − 1)) it rounds to 1, a sampler that keeps every label. Rounded down
+    (ulps at a time) the implemented mechanism costs at most ε, at large ε
+    the largest float below 1 (whose cost, ≈ 36.7 + ln(M − 1), is below ε).
+    """
+    epsilon = check_positive(epsilon, "epsilon")
+    num_classes = check_int(num_classes, "num_classes", minimum=2)
+    keep = 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
+    while keep >= 1 or math.log(keep * (num_classes - 1) / (1 - keep)) > epsilon:
+        keep = math.nextafter(keep, 0.0)
+    return keep
+
+
 def nip_label_record(*, epsilon_c: float, num_classes: int, method: str = "nip-gnn") -> MechanismRecord:
-    """The ledger record of label randomized response (Eq. 13): pure ε_C."""
+    """The ledger record of label randomized response (Eq. 13): pure ε_C (``label_keep_probability``)."""
     epsilon_c = check_positive(epsilon_c, "epsilon_c")
     num_classes = check_int(num_classes, "num_classes", minimum=2)
+    keep = label_keep_probability(epsilon_c, num_classes)
     return MechanismRecord(
         name=f"nip-labels:{method}",
         kind="randomized_response",
         touches=("labels",),
-        params={"epsilon_c": epsilon_c, "num_classes": num_classes,
-                "keep_probability": 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon_c))},
+        params={"mechanism": "nip_label_rr", "epsilon_c": epsilon_c, "num_classes": num_classes,
+                "keep_probability": keep},
         sensitivity=1.0,
         sensitivity_reason=(
             f"one node has one label, released once by {num_classes}-ary randomized response: any two labels "

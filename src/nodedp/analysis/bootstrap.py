@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from nodedp.accounting.ledger import GUARANTEE_CLASSES
+
 CELL_KEY = ("dataset", "method", "target_epsilon")
 MIN_RESAMPLES = 1000
 
@@ -54,7 +56,8 @@ def summarize(
     """One row per (dataset, method, target_epsilon), sorted by that key.
 
     Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
-    ``fully_accounted`` (every run's ledger charges every read of private data), for each
+    ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
+    (the weakest guarantee class of the cell's runs; None for runs collected without one), for each
     metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
     ``n_resamples`` used, so tables built from the summary alone can state them.
     Every cell resamples its runs, ordered by seed, with the same ``seed``, so a
@@ -73,6 +76,9 @@ def summarize(
         row["epsilon_mean"] = float(cell["epsilon"].mean())
         # A cell is fully accounted only if every run's ledger is (tables mark the others).
         row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
+        # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
+        row["guarantee"] = (max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index)
+                            if "guarantee" in cell.columns else None)
         for metric in metrics:
             mean, low, high = bootstrap_ci(
                 cell[metric].to_numpy(),
@@ -93,6 +99,7 @@ def summarize(
         "n_runs": pl.Int64(),
         "epsilon_mean": pl.Float64(),
         "fully_accounted": pl.Boolean(),
+        "guarantee": pl.String(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),

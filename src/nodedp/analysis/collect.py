@@ -24,6 +24,7 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "delta": pl.Float64(),
     "level": pl.String(),
     "fully_accounted": pl.Boolean(),  # false: the run read private data without charge (see its ledger)
+    "guarantee": pl.String(),  # the ledger's guarantee class (nodedp.accounting.GUARANTEE_CLASSES)
     "test_accuracy": pl.Float64(),
     "test_macro_f1": pl.Float64(),
     "val_accuracy": pl.Float64(),
@@ -121,9 +122,13 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         # The ledger checks itself against its own target; it must also meet the run's.
         if not recomputed <= target:
             raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
+        guarantee = ledger["guarantee"]["class"]  # verification checked it against the degree bound
+        if (metrics.get("guarantee") or {}).get("class") != guarantee:
+            raise InvalidRunError(run_dir, f"metrics.json states guarantee {metrics.get('guarantee')!r}, "
+                                           f"its ledger {guarantee!r}")
     else:
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
-        target, spent = math.inf, math.inf
+        target, spent, guarantee = math.inf, math.inf, "none"
 
     delta, commit = metrics["delta"], metrics["version"]["git_commit"]
     return {
@@ -137,6 +142,7 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         "level": str(metrics["level"]),
         # Derived from the ledger's uncharged reads, which verification checked against its flag.
         "fully_accounted": not ledger.get("uncharged"),
+        "guarantee": guarantee,
         "test_accuracy": float(metrics["test"]["accuracy"]),
         "test_macro_f1": float(metrics["test"]["macro_f1"]),
         # null where a protocol has no validation part (DPAR's 80/20)

@@ -13,6 +13,16 @@ from nodedp.io import atomic_write
 NON_PRIVATE = "non-private"
 DAGGER = "†"
 UNACCOUNTED_NOTE = f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
+# Guarantee classes weaker than unconditional get a mark (nodedp.accounting.GUARANTEE_CLASSES; the README's
+# privacy section says which methods are in which class).
+GUARANTEE_MARKS = {"bounded-degree": "§", "conditional": "‡"}
+GUARANTEE_NOTES = {
+    "bounded-degree": ("§ node-level DP for all neighbouring graphs within the method's public degree bound; "
+                       "this graph is within it, so the degree sampling kept every edge."),
+    "conditional": ("‡ this graph exceeds the method's public degree bound: ε holds for neighbouring graphs "
+                    "compared on the same sampled edge list (as in the papers), not for every pair."),
+}
+_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}"}
 
 _METRIC_LABELS = {
     "test_accuracy": "test accuracy",
@@ -56,6 +66,11 @@ class _Cell:
     n_runs: int
     best: bool
     accounted: bool  # false: some run read private data without charge (marked with DAGGER)
+    guarantee: str | None = None  # the cell's guarantee class; marked where weaker than unconditional
+
+    @property
+    def marks(self) -> str:
+        return ("" if self.accounted else DAGGER) + GUARANTEE_MARKS.get(self.guarantee or "", "")
 
     def text(self, *, max_runs: int) -> str:
         # Percent with one decimal; a cell with fewer runs than the rest says so.
@@ -73,6 +88,11 @@ class _Table:
     @property
     def any_unaccounted(self) -> bool:
         return any(c is not None and not c.accounted for _, _, cells in self.rows for c in cells)
+
+    @property
+    def guarantee_notes(self) -> list[str]:
+        shown = {c.guarantee for _, _, cells in self.rows for c in cells if c is not None}
+        return [note for cls, note in GUARANTEE_NOTES.items() if cls in shown]
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
@@ -108,6 +128,7 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             n_runs=r["n_runs"],
             best=r[mean] == best_mean.get((r["dataset"], eps)),
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
+            guarantee=r.get("guarantee"),
         )
     # Private methods first, non-private references below them, each alphabetical.
     order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
@@ -158,10 +179,11 @@ def _markdown(table: _Table, *, regenerate_command: str) -> str:
             else:
                 text = cell.text(max_runs=table.max_runs)
                 text = f"**{text}**" if cell.best else text
-                texts.append(text if cell.accounted else text + DAGGER)
+                texts.append(text + cell.marks)
         lines.append("| " + " | ".join(map(esc, [dataset, method, *texts])) + " |")
     if table.any_unaccounted:
         lines += ["", UNACCOUNTED_NOTE]
+    lines += [line for note in table.guarantee_notes for line in ("", note)]
     lines += ["", f"Regenerate with: `{regenerate_command}`", ""]
     return "\n".join(lines)
 
@@ -192,7 +214,10 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
             else:
                 text = latex_escape(cell.text(max_runs=table.max_runs)).replace("–", "--")
                 text = f"\\textbf{{{text}}}" if cell.best else text
-                texts.append(text if cell.accounted else text + _LATEX_DAGGER)
+                marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
+                for mark, latex in _LATEX_MARKS.items():
+                    marks = marks.replace(mark, latex)
+                texts.append(text + marks)
         shown = latex_escape(dataset) if dataset != previous else ""
         lines.append(" & ".join([shown, latex_escape(method), *texts]) + " \\\\")
         previous = dataset
@@ -201,6 +226,11 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     note = latex_escape(table.caption).replace("ε", "$\\varepsilon$").replace("–", "--")
     if table.any_unaccounted:
         note += " " + latex_escape(UNACCOUNTED_NOTE).replace(DAGGER, _LATEX_DAGGER)
+    for extra in table.guarantee_notes:
+        extra = latex_escape(extra).replace("ε", "$\\varepsilon$")
+        for mark, latex in _LATEX_MARKS.items():
+            extra = extra.replace(mark, latex)
+        note += " " + extra
     lines += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", ""]
     return "\n".join(lines)
 
@@ -218,7 +248,9 @@ def write_tables(
     Cells read ``mean (low–high)`` in percent; the footer states seeds, confidence and
     resamples, and both files name the command that regenerates them. Where the
     summary has a ``fully_accounted`` column, cells whose runs read private data
-    without charge carry a dagger, explained below the table. The LaTeX file
+    without charge carry a dagger, explained below the table; where it has a
+    ``guarantee`` column, cells weaker than unconditional node-level DP carry
+    ``GUARANTEE_MARKS``, explained the same way. The LaTeX file
     is a tabular followed by its note paragraph, to ``\\input`` inside a table float.
     """
     table = _build(summary, metric=metric)

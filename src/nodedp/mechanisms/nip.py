@@ -7,7 +7,9 @@ The privacy analysis and its ledger records live in ``nodedp.accounting.nip``.
 
 * ``nip_budget_weights``: NAP's per-node budget weights β (Eq. 10-11), so
   that ε_u = ε_A·β_u; ``theorem3_ratio`` checks Theorem 3's constraint on a
-  graph and ``worst_case_theorem3_ratio`` over every graph.
+  graph and ``worst_case_theorem3_ratio`` over every graph with degrees ≤ D;
+  ``scale_budgets_to_worst_case`` divides β by the latter, which is what
+  makes budgets computed on a released graph cost ≤ ε_A on the private one.
 * ``laplace_sum_aggregate``: the perturbed first aggregation (Eq. 9).
 * ``degree_preserving_randomization`` and ``sample_randomized_edges`` with
   ``unbiased_sampling_probability``: the edge release of Section 4.3.
@@ -19,7 +21,10 @@ Two places where the paper's formulas and its mechanism disagree:
    Theorem 3's proof needs β_k ≤ D_max/D_k for k *itself*. On a star whose
    centre has D_max leaves Eq. 11 gives the centre β = D_max, and removing the
    centre costs (D_max + 1)/2·ε_A. ``scheme="capped"`` adds the cap the proof
-   uses, and then ``theorem3_ratio`` ≤ 1 on every graph with degrees ≤ D_max.
+   uses, and then ``theorem3_ratio`` ≤ 1 on the graph the budgets were computed
+   on. On any other graph (the private one, when they are computed on the
+   released one; or its neighbours) it can exceed 1: only
+   ``scale_budgets_to_worst_case`` bounds it on all of them.
 2. Eq. 12 is derived from Eq. 23, E[D̄_u] = (D_u + N − N·s + D_u·s)/2, which
    is not the expected degree after keeping each pair w.p. 1 − s and
    re-drawing it Bern(1/2) otherwise: that is D_u(1 − s/2) + (N − 1 − D_u)·s/2
@@ -36,17 +41,26 @@ D_u from the released graph alone, which keeps the sampling free.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from nodedp.accounting._checks import check_int, check_positive
-from nodedp.accounting.nip import BUDGET_SCHEMES, _check_s, aggregation_sensitivity, min_keep_parameter
+from nodedp.accounting.nip import (
+    BUDGET_SCHEMES,
+    _check_s,
+    aggregation_sensitivity,
+    label_keep_probability,
+    min_keep_parameter,
+    worst_case_budget_ratio,
+)
 from nodedp.mechanisms.edge_rr import randomize_adjacency
 from nodedp.mechanisms.noise import laplace_noise
 
 __all__ = [
     "SAMPLING_RULES",
+    "ScaledBudgets",
     "debiased_degree",
     "degree_preserving_randomization",
     "influence_ranks",
@@ -57,6 +71,7 @@ __all__ = [
     "paper_sampling_probability",
     "randomize_labels",
     "sample_randomized_edges",
+    "scale_budgets_to_worst_case",
     "sum_aggregate",
     "theorem3_ratio",
     "unbiased_sampling_probability",
@@ -145,7 +160,8 @@ def nip_budget_weights(
 
     ``scheme``: "paper" is Eq. 11 as printed; "capped" also caps β_u ≤ D/D_u,
     the bound Theorem 3's proof uses, which makes ``theorem3_ratio`` ≤ 1 on
-    any graph with degrees ≤ D (module docstring); "uniform" is β = 1. An
+    ``edge_index`` itself (any graph with degrees ≤ D), not on other graphs
+    (``scale_budgets_to_worst_case``; module docstring); "uniform" is β = 1. An
     isolated node has no k to take the minimum over: β = 1, the uniform
     budget (its row is pure noise and its removal changes no row, so any β is
     private). Every β_u ≥ 1, since both terms are ≥ 1 when D_k ≤ D.
@@ -198,21 +214,73 @@ def theorem3_ratio(
 
 
 def worst_case_theorem3_ratio(epsilons: Tensor, *, epsilon_a: float, max_degree: int) -> float:
-    """(D·max_u ε_u + the sum of the D largest ε_u) / (2·ε_A·D): Theorem 3's ratio on the worst graph.
+    """max over graphs with degrees ≤ D of ``theorem3_ratio``: (D·ε_(1) + Σ_{j=2}^{D+1} ε_(j)) / (2·ε_A·D).
 
-    For fixed budgets (public, or computed from an earlier private release),
-    every graph on these nodes with degrees ≤ D has ``theorem3_ratio`` at most
-    this, since D_k·ε_k ≤ D·max ε and N(k) holds at most D nodes. Dividing the
-    budgets by it gives an ε_A-DP aggregation that reads nothing private.
+    ε_(1) ≥ ε_(2) ≥ … are the budgets sorted. For fixed budgets (public, or
+    computed from an earlier private release), every graph on these nodes
+    with degrees ≤ D, and both removal and addition of any node, has
+    ``theorem3_ratio`` at most this; the star centred at the largest budget
+    with the next D as leaves attains it (N > D). The argument is
+    ``nodedp.accounting.nip.worst_case_budget_ratio``'s (rounded up).
     """
     if epsilons.dim() != 1 or epsilons.numel() == 0:
         raise ValueError(f"epsilons must be a non-empty tensor [N], got shape {list(epsilons.shape)}")
     _check_per_node(epsilons, "epsilons", epsilons.numel(), minimum=0.0, strict=True)
     epsilon_a = check_positive(epsilon_a, "epsilon_a")
     _check_max_degree(max_degree)
-    eps = epsilons.to(torch.float64)
-    top = eps.topk(min(max_degree, eps.numel())).values
-    return float(max_degree * top[0] + top.sum()) / (2.0 * epsilon_a * max_degree)
+    return worst_case_budget_ratio(_largest(epsilons, max_degree), max_degree=max_degree) / epsilon_a
+
+
+def _largest(values: Tensor, max_degree: int) -> list[float]:
+    """The min(N, D + 1) largest values, descending: all that the worst-case ratio reads."""
+    return values.to(torch.float64).topk(min(max_degree + 1, values.numel())).values.tolist()
+
+
+@dataclass(frozen=True)
+class ScaledBudgets:
+    """Budget weights divided so that NAP costs ≤ ε_A on every graph with degrees ≤ D_max.
+
+    ``weights`` [N] are the β to use (ε_u = ε_A·weights_u); ``largest`` their
+    min(N, D_max + 1) largest, descending (what the ledger stores);
+    ``worst_case_ratio`` ≤ 1 theirs, ``worst_case_ratio_before_scaling`` that
+    of the input β, ``scale`` the divisor.
+    """
+
+    weights: Tensor
+    largest: tuple[float, ...]
+    worst_case_ratio: float
+    worst_case_ratio_before_scaling: float
+    scale: float
+
+
+def scale_budgets_to_worst_case(beta: Tensor, *, max_degree: int) -> ScaledBudgets:
+    """β / max(1, worst-case ratio of β): budgets whose NAP is ε_A-DP against every private graph.
+
+    β is fixed before NAP runs (a function of released data), so adaptive
+    composition needs NAP's bound for every neighbouring pair with degrees ≤
+    D_max, not only on the graph β was computed on: dividing by the
+    worst-case Theorem 3 ratio (``worst_case_theorem3_ratio``, a function of
+    β alone) gives exactly that, and reads nothing private. The divisor is
+    nudged up by ulps until the stored weights' ratio is ≤ 1 exactly.
+    Uniform budgets (β = 1) have ratio 1 (N > D) and are left unchanged.
+
+    The price: a ratio ≤ 1 forces all but the D_max largest weights to be
+    ≤ 1 and the largest < 2 (``worst_case_budget_ratio``), so the scaled
+    budgets exceed the uniform ones on at most D_max nodes.
+    """
+    _check_per_node(beta, "beta", beta.numel(), minimum=0.0, strict=True)
+    _check_max_degree(max_degree)
+    beta = beta.to(torch.float64)
+    before = worst_case_budget_ratio(_largest(beta, max_degree), max_degree=max_degree)
+    scale = max(1.0, before)
+    while True:
+        weights = beta / scale
+        largest = _largest(weights, max_degree)
+        ratio = worst_case_budget_ratio(largest, max_degree=max_degree)
+        if ratio <= 1:
+            return ScaledBudgets(weights=weights, largest=tuple(largest), worst_case_ratio=ratio,
+                                 worst_case_ratio_before_scaling=before, scale=scale)
+        scale = math.nextafter(scale, math.inf)
 
 
 def sum_aggregate(x: Tensor, edge_index: Tensor) -> Tensor:
@@ -359,13 +427,6 @@ def sample_randomized_edges(
 
 
 # --- labels ------------------------------------------------------------------------------------------------------
-
-
-def label_keep_probability(epsilon: float, num_classes: int) -> float:
-    """e^ε/(e^ε + M − 1) = 1/(1 + (M − 1)e^{−ε}): Eq. 13's probability of reporting the true label."""
-    epsilon = check_positive(epsilon, "epsilon")
-    check_int(num_classes, "num_classes", minimum=2)
-    return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
 
 
 def randomize_labels(y: Tensor, *, num_classes: int, epsilon: float, generator: torch.Generator) -> Tensor:

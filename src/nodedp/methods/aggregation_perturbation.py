@@ -29,8 +29,8 @@ from torch import Tensor, nn
 from nodedp.accounting import Ledger, MechanismRecord, calibrate_gap, nap_event
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
-from nodedp.methods.dpsgd import dpsgd_record
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
@@ -80,7 +80,7 @@ class ApPlan:
     nap: NAP
     edges: Tensor  # the edges NAP aggregates over
     ledger: Ledger
-    privacy: PrivacyConfig | None  # node level: DP-SGD of every stage
+    privacy: tuple[PrivacyConfig, ...] | None  # node level: DP-SGD of each stage, read off its ledger record
     sampling_rate: float | None
     stage_steps: tuple[int, ...]
     nap_queries: int  # K, what the ledger charges (the cache makes it the number of NAP calls)
@@ -97,10 +97,10 @@ def plan_aggregation_perturbation(
     graph, split = inputs.graph, inputs.split
     undirected = bool(graph.is_undirected())
     edges = graph.edge_index
-    max_degree = None
+    max_degree, degree_bound = None, None
     if level == "node":
         bounded = inputs.structure["out-degree"]
-        edges, max_degree = bounded["edge_index"], int(bounded["bound"])
+        edges, max_degree, degree_bound = bounded["edge_index"], int(bounded["bound"]), degree_bound_of(bounded)
     if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
         edges = remove_cross_split_edges(edges, split)
     row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
@@ -134,7 +134,8 @@ def plan_aggregation_perturbation(
         caveat = None
     records = [MechanismRecord(
         name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
-        params={"noise_multiplier": z, "noise_std": nap.noise_std, "queries": hp.hops,
+        params={"mechanism": "nap", "level": level, "noise_multiplier": z, "noise_std": nap.noise_std,
+                "queries": hp.hops,
                 "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
                 "max_degree": max_degree, "undirected": undirected},
         sensitivity=nap.sensitivity, sensitivity_reason=reason, dp_event=nap_event(noise_multiplier=z, hops=hp.hops),
@@ -149,12 +150,16 @@ def plan_aggregation_perturbation(
                                 "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
         ))
     ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=tuple(records), accountant=spec.accountant)
+                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound)
     ledger.check()
     privacy = None
     if level == "node":
-        privacy = PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size)
+        privacy = tuple(privacy_from_record(r, expected_batch_size=hp.batch_size) for r in records[1:])
     return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps, hp.hops)
+
+
+def _stage_privacy(plan: ApPlan, stage: int) -> PrivacyConfig | None:
+    return None if plan.privacy is None else plan.privacy[stage]
 
 
 def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int,
@@ -189,12 +194,14 @@ def train_stage(
     if final:
         return fit_node_classifier(
             model, inputs_of=features, y=y, split=split, spec=spec, optim=hp.optim_config(), batches=batches,
-            total=total, privacy=plan.privacy, ledger=plan.ledger, generator=generator, device=device,
+            total=total, privacy=_stage_privacy(plan, stage), ledger=plan.ledger, generator=generator,
+            device=device,
         )
     train_nodes = split.train.to(device)
     train_model(
         model, batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
-        batches=batches, optim=hp.optim_config(), privacy=plan.privacy, generator=generator, device=device,
+        batches=batches, optim=hp.optim_config(), privacy=_stage_privacy(plan, stage), generator=generator,
+        device=device,
         progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}", total=total,
     )
     return None

@@ -21,6 +21,7 @@ their full neighbourhood in the whole graph.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -36,13 +37,13 @@ from nodedp.accounting import (
     max_occurrences,
 )
 from nodedp.data import bound_out_degree, remove_cross_split_edges
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train import (
-    PrivacyConfig,
     fixed_size_batches,
     percentile_clip_norms,
     resolve_device,
@@ -181,9 +182,14 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
             "re-running Algorithm 1 without a node changes its out-neighbours' keep probabilities K/(2|RE_v|)"
         ),
     )
+    # Algorithm 1 is the identity for train in-degrees ≤ ⌊K/2⌋ (the artifact counts the nodes over),
+    # and the out-degree sampling below for out-degrees ≤ K: both must hold for the unconditional class.
+    in_bound = degree_bound_of(bounded)
+    out_over = int((torch.bincount(bounded["edge_index"][0], minlength=graph.num_nodes) > max_degree).sum())
     ledger = Ledger(
         level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
         mechanisms=(record,), accountant=spec.accountant, uncharged=uncharged,
+        degree_bound=dataclasses.replace(in_bound, nodes_over=in_bound.nodes_over + out_over),
     )
     ledger.check()
 
@@ -197,8 +203,7 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         optim=hp.optim_config(),
         batches=fixed_size_batches(num_examples, batch_size=hp.batch_size, steps=steps, generator=generator),
         total=steps,
-        privacy=PrivacyConfig(clip_norm=clip, noise_std=z * clip, expected_batch_size=hp.batch_size,
-                              layer_clip_norms=layer_clips),
+        privacy=privacy_from_record(record, expected_batch_size=hp.batch_size, layer_clip_norms=layer_clips),
         ledger=ledger,
         generator=generator,
         device=device,

@@ -47,8 +47,8 @@ from torch import Tensor
 from nodedp.accounting import Ledger, MechanismRecord, calibrate, nap_event, poisson_occurrence_gaussian_params
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
-from nodedp.methods.dpsgd import dpsgd_record
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
@@ -192,7 +192,8 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
         sensitivity = math.sqrt(max_degree + row_clip**2)
         return MechanismRecord(
             name=f"dp-emb:{spec.method}", kind="gaussian", touches=("edges",),
-            params={"noise_multiplier": z, "noise_std": z * sensitivity, "queries": 1, "row_clip": row_clip,
+            params={"mechanism": "nap", "level": "node", "noise_multiplier": z, "noise_std": z * sensitivity,
+                    "queries": 1, "row_clip": row_clip,
                     "max_degree": max_degree, "embedding_norm": 1.0},
             sensitivity=sensitivity,
             sensitivity_reason=(
@@ -216,7 +217,7 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
 
     def ledger_of(*records: MechanismRecord) -> Ledger:
         return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                      mechanisms=records, accountant=spec.accountant)
+                      mechanisms=records, accountant=spec.accountant, degree_bound=degree_bound_of(bounded))
 
     eps = spec.target_epsilon
     first: tuple[MechanismRecord, ...] = ()
@@ -233,12 +234,12 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
     nap = NAP(level="node", row_clip=row_clip, noise_multiplier=z_e, max_degree=max_degree)
     noise |= {"emb_noise_multiplier": z_e, "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": z_c}
 
-    def privacy(z: float) -> PrivacyConfig:
-        return PrivacyConfig(clip_norm=c, noise_std=z * c, expected_batch_size=hp.batch_size)
+    def privacy(record: MechanismRecord) -> PrivacyConfig:
+        return privacy_from_record(record, expected_batch_size=hp.batch_size)
 
-    encoder_privacy = privacy(noise["encoder_noise_multiplier"]) if encoder_steps else None
+    encoder_privacy = privacy(ledger.mechanisms[0]) if encoder_steps else None
     return DpdgcPlan(True, nap, edges, max_degree, row_clip, ledger, q, encoder_steps, classifier_steps,
-                     encoder_privacy, privacy(z_c), noise)
+                     encoder_privacy, privacy(ledger.mechanisms[-1]), noise)
 
 
 def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:

@@ -7,6 +7,7 @@ rate, steps and calibrated noise, plus the ledger record that states them.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodedp.accounting import (
@@ -31,11 +32,23 @@ class DpSgdPlan:
         return self.noise_multiplier * self.sensitivity
 
     def privacy_config(self):
-        from nodedp.train import PrivacyConfig
+        return privacy_from_record(self.record, expected_batch_size=self.expected_batch_size)
 
-        return PrivacyConfig(
-            clip_norm=self.clip_norm, noise_std=self.noise_std, expected_batch_size=self.expected_batch_size
-        )
+
+def privacy_from_record(record: MechanismRecord, *, expected_batch_size: float,
+                        layer_clip_norms: Mapping[str, float] | None = None):
+    """The training loop's DP-SGD settings read off the ledger record that charges them.
+
+    The loop then draws exactly the record's noise std, clips to its C and
+    refuses to take another number of steps than the record's: what the run
+    does is what its ledger says, by construction.
+    """
+    from nodedp.train import PrivacyConfig
+
+    params = record.params
+    return PrivacyConfig(clip_norm=params["clip_norm"], noise_std=params["noise_std"],
+                         expected_batch_size=expected_batch_size, layer_clip_norms=layer_clip_norms,
+                         steps=params["steps"])
 
 
 def dpsgd_record(

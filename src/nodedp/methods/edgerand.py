@@ -26,7 +26,8 @@ def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
         name=f"edge-rr:{spec.method}",
         kind="randomized_response",
         touches=("edges",),
-        params={"flip_probability": flip_probability(spec.target_epsilon), "num_nodes": graph.num_nodes,
+        params={"mechanism": "edge_rr", "flip_probability": flip_probability(spec.target_epsilon),
+                "num_nodes": graph.num_nodes,
                 "pairs": "unordered" if undirected else "ordered"},
         sensitivity=1.0,
         sensitivity_reason=(

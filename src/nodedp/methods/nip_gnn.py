@@ -17,13 +17,21 @@
    released graph, with h⁰ = 1 (features are private and not yet released)
    and fixed λ, φ (`tnie_lambda`, `tnie_phi`; the paper learns them but gives
    no objective), ranks, then β (Eq. 10-11; `budgets`: capped by default, the
-   bound Theorem 3's proof needs) on the released graph re-bounded to D_max.
+   bound Theorem 3's proof needs) on the released graph re-bounded to D_max
+   (``nap_budgets``).
 3. NAP (ε_A): Laplace sum aggregation of ℓ1-normalized features over the
    private bounded graph, noise 2·D_max/ε_u on row u (Eq. 9, Lemma 1).
-   Theorem 3 needs D_k·ε_k + Σ_{i∈N(k)} ε_i ≤ 2·ε_A·D_max on the *private*
-   graph; the budgets satisfy it on the released one (checked, recorded as
-   `theorem3_ratio`), which the ledger's `caveat` states. `budgets: uniform`
-   (β = 1) satisfies it on every graph and carries no such caveat.
+   Theorem 3 needs D_k·ε_k + Σ_{i∈N(k)} ε_i ≤ 2·ε_A·D_max for every node k of
+   every graph NAP may run on, in both directions of the pair; β was computed
+   on the released graph, where it holds, not on the private one or its
+   neighbours. Since β is fixed by step 1 alone, NAP is ε_A-DP (adaptive
+   composition) once the constraint holds on *every* graph with degrees ≤
+   D_max: β is divided by its worst-case ratio over all of them
+   (``scale_budgets_to_worst_case``), which reads nothing private, and the
+   ledger records that ratio, the scale and the D_max + 1 largest budgets.
+   Nothing reads the private graph to check or report a ratio (a ratio on
+   the private graph is a statistic of it). The scaled budgets exceed the
+   uniform ones (`budgets: uniform`, β = 1, ratio 1) on at most D_max nodes.
 4. Labels (ε_C): M-ary randomized response (Eq. 13) on every node.
 5. ACA (Eq. 14-15) over the released graph (τ a public multiple of the median
    distance, not learned: see ``nodedp.models.nip``), then an MLP classifier
@@ -59,13 +67,14 @@ from nodedp.mechanisms import (
     theorem3_ratio,
     unbiased_sampling_probability,
 )
+from nodedp.mechanisms.nip import ScaledBudgets, scale_budgets_to_worst_case
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import MLP, aca_propagate
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
-__all__ = ["AGGREGATIONS", "NipHparams", "run_nip_gnn", "tnie_scores"]
+__all__ = ["AGGREGATIONS", "NipHparams", "nap_budgets", "run_nip_gnn", "tnie_scores"]
 
 AGGREGATIONS = ("aca", "plain")
 
@@ -114,6 +123,26 @@ def tnie_scores(edge_index: Tensor, *, num_nodes: int, layers: int, lam: float, 
     return torch.sigmoid(lam * degree.clamp(min=1).log() + phi) * h
 
 
+def nap_budgets(
+    released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams, seed: int
+) -> tuple[Tensor, ScaledBudgets]:
+    """Step 2: NAP's budget weights from the released graph alone (post-processing of the ε_B release).
+
+    Returns the released graph re-bounded to D_max (public ``seed``) and the
+    scheme's β on it divided by its worst-case Theorem 3 ratio over all graphs
+    with degrees ≤ D_max, so NAP costs ≤ ε_A whatever the private graph.
+    """
+    rebounded = bound_undirected_degree(released, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
+    if hp.budgets == "uniform":
+        beta = torch.ones(num_nodes, dtype=torch.float64)
+    else:
+        ranks = influence_ranks(tnie_scores(rebounded, num_nodes=num_nodes, layers=hp.tnie_layers,
+                                            lam=hp.tnie_lambda, phi=hp.tnie_phi))
+        beta = nip_budget_weights(rebounded, num_nodes=num_nodes, ranks=ranks, max_degree=max_degree,
+                                  scheme=hp.budgets)
+    return rebounded, scale_budgets_to_worst_case(beta, max_degree=max_degree)
+
+
 def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
@@ -135,27 +164,15 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
         probs = unbiased_sampling_probability(estimate, num_nodes=n, s=s)
         released = sample_randomized_edges(released, probs, generator, rule="pair")
-    # 2. Influence ranks and budgets on the released graph, re-bounded to D_max.
-    rebounded = bound_undirected_degree(released, num_nodes=n, max_degree=max_degree, seed=spec.seed)
-    ranks = influence_ranks(tnie_scores(rebounded, num_nodes=n, layers=hp.tnie_layers, lam=hp.tnie_lambda,
-                                        phi=hp.tnie_phi))
-    if hp.budgets == "uniform":
-        beta = torch.ones(n, dtype=torch.float64)
-    else:
-        beta = nip_budget_weights(rebounded, num_nodes=n, ranks=ranks, max_degree=max_degree, scheme=hp.budgets)
-    epsilons = eps_a * beta
-    ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a, max_degree=max_degree)
+    # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max.
+    rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
+    epsilons = eps_a * budgets.weights
+    released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a,
+                                    max_degree=max_degree)
     # 3. NAP (ε_A) on the private bounded graph; 4. labels (ε_C).
     h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=max_degree, generator=generator)
     noisy_y = randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=eps_c, generator=generator)
 
-    caveat = None
-    if hp.budgets != "uniform":
-        caveat = (
-            "per-node budgets are computed on the released (randomized, re-bounded) graph, where Theorem 3's "
-            f"constraint holds (ratio {ratio:.3f}); the proof needs it on the private graph, which the suite "
-            "does not read to check"
-        )
     bound_caveat = ("as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
                     "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
     ledger = Ledger(
@@ -163,8 +180,9 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         mechanisms=(
             nip_edge_record(epsilon_b=eps_b, s=s, max_degree=max_degree, method=spec.method, caveat=bound_caveat),
             nip_aggregation_record(epsilon_a=eps_a, max_degree=max_degree, budget_scheme=hp.budgets,
-                                   theorem3_ratio=ratio, method=spec.method,
-                                   caveat="; ".join(c for c in (caveat, bound_caveat) if c)),
+                                   largest_budget_weights=budgets.largest,
+                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+                                   budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat),
             nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method),
         ),
     )
@@ -195,9 +213,12 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     details = {
         "epsilon_parts": {"nap": eps_a, "edges": eps_b, "labels": eps_c},
         "keep_parameter_s": s,
-        "theorem3_ratio_released": ratio,
+        # all from released data: the private graph's own ratio (or edge count) would be an unaccounted release
+        "theorem3_ratio_released": released_ratio,
+        "worst_case_ratio_before_scaling": budgets.worst_case_ratio_before_scaling,
+        "budget_scale": budgets.scale,
+        "budget_weight_mean": float(budgets.weights.mean()),
         "released_edges": int(released.size(1)),
-        "bounded_edges": int(bounded.size(1)),
     }
     return RunResult(val=result.val, test=result.test, ledger=ledger, train_seconds=result.train_seconds,
                      details={**result.details, **details})

@@ -52,6 +52,8 @@ class PrivacyConfig:
     # Layer-wise thresholds {layer name: C_l} (see trainable_layer_names), or None
     # to clip the whole gradient to C. When given, clip_norm must be √(Σ C_l²).
     layer_clip_norms: Mapping[str, float] | None = None
+    # The number of steps the ledger charges; the loop refuses to end after any other number.
+    steps: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.clip_norm) and self.clip_norm > 0):
@@ -72,6 +74,9 @@ class PrivacyConfig:
             raise ValueError(f"noise_std must be finite and >= 0, got {self.noise_std}")
         if not (math.isfinite(self.expected_batch_size) and self.expected_batch_size > 0):
             raise ValueError(f"expected_batch_size must be finite and > 0, got {self.expected_batch_size}")
+        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)
+                                       or self.steps < 1):
+            raise ValueError(f"steps must be None or an integer >= 1, got {self.steps!r}")
 
 
 _OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -226,6 +231,9 @@ def train_model(
         bar.close()
         if per_sample is not None:
             per_sample.remove()
+    if privacy is not None and privacy.steps is not None and steps != privacy.steps:
+        raise RuntimeError(f"DP-SGD took {steps} steps, but the ledger charges {privacy.steps}: "
+                           "the guarantee does not cover this run")
     if torch.device(device).type == "cuda":  # time the work, not its launch
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - start
