@@ -162,7 +162,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon,
                              target_delta=_target_delta(info, meta, graph, args.delta), seed=args.seed,
-                             accountant=args.accountant)
+                             accountant=info.resolve_accountant(args.accountant))
     out = Path(args.out)
     ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     # The ledger beside the artifact is for reading; training composes the copy inside the artifact.
@@ -213,7 +213,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         seed=args.seed,
         target_epsilon=args.epsilon,
         target_delta=target_delta,
-        accountant=accountant,
+        accountant=info.resolve_accountant(accountant),
         device=args.device,
         progress=args.progress,
     )
@@ -244,7 +244,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         "target_delta": spec.target_delta if info.private else None,
         "epsilon": epsilon if info.private else None,
         "delta": spent_delta if info.private else None,
-        "accountant": accountant,
+        "accountant": spec.accountant,
         "guarantee": ledger.guarantee(),  # what ε guarantees, and under which condition (the ledger's own)
         "val": dict(result.val),
         "test": dict(result.test),
@@ -306,7 +306,7 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nodedp.accounting import ACCOUNTANTS
+    from nodedp.accounting.events import ACCOUNTANT_POLICIES
 
     parser = argparse.ArgumentParser(
         prog="python -m nodedp",
@@ -366,7 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=parse_epsilon, required=True,
                    help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it")
     p.add_argument("--delta", type=parse_delta, default="auto", help="the run's target δ, or 'auto'")
-    p.add_argument("--accountant", default="rdp", choices=ACCOUNTANTS)
+    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
+                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
+                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
     p.add_argument("--seed", type=int, required=True, help="the training seed that will use it")
     p.add_argument("--out", required=True, help="output .pt file (the ledger goes to <out>.ledger.json)")
 
@@ -383,7 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
     source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
     p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
-    p.add_argument("--accountant", default="rdp", choices=ACCOUNTANTS)
+    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
+                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
+                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
     p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())

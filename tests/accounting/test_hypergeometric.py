@@ -231,9 +231,41 @@ def test_poisson_occurrence_params_refuse_contradictions() -> None:
     from nodedp.accounting.hypergeometric import poisson_occurrence_gaussian_rdp_of_params
 
     params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0,
-                                                steps=10)
-    assert params["max_occurrences"] == 3
-    for key, value, match in [("max_occurrences", 2, "max_rows"), ("sampling", "fixed_size_without_replacement",
-                              "Poisson"), ("noise_std", 1.0, "noise_std")]:
+                                                steps=10, occurrence_rule="own_plus_rows")
+    assert params["max_occurrences"] == 3 and params["occurrence_rule"] == "own_plus_rows"
+    for key, value, match in [("max_occurrences", 2, "max_rows"),
+                              ("sampling", "fixed_size_without_replacement", "Poisson"),
+                              ("noise_std", 1.0, "noise_std"),
+                              ("occurrence_rule", "ranked_sources", "d = 4"),
+                              ("occurrence_rule", "own", "valid choices")]:
         with pytest.raises(ValueError, match=match):
             poisson_occurrence_gaussian_rdp_of_params({**params, key: value}, (2.0,))
+    without_rule = {key: value for key, value in params.items() if key != "occurrence_rule"}
+    with pytest.raises(ValueError, match="occurrence_rule"):
+        poisson_occurrence_gaussian_rdp_of_params(without_rule, (2.0,))
+
+
+def test_dpar_rule_charges_the_node_that_takes_a_source_row() -> None:
+    """d = max_rows + 2 under "ranked_sources" (``nodedp.methods.dpar``), and the curve follows d."""
+    from nodedp.accounting import dpar_occurrences, poisson_occurrence_gaussian_params
+    from nodedp.accounting.hypergeometric import (
+        RANKED_SOURCES,
+        occurrence_bound,
+        poisson_occurrence_gaussian_rdp,
+        poisson_occurrence_gaussian_rdp_of_params,
+    )
+
+    assert dpar_occurrences(max_rows=2) == occurrence_bound(rule=RANKED_SOURCES, max_rows=2) == 4
+    assert occurrence_bound(rule="own_plus_rows", max_rows=2) == 3
+    with pytest.raises(ValueError, match="valid choices"):
+        occurrence_bound(rule="ranked", max_rows=2)
+    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0,
+                                                steps=10, occurrence_rule=RANKED_SOURCES)
+    assert params["max_occurrences"] == 4 and params["max_rows"] == 2
+    curve = poisson_occurrence_gaussian_rdp_of_params(params, RDP_ORDERS)
+    assert curve == pytest.approx(10 * poisson_occurrence_gaussian_rdp(
+        orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=4, noise_multiplier=3.0), rel=1e-12)
+    assert np.all(curve > poisson_occurrence_gaussian_rdp_of_params({**params, "max_occurrences": 3,
+                                                                     "occurrence_rule": "own_plus_rows"}, RDP_ORDERS))
+    with pytest.raises(ValueError, match="max_occurrences"):
+        poisson_occurrence_gaussian_rdp_of_params({**params, "max_occurrences": 3}, (2.0,))

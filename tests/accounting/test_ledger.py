@@ -19,6 +19,7 @@ from nodedp.accounting import (
     UnchargedRead,
     calibrate_dpsgd,
     compose,
+    dp_appr_em_records,
     dp_appr_gm_record,
     epsilon_of,
     gaussian_event,
@@ -288,12 +289,17 @@ def test_verify_catches_tampered_hypergeometric_params(field, value, error):
         verify_ledger_dict(d)
 
 
-def test_pld_refuses_rdp_curve_mechanisms_by_kind():
-    ledger = Ledger(
-        level="node", target_epsilon=50.0, target_delta=DELTA, mechanisms=(dp_gnn_record(10.0),), accountant="pld"
-    )
-    with pytest.raises(ValueError, match="'hypergeometric_gaussian'.*use accountant 'rdp'"):
-        ledger.composed()
+def test_pld_composes_the_mixtures_and_refuses_curves_without_a_pld():
+    def ledger(*records: MechanismRecord, accountant: str) -> Ledger:
+        return Ledger(level="node", target_epsilon=50.0, target_delta=DELTA, mechanisms=records, accountant=accountant)
+
+    records = (dp_gnn_record(10.0), dpsgd_record(1.0))
+    pld, rdp = ledger(*records, accountant="pld").composed()[0], ledger(*records, accountant="rdp").composed()[0]
+    assert 0 < pld < rdp  # the same pair, composed without the RDP conversion's slack
+    assert verify_ledger_dict(ledger(*records, accountant="pld").to_dict()) == pytest.approx(pld)
+    (select,) = dp_appr_em_records(option="em0", epsilon=0.1, k=2, m=70, clip=1e-3)
+    with pytest.raises(ValueError, match="'gumbel_topk'.*no PLD.*use accountant 'rdp'"):
+        ledger(select, accountant="pld").composed()
 
 
 def test_rdp_curve_record_takes_no_other_cost():

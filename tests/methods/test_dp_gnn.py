@@ -146,3 +146,23 @@ def test_an_in_degree_bound_hparam_must_match_the_artifact(tiny_inputs):
     matching = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "in_degree_bound": K})
     (record,) = info.run(_inputs(tiny_inputs), spec, matching).ledger.mechanisms
     assert record.params["max_degree"] == K
+
+
+@pytest.mark.parametrize("method", ["dp-gcn", "dpdgc"])
+def test_auto_accountant_is_pld_and_needs_less_noise_than_rdp_at_the_same_target(tiny_inputs, method):
+    info = get_method(method)
+    assert info.resolve_accountant("auto") == "pld" and get_method("dp-mlp").resolve_accountant("auto") == "rdp"
+    kind = "in-degree" if method == "dp-gcn" else "out-degree"
+    inputs = with_bound(tiny_inputs, kind, K)
+    hp = info.parse_hparams({"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1}
+                            if method == "dpdgc" else {"epochs": 1, "batch_size": 64, "hidden_dim": 8})
+    noise = {}
+    for accountant in ("rdp", "pld"):
+        spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=2.0, target_delta=1e-3,
+                       accountant=accountant)
+        ledger = info.run(inputs, spec, hp).ledger
+        assert ledger.accountant == accountant
+        spent = verify_ledger_dict(ledger.to_dict())
+        assert 0.99 * 2.0 <= spent <= 2.0
+        noise[accountant] = ledger.mechanisms[0].params["noise_multiplier"]  # the occurrence mixture
+    assert noise["pld"] < noise["rdp"]

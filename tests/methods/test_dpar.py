@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import random
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from nodedp.accounting import Ledger, inner_budget, verify_ledger_dict
+from nodedp.accounting import Ledger, inner_budget, poisson_occurrence_gaussian_params, verify_ledger_dict
+from nodedp.mechanisms import clip_columns_l1
 from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.dpar import OPTIONS, _training_rows, build_dp_appr
+from nodedp.methods.dpar import (
+    OPTIONS,
+    SOURCE_RULE,
+    _training_rows,
+    build_dp_appr,
+    rank_sources,
+    remove_coupled,
+    training_examples,
+)
 from nodedp.models import PPRGo
 from nodedp.train import PerSampleGradients
 
@@ -83,7 +95,8 @@ def test_run_composes_the_artifact_and_dp_sgd_to_the_target(tiny_inputs, method)
     names = [r.name for r in ledger.mechanisms]
     assert names[-1] == f"dp-sgd:{method}" and names[0].startswith("dp_appr")
     sgd = ledger.mechanisms[-1]
-    assert sgd.kind == "poisson_occurrence_gaussian" and sgd.params["max_occurrences"] == FAST["max_rows"] + 1
+    assert sgd.kind == "poisson_occurrence_gaussian" and sgd.params["max_occurrences"] == FAST["max_rows"] + 2
+    assert sgd.params["occurrence_rule"] == "ranked_sources" and sgd.params["max_rows"] == FAST["max_rows"]
     assert result.details["noise_std"] == pytest.approx(sgd.params["noise_std"]) and sgd.params["noise_std"] > 0
     assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(spent)
     # the reference code's figure is recorded beside ours: its two parts × q', never composed
@@ -96,61 +109,176 @@ def test_non_private_variant_has_an_empty_ledger(tiny_inputs):
     assert not result.ledger.private and result.test["accuracy"] > 0.5
 
 
-def test_training_rows_keep_columns_within_tau_and_drop_nodes_outside_the_sample(tiny_inputs):
-    artifact, hp = _artifact(tiny_inputs, "dpar-gm", 4.0, tau=0.7)
-    nbr, weight = _training_rows(artifact, num_nodes=tiny_inputs.graph.num_nodes, k=hp.k, tau=0.7)
+def test_training_rows_keep_columns_of_the_release_within_tau_and_drop_nodes_outside_the_sample(tiny_inputs):
+    artifact, hp = _artifact(tiny_inputs, "dpar-gm", 4.0, tau=0.3)
+    nbr, weight = _training_rows(artifact, num_nodes=tiny_inputs.graph.num_nodes, k=hp.k, tau=0.3)
     n = artifact["sample"].numel()
-    column_l1 = torch.zeros(n).index_add_(0, nbr.flatten(), weight.abs().flatten())
-    assert column_l1.max() <= 0.7 + 1e-6
-    # a non-source's row is itself only
     position = {int(v): i for i, v in enumerate(artifact["sample"])}
     sources = {position[int(s)] for s in artifact["sources"]}
     others = [i for i in range(n) if i not in sources]
-    assert all(nbr[i, 0] == i and (weight[i, 1:] == 0).all() for i in others)
+    # a non-source's row is itself only, weight 1: not a row of Π, so no column clipping
+    assert others and all(nbr[i, 0] == i and weight[i, 0] == 1 and (weight[i, 1:] == 0).all() for i in others)
+    rows = torch.tensor(sorted(sources))
+    column_l1 = torch.zeros(n).index_add_(0, nbr[rows].flatten(), weight[rows].abs().flatten())
+    assert column_l1.max() <= 0.3 + 1e-6
+    # the factors are those of the whole released matrix (Π's columns over all its M rows)
+    index, value = artifact["index"], artifact["value"]
+    released = torch.zeros(tiny_inputs.graph.num_nodes).index_add_(0, index.flatten(), value.abs().flatten())
+    assert released.max() > 0.3  # the clip binds somewhere
+    in_order = torch.tensor([position[int(s)] for s in artifact["sources"]])  # row i's source
+    inside = torch.isin(index[: in_order.numel()], artifact["sample"])
+    factor = (0.3 / released[index[: in_order.numel()]]).clamp(max=1.0)
+    assert torch.allclose(weight[in_order].abs()[inside], (value[: in_order.numel()].abs() * factor)[inside])
     # GM may select training nodes outside the sample: they carry no weight
-    outside = ~torch.isin(artifact["index"], artifact["sample"])
+    outside = ~torch.isin(index, artifact["sample"])
     assert outside.any()
-    rows = torch.tensor([position[int(s)] for s in artifact["sources"]])
-    assert (weight[rows].abs().sum(1) <= artifact["value"][: rows.numel()].abs().sum(1) + 1e-6).all()
+    assert (weight[in_order].abs().sum(1) <= value[: in_order.numel()].abs().sum(1) + 1e-6).all()
+
+
+def test_sources_are_the_sampled_nodes_of_smallest_priority(tiny_inputs):
+    artifact, hp = _artifact(tiny_inputs, "dpar-em0", 4.0)
+    sample, priority = artifact["sample"], artifact["source_priority"]
+    assert artifact["source_rule"] == SOURCE_RULE and priority.shape == sample.shape
+    assert torch.equal(artifact["sources"], sample[rank_sources(priority, num_rows=hp.num_sources)])
+    ranked = priority[torch.isin(sample, artifact["sources"])]
+    assert ranked.max() < priority[~torch.isin(sample, artifact["sources"])].min()
+
+
+@pytest.mark.parametrize(("size", "num_rows"), [(5, 2), (5, 5), (5, 7), (6, 1)])
+def test_the_coupling_keeps_the_order_of_the_smaller_sample_uniform(size, num_rows):
+    """ψ maps the |S|! orders of S onto the (|S| − 1)! orders of S ∖ {v}, each hit exactly |S| times (so the
+    coupled draw has the law the mechanism draws for S ∖ {v}), and keeps every other source in its row."""
+    sample = torch.arange(10, 10 + size)
+    for v in sample.tolist():
+        hits: dict[tuple[int, ...], int] = {}
+        for perm in itertools.permutations(range(size)):
+            priority = torch.tensor(perm)
+            rows = sample[rank_sources(priority, num_rows=num_rows)].tolist()
+            rest, moved = remove_coupled(sample, priority, v, num_rows=num_rows)
+            order = tuple(rest[moved.argsort()].tolist())
+            hits[order] = hits.get(order, 0) + 1
+            new_rows = rest[rank_sources(moved, num_rows=num_rows)].tolist()
+            kept = [i for i, u in enumerate(rows) if u != v]
+            assert all(new_rows[i] == rows[i] for i in kept if i < len(new_rows))
+            assert len(set(new_rows) - set(rows)) <= 1
+        assert len(hits) == math.factorial(size - 1) and set(hits.values()) == {size}
+
+
+def _preferential_attachment(n: int, m: int, rng: random.Random) -> torch.Tensor:
+    """Barabási–Albert: each new node links to m earlier ones chosen by degree (both directions)."""
+    targets, ends, edges = list(range(m)), [], []
+    for u in range(m, n):
+        for t in set(targets):
+            edges.append((u, t))
+            ends += [u, t]
+        targets = [rng.choice(ends) for _ in range(m)]
+    return torch.tensor(edges + [(b, a) for a, b in edges]).T
+
+
+def _random_graph(n: int, p: float, rng: random.Random) -> torch.Tensor:
+    edges = [(a, b) for a in range(n) for b in range(a + 1, n) if rng.random() < p]
+    return torch.tensor(edges + [(b, a) for a, b in edges]).T
+
+
+def _examples(sample, sources, index, value, *, num_nodes, k, tau, clip=training_examples):
+    """Every sampled node id → its example: the (neighbour id, weight) pairs of non-zero weight."""
+    nbr, weight = clip(sample, sources, index, value, num_nodes=num_nodes, k=k, tau=tau)
+    return {int(u): tuple(sorted((int(sample[c]), float(w)) for c, w in zip(nbr[i], weight[i], strict=True) if w))
+            for i, u in enumerate(sample)}
+
+
+def _old_training_examples(sample, sources, index, value, *, num_nodes, k, tau):
+    """The previous reading: column sums over the n × n training matrix, self rows of non-sources included."""
+    n = sample.numel()
+    position = torch.full((num_nodes,), -1, dtype=torch.long)
+    position[sample] = torch.arange(n)
+    nbr = torch.arange(n).unsqueeze(1).repeat(1, k)
+    weight = torch.zeros(n, k)
+    weight[:, 0] = 1.0
+    rows = position[sources]
+    cols = position[index[: rows.numel()]]
+    nbr[rows] = torch.where(cols >= 0, cols, rows.unsqueeze(1))
+    weight[rows] = value[: rows.numel()] * (cols >= 0)
+    return nbr, clip_columns_l1(nbr, weight, num_columns=n, tau=tau)
+
+
+def _changed(before: dict, after: dict) -> int:
+    return sum(before.get(u) != after.get(u) for u in before.keys() | after.keys())
+
+
+GRAPHS = [("preferential", 80, 2), ("preferential", 60, 3), ("random", 60, 0.08)]
+
+
+@pytest.mark.parametrize(("method", "num_sources"), [("dpar-nodp", 16), ("dpar-nodp", 40), ("dpar-em0", 20)])
+def test_every_removal_from_the_sample_changes_at_most_d_training_examples(method, num_sources):
+    """Hold the released DP-APPR matrix fixed (DP-SGD's analysis is conditional on it), remove each sampled
+    node v in turn with the coupled priorities, rebuild every example and count those that changed."""
+    k, max_rows, tau = 3, 2, 1.0
+    d = poisson_occurrence_gaussian_params(sampling_rate=0.1, max_rows=max_rows, noise_multiplier=1.0, clip_norm=1.0,
+                                           steps=1, occurrence_rule=SOURCE_RULE)["max_occurrences"]
+    hp = get_method(method).parse_hparams({"k": k, "max_rows": max_rows, "sample_rate": 0.6,
+                                           "num_sources": num_sources, "tau": tau})
+    epsilon = math.inf if method == "dpar-nodp" else 200.0
+    worst = worst_old = worst_fixed = 0
+    for seed, (kind, n, shape) in enumerate(GRAPHS):
+        rng = random.Random(seed)
+        edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
+        graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
+        art = build_dp_appr(graph, split, method=method, hp=hp, target_epsilon=epsilon,
+                            target_delta=0.0 if method == "dpar-nodp" else DELTA, seed=seed)
+        sample, priority, index, value = (art[key] for key in ("sample", "source_priority", "index", "value"))
+        common = {"num_nodes": n, "k": k, "tau": tau}
+        before = _examples(sample, art["sources"], index, value, **common)
+        old_before = _examples(sample, art["sources"], index, value, clip=_old_training_examples, **common)
+        for v in sample.tolist():
+            rest, moved = remove_coupled(sample, priority, v, num_rows=num_sources)
+            sources = rest[rank_sources(moved, num_rows=num_sources)]
+            count = _changed(before, _examples(rest, sources, index, value, **common))
+            assert count <= d, (kind, n, v, count)
+            worst = max(worst, count)
+            worst_old = max(worst_old, _changed(old_before, _examples(rest, sources, index, value,
+                                                                      clip=_old_training_examples, **common)))
+            # the same priorities, uncoupled: later sources shift rows
+            fixed = rest[rank_sources(priority[sample != v], num_rows=num_sources)]
+            worst_fixed = max(worst_fixed, _changed(before, _examples(rest, fixed, index, value, **common)))
+    assert d == max_rows + 2 and worst == d  # attained: the bound is exact
+    assert worst > max_rows + 1  # the old ledger's d was too small
+    assert worst_old > d  # column sums over the training matrix moved more rows
+    assert worst_fixed > d  # and without the coupling the rows shift
 
 
 def test_one_node_moves_the_clipped_gradient_sum_by_at_most_2c_times_d(tiny_inputs):
-    """Neighbouring graphs, same released DP-APPR matrix: remove a node's features and label (its row is then
-    a zero-gradient row); the clipped sum over all training rows moves by ≤ 2·C·(max_rows + 1)."""
-    artifact, hp = _artifact(tiny_inputs, "dpar-em0", 50.0, max_rows=2)
+    """Neighbouring samples, same released DP-APPR matrix: remove each sampled node (coupled priorities,
+    examples rebuilt); the clipped sum over all training examples moves by ≤ 2·C·d, d the ledger's."""
+    artifact, hp = _artifact(tiny_inputs, "dpar-em0", 50.0, max_rows=2, num_sources=30)
     graph = tiny_inputs.graph
-    nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau)
-    sample = artifact["sample"]
+    d = poisson_occurrence_gaussian_params(sampling_rate=0.1, max_rows=hp.max_rows, noise_multiplier=1.0,
+                                           clip_norm=1.0, steps=1, occurrence_rule=SOURCE_RULE)["max_occurrences"]
     torch.manual_seed(0)
     model = PPRGo(graph.num_features, 8, tiny_inputs.num_classes)
-    clip = 0.05  # small enough that every row's gradient is clipped
+    clip = 0.05  # small enough that every example's gradient is clipped
 
-    def clipped_sum(x: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+    def clipped_sum(sample: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
+        nbr, weight = training_examples(sample, sources, artifact["index"], artifact["value"],
+                                        num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau)
         hooks = PerSampleGradients(model)
         with hooks.capture():
-            out = model((x[nbr], weight))
-        losses = torch.nn.functional.cross_entropy(out, graph.y[sample], reduction="none") * present
-        hooks.backward(losses)
+            out = model((graph.x[sample][nbr], weight))
+        hooks.backward(torch.nn.functional.cross_entropy(out, graph.y[sample], reduction="none"))
         factors = (clip / hooks.norms().clamp(min=1e-12)).clamp(max=1.0)
         hooks.write_clipped_sum(factors)
         flat = torch.cat([p.grad.flatten() for p in hooks.parameters])
         hooks.remove()
         return flat
 
-    x = graph.x[sample]
-    base = clipped_sum(x, torch.ones(sample.numel()))
+    sample, priority = artifact["sample"], artifact["source_priority"]
+    base = clipped_sum(sample, artifact["sources"])
     worst = 0.0
-    for u in range(sample.numel()):  # every node of the sample
-        x_u = x.clone()
-        x_u[u] = 0.0
-        present = torch.ones(sample.numel())
-        present[u] = 0.0
-        worst = max(worst, float((clipped_sum(x_u, present) - base).norm()))
-    bound = 2 * clip * (hp.max_rows + 1)
-    assert 0 < worst <= bound * (1 + 1e-5)
-    # some node's features enter more than its own row, so one row's 2C would not be a bound
-    rows_holding = torch.zeros(sample.numel()).index_add_(0, nbr.flatten(), (weight != 0).flatten().float())
-    assert rows_holding.max() > 1
+    for v in sample.tolist():
+        rest, moved = remove_coupled(sample, priority, v, num_rows=hp.num_sources)
+        moved_sum = clipped_sum(rest, rest[rank_sources(moved, num_rows=hp.num_sources)])
+        worst = max(worst, float((moved_sum - base).norm()))
+    assert 2 * clip < worst <= 2 * clip * d * (1 + 1e-5)  # more than one example's 2C moved somewhere
 
 
 def test_artifact_for_other_settings_is_refused(tiny_inputs):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import torch
@@ -201,6 +203,85 @@ def test_module_mixing_examples_into_rows_is_refused() -> None:
     with pytest.raises(NotImplementedError, match="examples"), psg.capture():
         psg.model(torch.randn(B, 2, 4))
     assert all(p.requires_grad for p in psg.model.parameters())  # unfrozen even after an error
+
+
+class Packed(nn.Module):
+    """Owns its parameters and takes its inputs packed: a tuple (x, w), a dict {"x", "w"} or a list inside a
+    dict, with x [B, T, width] and w [B, T]; goes through the torch.func fallback."""
+
+    def __init__(self, width: int, classes: int = 3) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(width))
+        self.head = nn.Parameter(torch.randn(width, classes))
+
+    def forward(self, inputs: Any, *, shift: Any = None) -> Tensor:
+        x, w = (inputs["x"], inputs["w"]) if isinstance(inputs, dict) else inputs
+        if isinstance(x, list):
+            x = x[0] + x[1]
+        out = (torch.tanh(x * self.scale) * w.unsqueeze(-1)).sum(1) @ self.head
+        return out if shift is None else out + shift["b"]
+
+
+def _packed_inputs(kind: str, x: Tensor, w: Tensor) -> tuple[Any, dict[str, Any]]:
+    if kind == "tuple":
+        return (x, w), {}
+    if kind == "dict":
+        return {"x": x, "w": w}, {}
+    return {"x": [x, 0.5 * x], "w": w}, {"shift": {"b": w[:, :3] * 2.0}}  # nested, and a packed keyword
+
+
+def _sliced(inputs: Any, i: int) -> Any:
+    """Example i of every tensor in ``inputs``."""
+    if isinstance(inputs, Tensor):
+        return inputs[i : i + 1]
+    if isinstance(inputs, dict):
+        return {k: _sliced(v, i) for k, v in inputs.items()}
+    if isinstance(inputs, (tuple, list)):
+        return type(inputs)(_sliced(v, i) for v in inputs)
+    return inputs
+
+
+@pytest.mark.parametrize("kind", ["tuple", "dict", "nested"])
+def test_fallback_maps_every_tensor_inside_packed_inputs(kind: str) -> None:
+    """Each example's gradient equals plain autograd on that example alone (a container passed whole to every
+    example's replay would give example i the gradient of Σ_j out_j·g_i instead)."""
+    model, y = Packed(4), _labels()
+    inputs, kwargs = _packed_inputs(kind, torch.randn(B, 3, 4), torch.rand(B, 3))
+    params = list(model.parameters())
+    expected = torch.stack([
+        torch.cat([g.flatten() for g in torch.autograd.grad(
+            F.cross_entropy(model(_sliced(inputs, i), **_sliced(kwargs, i)), y[i : i + 1], reduction="sum"),
+            params)])
+        for i in range(B)
+    ])
+    psg = PerSampleGradients(model)
+    for i in range(B):  # one-hot factors: the clipped sum is example i's own gradient
+        with psg.capture():
+            out = model(inputs, **kwargs)
+        psg.backward(F.cross_entropy(out, y, reduction="none"))
+        torch.testing.assert_close(psg.norms(), expected.norm(dim=1), rtol=1e-10, atol=1e-12)
+        psg.write_clipped_sum(torch.eye(B)[i])
+        torch.testing.assert_close(torch.cat([p.grad.flatten() for p in params]), expected[i], rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_fallback_refuses_inputs_it_cannot_slice() -> None:
+    @dataclass
+    class Holder:
+        w: Tensor
+
+    class Opaque(Packed):
+        def forward(self, inputs: Any, *, shift: Any = None) -> Tensor:
+            x, holder = inputs
+            return super().forward((x, holder.w))
+
+    model = Opaque(4)
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model((torch.randn(B, 3, 4), Holder(torch.rand(B, 3))))
+    psg.backward(out.sum(1))
+    with pytest.raises(NotImplementedError, match="Holder"):
+        psg.norms()
 
 
 def test_fallback_refuses_random_forward() -> None:

@@ -6,7 +6,13 @@ can be verified and aggregated without a deep-learning stack.
 
 from __future__ import annotations
 
-from nodedp.accounting.calibration import calibrate, calibrate_dp_gnn, calibrate_dpsgd, calibrate_noise_multiplier
+from nodedp.accounting.calibration import (
+    calibrate,
+    calibrate_dp_gnn,
+    calibrate_dpsgd,
+    calibrate_ledger,
+    calibrate_noise_multiplier,
+)
 from nodedp.accounting.delta import default_delta, resolve_delta
 from nodedp.accounting.dpar import (
     EM_OPTIONS,
@@ -27,6 +33,7 @@ from nodedp.accounting.dpar import (
     reference_understated,
 )
 from nodedp.accounting.events import (
+    ACCOUNTANT_POLICIES,
     ACCOUNTANTS,
     RDP_ORDERS,
     compose,
@@ -76,6 +83,7 @@ from nodedp.accounting.nip import (
 
 __all__ = [
     "ACCOUNTANTS",
+    "ACCOUNTANT_POLICIES",
     "BUDGET_SCHEMES",
     "DEGREE_BOUND_KINDS",
     "GUARANTEE_CLASSES",
@@ -101,6 +109,7 @@ __all__ = [
     "calibrate_dpsgd",
     "calibrate_gap",
     "calibrate_gumbel_topk",
+    "calibrate_ledger",
     "calibrate_noise_multiplier",
     "check_record",
     "claimed_dp_appr_epsilon",

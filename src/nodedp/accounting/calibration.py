@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 from dp_accounting.dp_event import DpEvent
 
@@ -22,7 +24,7 @@ from nodedp.accounting.events import (
 )
 from nodedp.accounting.hypergeometric import hypergeometric_gaussian_epsilon, hypergeometric_gaussian_rdp
 
-__all__ = ["calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_noise_multiplier"]
+__all__ = ["calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_ledger", "calibrate_noise_multiplier"]
 
 # The σ search range: below it ε is effectively infinite for every mechanism
 # here, above it the noise drowns any signal a model could learn from.
@@ -196,3 +198,21 @@ def calibrate_dp_gnn(
         ),
         tolerance=tolerance,
     )
+
+
+def calibrate_ledger(*, target_epsilon: float, ledger_of: Callable[[float], Any], tolerance: float = 0.005) -> float:
+    """The smallest σ whose ledger ``ledger_of(σ)`` composes to ≤ ``target_epsilon`` under its own accountant.
+
+    Under "pld" a trial σ far below the answer builds wide privacy-loss grids
+    (seconds each), so the search first finds σ under "rdp" (milliseconds, an
+    upper bound within ~15% of the PLD answer) and then searches σ/that unit
+    under "pld": a few PLD evaluations. The result is checked by the very
+    composition that accounts the run, so it is within budget either way.
+    """
+    if ledger_of(1.0).accountant != "pld":
+        return calibrate(target_epsilon=target_epsilon, tolerance=tolerance,
+                         epsilon_of_sigma=lambda sigma: ledger_of(sigma).composed()[0])
+    unit = calibrate(target_epsilon=target_epsilon, tolerance=0.05,
+                     epsilon_of_sigma=lambda sigma: replace(ledger_of(sigma), accountant="rdp").composed()[0])
+    return unit * calibrate(target_epsilon=target_epsilon, tolerance=tolerance,
+                            epsilon_of_sigma=lambda scale: ledger_of(unit * scale).composed()[0])

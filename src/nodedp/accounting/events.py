@@ -25,6 +25,7 @@ from nodedp.accounting._checks import check_positive
 
 __all__ = [
     "ACCOUNTANTS",
+    "ACCOUNTANT_POLICIES",
     "RDP_ORDERS",
     "check_delta",
     "compose",
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 ACCOUNTANTS: tuple[str, ...] = ("rdp", "pld")
+# What a config may ask for: an accountant, or "auto" (the method's own choice, ``MethodInfo.auto_accountant``:
+# "pld" where its mixture mechanisms have a PLD and it is tighter, "rdp" elsewhere).
+ACCOUNTANT_POLICIES: tuple[str, ...] = ("auto", *ACCOUNTANTS)
 
 
 def _drop_nonconvergence_notice(record: logging.LogRecord) -> bool:
@@ -167,8 +171,16 @@ def check_delta(delta: float, name: str = "delta") -> None:
 
 
 def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp") -> float:
-    """ε of ``event`` at ``delta`` under ``accountant`` ("rdp" or "pld"); ∞ for non-private events."""
+    """ε of ``event`` at ``delta`` under ``accountant`` ("rdp" or "pld"); ∞ for non-private events.
+
+    "pld" uses the suite's one discretisation grid (``nodedp.accounting.mixture_pld``), the same as the
+    ledger's PLD composition, so a noise calibrated here is accounted to the same ε there.
+    """
     check_delta(delta)
+    if accountant == "pld":
+        from nodedp.accounting.mixture_pld import epsilon_pld, pld_of_event  # it imports this module
+
+        return epsilon_pld([pld_of_event(event)], delta=delta)
     acct = _make_accountant(accountant)
     try:
         acct.compose(event)

@@ -12,12 +12,16 @@ mechanism's RDP over ρ (the paper's Lemma 5) makes every step (α, γ(α))-RDP:
 and T steps (α, T·γ(α))-RDP. The argument (joint convexity of e^{(α−1)D_α}
 over the batch, which both graphs draw alike) holds for any batch
 distribution: with Poisson batches, each example kept independently with
-probability γ, ρ ~ Binomial(d, γ) instead (``poisson_occurrence_gaussian_rdp``,
-DPAR's DP-SGD, where d = max_rows + 1: a node's own training row plus the
-≤ max_rows DP-APPR rows its column is kept in). A removed node's own row then
-counts as a row whose gradient became 0, so the number of examples never
-enters, unlike fixed-size batches. The curve is not a dp_accounting DpEvent, so it
-is computed here and converted to (ε, δ) with dp_accounting's RDP conversion.
+probability γ, ρ ~ Binomial(d, γ) instead (``poisson_occurrence_gaussian_rdp``).
+There d follows from ``max_rows`` by the record's ``occurrence_rule``
+(``occurrence_bound``): "own_plus_rows", d = max_rows + 1 (the node's own
+example and the ≤ max_rows examples holding it; DPDGC's encoder), or
+"ranked_sources", d = max_rows + 2 (DPAR: the same, plus the one sampled node
+that takes a removed source's DP-APPR row; ``nodedp.methods.dpar`` proves
+it). A removed node's own example then counts as one whose gradient became 0,
+so the number of examples never enters, unlike fixed-size batches. The curve
+is not a dp_accounting DpEvent, so it is computed here and converted to
+(ε, δ) with dp_accounting's RDP conversion.
 """
 
 from __future__ import annotations
@@ -35,13 +39,18 @@ from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.events import RDP_ORDERS, check_delta
 
 __all__ = [
+    "OCCURRENCE_RULES",
+    "OWN_PLUS_ROWS",
     "POISSON",
+    "RANKED_SOURCES",
     "SAMPLING",
+    "dpar_occurrences",
     "hypergeometric_gaussian_epsilon",
     "hypergeometric_gaussian_params",
     "hypergeometric_gaussian_rdp",
     "hypergeometric_gaussian_rdp_of_params",
     "max_occurrences",
+    "occurrence_bound",
     "poisson_occurrence_gaussian_params",
     "poisson_occurrence_gaussian_rdp",
     "poisson_occurrence_gaussian_rdp_of_params",
@@ -51,6 +60,12 @@ __all__ = [
 # that samples otherwise cannot borrow this curve.
 SAMPLING = "fixed_size_without_replacement"
 POISSON = "poisson"
+
+# How d follows from max_rows (``occurrence_bound``): the extra examples one node's removal changes beyond the
+# ≤ max_rows examples that hold it. A record names its rule so that a verifier recomputes d from params.
+OWN_PLUS_ROWS = "own_plus_rows"  # its own example: d = max_rows + 1
+RANKED_SOURCES = "ranked_sources"  # its own and the node that takes its source row: d = max_rows + 2
+OCCURRENCE_RULES: dict[str, int] = {OWN_PLUS_ROWS: 1, RANKED_SOURCES: 2}
 
 # noise_std must equal noise_multiplier · clip_norm to this relative precision.
 _NOISE_RTOL = 1e-9
@@ -115,9 +130,21 @@ def _mixture_rdp(orders: Sequence[float], *, rho: np.ndarray, log_pmf: np.ndarra
     return np.where(np.isnan(rdp), np.inf, rdp)
 
 
+def occurrence_bound(*, rule: str, max_rows: int) -> int:
+    """d: the most examples one node's removal changes when at most ``max_rows`` examples hold it.
+
+    "own_plus_rows": its own example and those holding it, d = max_rows + 1.
+    "ranked_sources": DPAR's, d = max_rows + 2: the same plus the one sampled
+    node that takes a removed source's DP-APPR row (``nodedp.methods.dpar``).
+    """
+    if not isinstance(rule, str) or rule not in OCCURRENCE_RULES:
+        raise ValueError(f"unknown occurrence_rule {rule!r}; valid choices: {list(OCCURRENCE_RULES)}")
+    return check_int(max_rows, "max_rows", minimum=0) + OCCURRENCE_RULES[rule]
+
+
 def dpar_occurrences(*, max_rows: int) -> int:
-    """DPAR's d: a node's own training row plus at most ``max_rows`` DP-APPR rows holding its column."""
-    return check_int(max_rows, "max_rows", minimum=0) + 1
+    """DPAR's d = max_rows + 2 (rule "ranked_sources"; the proof is in ``nodedp.methods.dpar``)."""
+    return occurrence_bound(rule=RANKED_SOURCES, max_rows=max_rows)
 
 
 def poisson_occurrence_gaussian_rdp(
@@ -135,13 +162,24 @@ def poisson_occurrence_gaussian_rdp(
 
 
 def poisson_occurrence_gaussian_params(
-    *, sampling_rate: float, max_rows: int, noise_multiplier: float, clip_norm: float, steps: int
+    *,
+    sampling_rate: float,
+    max_rows: int,
+    noise_multiplier: float,
+    clip_norm: float,
+    steps: int,
+    occurrence_rule: str,
 ) -> dict[str, Any]:
-    """The ledger params of a "poisson_occurrence_gaussian" mechanism (DPAR's DP-SGD)."""
+    """The ledger params of a "poisson_occurrence_gaussian" mechanism (DPAR's and DPDGC's DP-SGD).
+
+    ``max_occurrences`` is d = ``occurrence_bound(rule=occurrence_rule, max_rows=max_rows)``; the record keeps
+    both ingredients so that d is recomputed, never trusted.
+    """
     params = {
         "sampling_rate": float(sampling_rate),
-        "max_occurrences": dpar_occurrences(max_rows=max_rows),
+        "max_occurrences": occurrence_bound(rule=occurrence_rule, max_rows=max_rows),
         "max_rows": max_rows,
+        "occurrence_rule": occurrence_rule,
         **_noise_fields(noise_multiplier=noise_multiplier, clip_norm=clip_norm, steps=steps),
         "sampling": POISSON,
     }
@@ -151,17 +189,17 @@ def poisson_occurrence_gaussian_params(
 
 def poisson_occurrence_gaussian_rdp_of_params(params: Mapping[str, Any], orders: Sequence[float]) -> np.ndarray:
     """T·γ(α) at ``orders`` from a ledger record's params; refuses params that contradict each other."""
-    keys = ("sampling_rate", "max_occurrences", "max_rows", "noise_multiplier", "noise_std", "clip_norm",
-            "steps", "sampling")  # fmt: skip
+    keys = ("sampling_rate", "max_occurrences", "max_rows", "occurrence_rule", "noise_multiplier", "noise_std",
+            "clip_norm", "steps", "sampling")  # fmt: skip
     missing = [key for key in keys if key not in params]
     if missing:
         raise ValueError(f"poisson_occurrence_gaussian params lack {missing}; they need {list(keys)}")
     if params["sampling"] != POISSON:
         raise ValueError(f"this bound holds for Poisson batches (sampling {POISSON!r}), got {params['sampling']!r}")
-    expected = dpar_occurrences(max_rows=params["max_rows"])
+    expected = occurrence_bound(rule=params["occurrence_rule"], max_rows=params["max_rows"])
     if params["max_occurrences"] != expected:
         raise ValueError(f"max_occurrences = {params['max_occurrences']!r} but max_rows = {params['max_rows']} "
-                         f"gives max_rows + 1 = {expected}")
+                         f"under occurrence_rule {params['occurrence_rule']!r} gives d = {expected}")
     z = _check_noise(params)
     return check_int(params["steps"], "steps", minimum=1) * poisson_occurrence_gaussian_rdp(
         orders=orders, sampling_rate=params["sampling_rate"], max_occurrences=expected, noise_multiplier=z)

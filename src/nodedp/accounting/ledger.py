@@ -6,8 +6,11 @@ never trusted from the stored number, and a ledger over its target fails.
 
 Composition. DpEvents are composed by the ledger's accountant at the target δ.
 Mechanisms whose bound is an RDP curve of their own (``RDP_CURVES``: kind ->
-curve of the record's params) need the "rdp" accountant: their curves add to
-the DpEvents' RDP at every order, and the sum is converted to ε once.
+curve of the record's params): under "rdp" their curves add to the DpEvents'
+RDP at every order, and the sum is converted to ε once; under "pld" the
+occurrence mixtures have privacy loss distributions of their own
+(``nodedp.accounting.mixture_pld``, with the dominating-pair argument), composed
+with the DpEvents' on one grid; Gumbel top-K has none and needs "rdp".
 Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
 bounded by their own analysis) add their ε on top by basic composition:
 (ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
@@ -428,15 +431,23 @@ class Ledger:
             return pure, 0.0
         if target_delta <= 0:
             raise ValueError("this ledger holds DpEvents or RDP curves, which need a target_delta in (0, 1); it is 0")
+        if self.accountant == "pld":
+            from nodedp.accounting.mixture_pld import (  # it imports this module's dependencies
+                MIXTURE_PLD_KINDS,
+                epsilon_pld,
+                mixture_pld_of_params,
+                pld_of_event,
+            )
+
+            kinds = sorted({r.kind for r in curves} - set(MIXTURE_PLD_KINDS))
+            if kinds:
+                raise ValueError(f"mechanism kinds {kinds} are accounted by their own RDP curves and have no PLD; "
+                                 "use accountant 'rdp'")
+            plds = [pld_of_event(e) for e in events] + [mixture_pld_of_params(r.kind, r.params) for r in curves]
+            return epsilon_pld(plds, delta=target_delta) + pure, target_delta
         if not curves:
             event = events[0] if len(events) == 1 else compose(events)
             return epsilon_of(event, delta=target_delta, accountant=self.accountant) + pure, target_delta
-        if self.accountant != "rdp":
-            kinds = sorted({r.kind for r in curves})
-            raise ValueError(
-                f"mechanism kinds {kinds} are accounted by their own RDP curves, which the "
-                f"{self.accountant!r} accountant cannot compose; use accountant 'rdp'"
-            )
         rdp = sum((RDP_CURVES[r.kind](r.params, RDP_ORDERS) for r in curves), start=_events_rdp(events))
         epsilon = float(compute_epsilon(list(RDP_ORDERS), list(rdp), target_delta)[0])
         return epsilon + pure, target_delta

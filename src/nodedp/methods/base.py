@@ -82,12 +82,17 @@ class MethodInfo:
     hparams: type  # a frozen dataclass whose fields all have defaults
     run: Callable[[RunInputs, RunSpec, Any], RunResult]
     needs: tuple[str, ...] = ()
+    # The accountant the config's "auto" resolves to: "pld" where the method's occurrence mixtures have a
+    # privacy loss distribution (nodedp.accounting.mixture_pld) and it is tighter, "rdp" elsewhere.
+    auto_accountant: str = "rdp"
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
             raise ValueError(f"method {self.name!r}: level {self.level!r} not in {list(LEVELS)}")
         if self.private == (self.level == "none"):
             raise ValueError(f"method {self.name!r}: private methods need level node/edge, others 'none'")
+        if self.auto_accountant not in ("rdp", "pld"):
+            raise ValueError(f"method {self.name!r}: auto_accountant must be 'rdp' or 'pld', got {self.auto_accountant!r}")
         unknown = set(self.needs) - set(STRUCTURE_KINDS)
         if unknown:
             raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
@@ -121,6 +126,14 @@ class MethodInfo:
             except ValueError as err:
                 raise ValueError(f"method {self.name!r}: {err}") from None
         return hp
+
+    def resolve_accountant(self, policy: str) -> str:
+        """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""
+        if policy == "auto":
+            return self.auto_accountant
+        if policy not in ("rdp", "pld"):
+            raise ValueError(f"unknown accountant {policy!r}; valid choices: ['auto', 'rdp', 'pld']")
+        return policy
 
     def check_epsilon(self, epsilon: float) -> None:
         if self.private and not (0 < epsilon < math.inf):

@@ -32,7 +32,7 @@ from nodedp.accounting import (
     Ledger,
     MechanismRecord,
     UnchargedRead,
-    calibrate_dp_gnn,
+    calibrate_ledger,
     hypergeometric_gaussian_params,
     max_occurrences,
 )
@@ -152,45 +152,50 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
             layer_clips = {name: clip / math.sqrt(len(layers)) for name in layers}
             clip = total_clip_norm(layer_clips)  # = clip_norm up to rounding
 
-    z = calibrate_dp_gnn(
-        target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, num_examples=num_examples,
-        max_occurrences=occurrences, batch_size=hp.batch_size, steps=steps,
-    )
-    params = hypergeometric_gaussian_params(
-        num_examples=num_examples, max_degree=max_degree, num_layers=hp.num_layers,
-        batch_size=hp.batch_size, noise_multiplier=z, clip_norm=clip, steps=steps,
-    )
     clipped = "each per-subgraph gradient is clipped to C"
     if layer_clips is not None:
-        params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
         clipped = "each layer l of a per-subgraph gradient is clipped to C_l, so the whole gradient to C = √(Σ C_l²)"
-    record = MechanismRecord(
-        name=f"dp-sgd:{spec.method}",
-        kind="hypergeometric_gaussian",
-        touches=("features", "labels", "edges"),
-        params=params,
-        sensitivity=2 * clip * occurrences,
-        sensitivity_reason=(
-            f"in-degree bounded to K={max_degree} by sampling edges (Algorithm 1), so one node is in at most "
-            f"N(K,r)={occurrences} of the {num_examples} r={hp.num_layers} training subgraphs (Lemma 1); "
-            f"{clipped}, so a node changes the sum by at most 2·C·ρ, "
-            "ρ ~ Hypergeometric(N, N(K,r), m) of them in a batch (Theorem 1)"
-        ),
-        dp_event=None,
-        caveat=(
-            "as in the paper's proof, neighbouring graphs are compared on the same sampled edge lists: "
-            "re-running Algorithm 1 without a node changes its out-neighbours' keep probabilities K/(2|RE_v|)"
-        ),
-    )
+
+    def record_of(z: float) -> MechanismRecord:
+        params = hypergeometric_gaussian_params(
+            num_examples=num_examples, max_degree=max_degree, num_layers=hp.num_layers,
+            batch_size=hp.batch_size, noise_multiplier=z, clip_norm=clip, steps=steps,
+        )
+        if layer_clips is not None:
+            params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
+        return MechanismRecord(
+            name=f"dp-sgd:{spec.method}",
+            kind="hypergeometric_gaussian",
+            touches=("features", "labels", "edges"),
+            params=params,
+            sensitivity=2 * clip * occurrences,
+            sensitivity_reason=(
+                f"in-degree bounded to K={max_degree} by sampling edges (Algorithm 1), so one node is in at most "
+                f"N(K,r)={occurrences} of the {num_examples} r={hp.num_layers} training subgraphs (Lemma 1); "
+                f"{clipped}, so a node changes the sum by at most 2·C·ρ, "
+                "ρ ~ Hypergeometric(N, N(K,r), m) of them in a batch (Theorem 1)"
+            ),
+            dp_event=None,
+            caveat=(
+                "as in the paper's proof, neighbouring graphs are compared on the same sampled edge lists: "
+                "re-running Algorithm 1 without a node changes its out-neighbours' keep probabilities K/(2|RE_v|)"
+            ),
+        )
+
     # Algorithm 1 is the identity for train in-degrees ≤ ⌊K/2⌋ (the artifact counts the nodes over),
     # and the out-degree sampling below for out-degrees ≤ K: both must hold for the unconditional class.
     in_bound = degree_bound_of(bounded)
     out_over = int((torch.bincount(bounded["edge_index"][0], minlength=graph.num_nodes) > max_degree).sum())
-    ledger = Ledger(
-        level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-        mechanisms=(record,), accountant=spec.accountant, uncharged=uncharged,
-        degree_bound=dataclasses.replace(in_bound, nodes_over=in_bound.nodes_over + out_over),
-    )
+
+    def ledger_of(z: float) -> Ledger:
+        return Ledger(
+            level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+            mechanisms=(record_of(z),), accountant=spec.accountant, uncharged=uncharged,
+            degree_bound=dataclasses.replace(in_bound, nodes_over=in_bound.nodes_over + out_over),
+        )
+
+    ledger = ledger_of(calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of))
+    (record,) = ledger.mechanisms
     ledger.check()
 
     return fit_node_classifier(
@@ -220,5 +225,6 @@ for _layer in ("gcn", "gin", "gat", "sage"):
             hparams=DpGnnHparams,
             run=lambda inputs, spec, hp, _l=_layer: run_dp_gnn(inputs, spec, hp, layer=_l),
             needs=("in-degree",),
+            auto_accountant="pld",
         )
     )

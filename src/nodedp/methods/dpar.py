@@ -7,7 +7,11 @@ stages, which are two rules of the DAG:
    ledger, shared by every run with the same DP-APPR settings):
    * every training node is kept independently with probability q'
      (``sample_rate``, 9%); the sample S and its induced graph stay internal;
-   * M sources (``num_sources``; 0: ⌈q'·|train|⌉) drawn uniformly from S;
+   * M sources (``num_sources``; 0: ⌈q'·|train|⌉): every training node holds
+     a random priority (``source_priority``, drawn from the artifact's stream
+     independently of the data and before the sample), and the sources are
+     the M sampled nodes of smallest priority, the i-th of them computing row
+     i (``rank_sources``);
    * APPR of each source on the sampled graph (ℓ1-regularized PageRank to
      ISTA's optimality conditions, ``nodedp.structure.appr_push``);
    * DP-APPR (Algorithm 1 option I/II, Algorithm 3) over a fixed, public
@@ -15,23 +19,51 @@ stages, which are two rules of the DAG:
      changes the candidate set (nodes outside S score 0). Rows beyond |S| are
      empty (scores 0) so that exactly M rows are always released;
    * each column is kept in at most ``max_rows`` rows (post-processing).
-2. ``run_dpar`` (verb ``train``):
+2. ``run_dpar`` (verb ``train``), ``training_examples``:
    * the examples are the nodes of S: a source's row is its DP-APPR row,
      every other node's row is the node itself with weight 1 (as in the
-     reference code); entries outside S are dropped (they hold no data of the
-     sample), columns are ℓ1-clipped to τ (Algorithm 2, line 3);
+     reference code); Algorithm 2, line 3 clips the columns of Π, the released
+     M × N DP-APPR matrix, to ℓ1 ≤ τ, so the column sums run over its M rows
+     (the self rows of non-sources are not rows of Π and do not enter); then
+     entries outside S are dropped (they hold no data of the sample);
    * PPRGo's model (``nodedp.models.PPRGo``): an MLP on features, logits
      aggregated with the row's weights;
    * DP-SGD with Poisson batches of rate γ = batch_size/(q'·|train|) (public),
-     per-row clipping to C. One node changes at most d = max_rows + 1 rows (its
-     own and the ≤ max_rows DP-APPR rows holding it), each by ≤ 2C, so the step
-     is the Gaussian mixed over ρ ~ Binomial(d, γ)
-     (``poisson_occurrence_gaussian_rdp``): Theorem 2's constants are
-     unspecified, so it cannot calibrate noise;
+     per-row clipping to C. One node changes at most d = max_rows + 2
+     examples (below), each by ≤ 2C, so the step is the Gaussian mixed over
+     ρ ~ Binomial(d, γ) (``poisson_occurrence_gaussian_rdp``): Theorem 2's
+     constants are unspecified, so it cannot calibrate noise;
    * inference: f(X) on the inference graph and P = ``power_steps`` steps of
      power iteration with teleport α (§4). Inductive splits infer on each
      part's own edges; transductive ones on the whole graph (not private,
      as in DP-GNN).
+
+Why d = max_rows + 2 (ledger params ``max_occurrences``, ``max_rows`` and
+``occurrence_rule`` = "ranked_sources"). Neighbouring samples are S and
+S' = S ∖ {v}. No rule that picks sources from S for a FIXED priority can keep
+every other source in its row under every removal (M = 2, priorities
+a < b < c < d: removing a from {a, c, d} must put d in a's row, removing b
+from {b, c, d} must put d in b's row, yet both leave {c, d}). So the argument
+couples the priority draws instead (``remove_coupled``): if v has rank
+j ≤ m = min(M, |S|), the node w of rank M + 1 (or, if |S| ≤ M, the source of
+rank m) takes v's priority; otherwise nothing moves. Every order of S' is the
+image of exactly |S| orders of S, so the coupled order of S' is uniform, as
+the mechanism draws it: M(S) = E_π M_π(S), M(S') = E_π M_ψ(π)(S'), and by
+the joint quasi-convexity of the Rényi divergence (joint convexity of the
+hockey-stick divergence for (ε, δ) or PLD) a bound on every coupled pair
+bounds the mixtures, in both directions. In a coupled pair every source other
+than v keeps its row and w alone changes role, so:
+* DP-APPR: every one of the M rows may still change arbitrarily (the graph
+  changes, and rows j and m change source or become empty); its accounting
+  charges each row its worst case over any two inputs in the clipped domain
+  (entries in [0, C2], non-negative rows of ℓ2 ≤ C1), so nothing changes there;
+* DP-SGD, conditional on the released (capped) matrix: v's example goes,
+  w's example changes (itself → row j, or row m → row j), and the ≤ max_rows
+  examples whose rows hold v lose that entry. No other example moves: the
+  column factors are a function of the release alone. Hence d = max_rows + 2.
+  (Had the column sums run over the n × n training matrix, with the self rows
+  of non-sources, w's self weight leaving column w would rescale the ≤ max_rows
+  rows holding w too: d = 2·max_rows + 2, for no gain in fidelity.)
 
 Accounting. All mechanisms run on the sample, so the run's ledger has
 ``node_sample_rate`` = q': its mechanisms compose (RDP) to (ε_in, δ/q') and
@@ -57,7 +89,7 @@ from nodedp.accounting import (
     EM_VALUE_SHARE,
     Ledger,
     MechanismRecord,
-    calibrate,
+    calibrate_ledger,
     claimed_dp_appr_epsilon,
     dp_appr_plan,
     epsilon_of,
@@ -66,21 +98,38 @@ from nodedp.accounting import (
     reference_understated,
     subsampled_gaussian_event,
 )
+from nodedp.accounting.hypergeometric import RANKED_SOURCES, occurrence_bound
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import PPRGo
 from nodedp.structure import appr_push
-from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything
+from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
 
-__all__ = ["APPR_KEYS", "ARTIFACT_KIND", "OPTIONS", "DparHparams", "appr_spec", "build_dp_appr", "run_dpar"]
+__all__ = [
+    "APPR_KEYS",
+    "ARTIFACT_KIND",
+    "OPTIONS",
+    "SOURCE_RULE",
+    "DparHparams",
+    "appr_spec",
+    "build_dp_appr",
+    "rank_sources",
+    "remove_coupled",
+    "run_dpar",
+    "source_priority",
+    "training_examples",
+]
 
 ARTIFACT_KIND = "dp-appr"
 OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-nodp": "nodp"}
 # The artifact's own stream: never the training seed's (batches must not correlate with the node sample).
 _ARTIFACT_STREAM = 1 << 40
+# How sources are chosen and how many examples one removal changes (module docstring).
+SOURCE_RULE = RANKED_SOURCES
 
 
 @dataclass(frozen=True)
@@ -148,6 +197,39 @@ def _num_rows(hp: DparHparams, num_train: int) -> int:
     return hp.num_sources or max(1, math.ceil(hp.sample_rate * num_train))
 
 
+def source_priority(num_train: int, *, generator: torch.Generator) -> Tensor:
+    """A uniformly random priority per training position (a permutation of 0..num_train − 1), drawn
+    independently of the data: the sources are the sampled nodes of smallest priority."""
+    return torch.randperm(num_train, generator=generator)
+
+
+def rank_sources(priority: Tensor, *, num_rows: int) -> Tensor:
+    """Positions of the ≤ ``num_rows`` smallest of ``priority`` (distinct; one per sampled node), smallest
+    first: the sampled node at the i-th of them computes DP-APPR row i."""
+    return priority.argsort()[:num_rows]
+
+
+def remove_coupled(sample: Tensor, priority: Tensor, node: int, *, num_rows: int) -> tuple[Tensor, Tensor]:
+    """S' = ``sample`` ∖ {``node``} and its priorities under the coupling ψ (module docstring).
+
+    If ``node`` is one of the m = min(num_rows, |S|) sources, the node that
+    fills its row (rank num_rows + 1, or the last source when |S| ≤ num_rows)
+    takes its priority, so every other source keeps its row. Over uniform
+    priorities the order of S' this gives is uniform (each order of S' comes
+    from exactly |S| orders of S), as the mechanism would draw it for S'.
+    """
+    at = (sample == node).nonzero().flatten()
+    if at.numel() != 1:
+        raise ValueError(f"node {node} is not in the sample")
+    i, n = int(at), sample.numel()
+    order = priority.argsort()
+    moved = priority.clone()
+    if int((order == i).nonzero()) < min(num_rows, n):
+        moved[order[num_rows] if n > num_rows else order[n - 1]] = priority[i]
+    keep = torch.arange(n) != i
+    return sample[keep], moved[keep]
+
+
 def build_dp_appr(
     graph: Any,
     split: Any,
@@ -170,14 +252,15 @@ def build_dp_appr(
     num_train, num_rows = train.numel(), _num_rows(hp, split.train.numel())
     if hp.k > num_train:
         raise ValueError(f"k = {hp.k} exceeds the {num_train} training nodes (the column universe)")
+    priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
     kept = torch.rand(num_train, generator=generator) < hp.sample_rate
-    sample = train[kept]
+    sample, sample_priority = train[kept], priority[kept]
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
     inside = (position[src] >= 0) & (position[dst] >= 0)
     local_edges = torch.stack([position[src[inside]], position[dst[inside]]])
-    sources = torch.randperm(sample.numel(), generator=generator)[:num_rows]
+    sources = rank_sources(sample_priority, num_rows=num_rows)
 
     start = time.perf_counter()
     appr = appr_push(local_edges, num_nodes=sample.numel(), sources=sources, alpha=hp.alpha, rho=hp.rho, tol=hp.tol)
@@ -219,6 +302,8 @@ def build_dp_appr(
         "target_delta": target_delta,
         "accountant": accountant,
         "sample": sample,
+        "source_priority": sample_priority,  # the sources are ``rank_sources`` of it, in row order
+        "source_rule": SOURCE_RULE,
         "sources": sample[sources],
         "index": train[columns],
         "value": rows.gather(1, columns).float(),
@@ -229,22 +314,35 @@ def build_dp_appr(
     }
 
 
-def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
-    """Neighbour positions [n, K] into the sample and weights [n, K] of every sampled node's training row."""
-    sample = artifact["sample"]
+def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Tensor, *, num_nodes: int,
+                      k: int, tau: float) -> tuple[Tensor, Tensor]:
+    """Neighbour positions [n, K] into ``sample`` and weights [n, K] of every sampled node's training example.
+
+    ``sources`` are the node ids of the first rows' sources, in row order;
+    ``index`` / ``value`` [M, K] the released matrix (node ids, values). A
+    source's example is its row, any other node's is itself with weight 1.
+    Algorithm 2, line 3: the columns of Π, the released matrix and all its M
+    rows, to ℓ1 ≤ τ; the factors depend on the release alone, so removing a
+    node moves no example except those the module docstring counts.
+    """
     n = sample.numel()
     position = torch.full((num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(n)
+    clipped = clip_columns_l1(index, value.float(), num_columns=num_nodes, tau=tau)
     nbr = torch.arange(n).unsqueeze(1).repeat(1, k)  # padding points at the node itself, weight 0
     weight = torch.zeros(n, k)
     weight[:, 0] = 1.0  # a non-source's row is the node itself
-    rows = position[artifact["sources"]]
-    cols = position[artifact["index"][: rows.numel()]]
-    values = artifact["value"][: rows.numel()] * (cols >= 0)  # entries outside the sample hold no data: dropped
+    rows = position[sources]
+    cols = position[index[: rows.numel()]]
     nbr[rows] = torch.where(cols >= 0, cols, rows.unsqueeze(1))
-    weight[rows] = values
-    # Algorithm 2, line 3: every column of the n × n training matrix to ℓ1 ≤ τ.
-    return nbr, clip_columns_l1(nbr, weight, num_columns=n, tau=tau)
+    weight[rows] = clipped[: rows.numel()] * (cols >= 0)  # entries outside the sample hold no data: dropped
+    return nbr, weight
+
+
+def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
+    """``training_examples`` of an artifact."""
+    return training_examples(artifact["sample"], artifact["sources"], artifact["index"], artifact["value"],
+                             num_nodes=num_nodes, k=k, tau=tau)
 
 
 def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams) -> dict[str, Any]:
@@ -280,7 +378,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     appr_ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     privacy, details = None, {}
     if private:
-        occurrences = hp.max_rows + 1
+        occurrences = occurrence_bound(rule=SOURCE_RULE, max_rows=hp.max_rows)
 
         def sgd_record(z: float) -> MechanismRecord:
             return MechanismRecord(
@@ -288,12 +386,16 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
                 kind="poisson_occurrence_gaussian",
                 touches=("features", "labels"),
                 params=poisson_occurrence_gaussian_params(sampling_rate=rate, max_rows=hp.max_rows,
-                                                          noise_multiplier=z, clip_norm=hp.clip_norm, steps=steps),
+                                                          noise_multiplier=z, clip_norm=hp.clip_norm, steps=steps,
+                                                          occurrence_rule=SOURCE_RULE),
                 sensitivity=2 * hp.clip_norm * occurrences,
                 sensitivity_reason=(
-                    f"one node changes at most d = max_rows + 1 = {occurrences} training rows (its own, and the "
-                    f"≤ {hp.max_rows} DP-APPR rows its column is kept in), each clipped to C, so the gradient "
-                    "sum by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
+                    f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
+                    f"{occurrences} training examples: its own, the ≤ {hp.max_rows} whose DP-APPR rows hold its "
+                    "column, and that of the one node that takes its source row (sources: the sampled nodes of "
+                    "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
+                    "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
+                    "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
                 ),
                 dp_event=None,
             )
@@ -303,9 +405,9 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
                           mechanisms=(*appr_ledger.mechanisms, sgd_record(z)), accountant=spec.accountant,
                           node_sample_rate=hp.sample_rate)
 
-        z = calibrate(target_epsilon=spec.target_epsilon, epsilon_of_sigma=lambda s: ledger_of(s).composed()[0])
+        z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
         ledger = ledger_of(z)
-        privacy = PrivacyConfig(clip_norm=hp.clip_norm, noise_std=z * hp.clip_norm, expected_batch_size=hp.batch_size)
+        privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
         inner_delta = spec.target_delta / hp.sample_rate
         # What the reference code would report: each part × q', never composed; DP-SGD by the
         # plain subsampled Gaussian (sensitivity C, rate batch/|sample|).

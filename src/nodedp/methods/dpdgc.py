@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from nodedp.accounting import Ledger, MechanismRecord, calibrate, nap_event, poisson_occurrence_gaussian_params
+from nodedp.accounting import Ledger, MechanismRecord, calibrate_ledger, nap_event, poisson_occurrence_gaussian_params
+from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
@@ -176,7 +177,8 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
         return MechanismRecord(
             name=f"dp-sgd:{spec.method}:encoder", kind="poisson_occurrence_gaussian", touches=("edges", "labels"),
             params=poisson_occurrence_gaussian_params(sampling_rate=q, max_rows=max_degree, noise_multiplier=z,
-                                                      clip_norm=c, steps=encoder_steps),
+                                                      clip_norm=c, steps=encoder_steps,
+                                                      occurrence_rule=OWN_PLUS_ROWS),
             sensitivity=2 * c * occurrences,
             sensitivity_reason=(
                 f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
@@ -223,12 +225,11 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
     first: tuple[MechanismRecord, ...] = ()
     noise: dict[str, float] = {}
     if encoder_steps:
-        z_a = calibrate(target_epsilon=hp.encoder_share * eps,
-                        epsilon_of_sigma=lambda s: ledger_of(encoder_record(s)).composed()[0])
+        z_a = calibrate_ledger(target_epsilon=hp.encoder_share * eps, ledger_of=lambda s: ledger_of(encoder_record(s)))
         first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
-    z_e = calibrate(target_epsilon=hp.emb_share * eps, epsilon_of_sigma=lambda s: ledger_of(emb_record(s)).composed()[0])
+    z_e = calibrate_ledger(target_epsilon=hp.emb_share * eps, ledger_of=lambda s: ledger_of(emb_record(s)))
     first += (emb_record(z_e),)
-    z_c = calibrate(target_epsilon=eps, epsilon_of_sigma=lambda s: ledger_of(*first, classifier_record(s)).composed()[0])
+    z_c = calibrate_ledger(target_epsilon=eps, ledger_of=lambda s: ledger_of(*first, classifier_record(s)))
     ledger = ledger_of(*first, classifier_record(z_c))
     ledger.check()
     nap = NAP(level="node", row_clip=row_clip, noise_multiplier=z_e, max_degree=max_degree)
@@ -301,5 +302,6 @@ for _name, _private in (("dpdgc", True), ("dpdgc-nodp", False)):
         level="node" if _private else "none",
         hparams=DpdgcHparams,
         run=lambda inputs, spec, hp, _p=_private: run_dpdgc(inputs, spec, hp, private=_p),
+        auto_accountant="pld",
         needs=("out-degree",),
     ))

@@ -29,7 +29,10 @@ Supported: ``nn.Linear`` (any input [B, ..., in]), ``nn.LayerNorm``,
 ``nn.GroupNorm``, ``nn.Embedding`` and, through ``torch.func``, any other module
 whose own parameters receive gradients only through its output (per-example
 ``vmap(grad)`` of that module alone, replaying its forward; it must be
-deterministic). Every parameter must be used only inside its owner's forward.
+deterministic, and every tensor in its inputs, top-level or inside tuples,
+lists and dicts, must hold the examples in dim 0: each is sliced per example,
+so no example's replay sees another's). Every parameter must be used only
+inside its owner's forward.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 from torch.nn.modules.batchnorm import _BatchNorm
+from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
 
 __all__ = ["PerSampleGradients", "split_flat", "trainable_layer_names"]
 
@@ -239,13 +243,30 @@ def _group_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
     )
 
 
+# Non-tensor leaves of a module's inputs that cannot hide a tensor, so the fallback may pass them whole.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, slice, type(Ellipsis), torch.Size, torch.dtype,
+          torch.device, torch.layout, torch.memory_format)
+
+
 def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
-    """Generic fallback: vmap(grad) of the module alone, one example at a time."""
+    """Generic fallback: vmap(grad) of the module alone, one example at a time.
+
+    Every tensor leaf of the inputs (through tuples, lists, dicts) is mapped
+    over dim 0: a container passed whole would give example i the gradient of
+    Σ_j out_j·g_i, mixing examples. Leaves the flattening cannot open are
+    refused unless they are plain values.
+    """
     module, names = owner.module, list(owner.params)
     params = {n: p.detach() for n, p in owner.params.items()}
     grads: dict[nn.Parameter, Tensor] = {}
     for call in calls:
-        leaves = [*call.args, *call.kwargs.values()]
+        leaves, spec = tree_flatten((call.args, call.kwargs))
+        opaque = sorted({type(x).__name__ for x in leaves if not isinstance(x, (Tensor, *_PLAIN))})
+        if opaque:
+            raise NotImplementedError(
+                f"{owner.name} ({type(module).__name__}): inputs of type {opaque} may hold tensors the "
+                "per-example replay cannot slice; pass tensors, or tuples, lists and dicts of them"
+            )
         tensors = [x for x in leaves if isinstance(x, Tensor)]
         if any(t.dim() == 0 or t.shape[0] != batch for t in tensors):
             raise NotImplementedError(
@@ -253,10 +274,10 @@ def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
                 f"without a closed-form rule must have the examples (size {batch}) in dim 0"
             )
 
-        def one_example(p: dict[str, Tensor], ts: list[Tensor], g: Tensor, call: _Call = call) -> Tensor:
+        def one_example(p: dict[str, Tensor], ts: list[Tensor], g: Tensor, leaves: list[Any] = leaves,
+                        spec: Any = spec) -> Tensor:
             it = iter(t.unsqueeze(0) for t in ts)
-            args = [next(it) if isinstance(x, Tensor) else x for x in call.args]
-            kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in call.kwargs.items()}
+            args, kwargs = tree_unflatten([next(it) if isinstance(x, Tensor) else x for x in leaves], spec)
             out = functional_call(module, p, tuple(args), kwargs)
             return (out * g.unsqueeze(0)).sum()
 
@@ -376,8 +397,8 @@ class PerSampleGradients:
             out = out.detach().requires_grad_()
         # Inputs detached: the per-example math must not join (and keep alive) the graph.
         owner.calls.append(_Call(
-            tuple(x.detach() if isinstance(x, Tensor) else x for x in args),
-            {k: x.detach() if isinstance(x, Tensor) else x for k, x in kwargs.items()},
+            tree_map_only(Tensor, Tensor.detach, args),
+            tree_map_only(Tensor, Tensor.detach, kwargs),
             out,
         ))
         # The model continues with a copy, so that an in-place op after the module
