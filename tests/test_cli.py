@@ -14,7 +14,8 @@ def test_help_lists_the_verbs_the_rules_call():
     out = subprocess.run(
         [sys.executable, "-m", "nodedp", "--help"], capture_output=True, text=True, check=True
     ).stdout
-    for verb in ("datasets", "methods", "graph", "split", "bound-degree", "train", "collect", "summarize", "tables", "figures"):
+    for verb in ("datasets", "methods", "graph", "split", "bound-degree", "stability", "train", "collect", "summarize",
+                 "tables", "figures"):
         assert verb in out
 
 
@@ -97,6 +98,20 @@ def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, t
     assert artifact["kind"] == kind and artifact["bound"] == 3 and edges.size(1) > 0
     endpoint = edges[1] if kind == "in-degree" else edges[0]
     assert int(torch.bincount(endpoint).max()) <= 3
+    # What the ledger's guarantee needs: the degree within which the sampling keeps every edge, and how many
+    # nodes of the input exceed it (csbm-tiny exceeds 3 somewhere).
+    assert artifact["identity_bound"] == (1 if kind == "in-degree" else 3) and artifact["nodes_over"] > 0
+
+
+def test_stability_verb_reports_every_kind_against_the_accountants_counts(tiny_graph_dir, tiny_split_path, tmp_path):
+    out = tmp_path / "stability.json"
+    args = ["stability", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--sample", "10",
+            "--hubs", "2", "--out", str(out)]
+    assert main(args) == 0
+    report = json.loads(out.read_text())["kinds"]
+    assert set(report) >= {"out-degree", "in-degree"}
+    rows = report["out-degree"]["rows"]
+    assert rows["max"] >= rows["mean"] >= 1 and rows["accountant"] == report["out-degree"]["bound"] + 1
 
 
 def test_download_refuses_synthetic_datasets_and_reports_unreachable_hosts(tmp_path, capsys):

@@ -119,6 +119,30 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
           "sampling keeps every edge")
 
 
+def cmd_stability(args: argparse.Namespace) -> None:
+    from nodedp.data import get_dataset, load_graph, load_split, remove_cross_split_edges
+    from nodedp.data.stability import bounding_report
+    from nodedp.io import read_json, write_json
+
+    graph_dir = Path(args.graph)
+    meta = read_json(graph_dir / "meta.json")
+    graph = load_graph(graph_dir)
+    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    edges = graph.edge_index
+    if split.setting == "inductive":  # as bound-degree does
+        edges = remove_cross_split_edges(edges, split)
+    info = get_dataset(meta["name"])
+    report = bounding_report(edges, num_nodes=graph.num_nodes, train_nodes=split.train,
+                             in_degree_bound=info.in_degree_bound, out_degree_bound=info.out_degree_bound,
+                             seed=args.seed, sample=args.sample, hubs=args.hubs)
+    write_json(Path(args.out), {"dataset": meta["name"], "split": args.split, "sample": args.sample,
+                                "hubs": args.hubs, "seed": args.seed, "kinds": report})
+    for kind, r in report.items():
+        units = ", ".join(f"{u} max {v['max']:g} (mean {v['mean']:.3g}) / {v['accountant']:g}"
+                          for u, v in r.items() if isinstance(v, dict) and "accountant" in v)
+        print(f"{kind} <= {r.get('bound')}: {100 * r['frac_over_bound']:.1f}% of nodes over; {units}")
+
+
 def load_structure(paths: Sequence[str]) -> dict:
     import torch
 
@@ -392,6 +416,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())
     p.add_argument("--out", required=True, help="run directory")
+
+    p = verb("stability", cmd_stability,
+             "how far a graph is from its public degree bounds and how much one node removal moves the bounding")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--split", required=True, help="stored split (.pt): its training nodes feed DP-GNN's Algorithm 1")
+    p.add_argument("--sample", type=int, default=200, help="nodes removed one at a time, drawn uniformly")
+    p.add_argument("--hubs", type=int, default=20, help="plus this many highest-degree nodes (count in max only)")
+    p.add_argument("--seed", type=int, default=0, help="the bounding's seed")
+    p.add_argument("--out", required=True, help="output JSON (beside the graph's meta.json in the workflow)")
 
     p = verb("collect", cmd_collect, "collect runs (metrics.json + verified ledger.json) into a parquet table")
     p.add_argument("--out", required=True)

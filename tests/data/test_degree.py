@@ -339,3 +339,47 @@ def test_undirected_bound_drops_self_loops_and_keeps_light_graphs_whole() -> Non
 def test_undirected_bound_refuses_bad_graphs(edge_index: Tensor, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         bound_undirected_degree(edge_index, num_nodes=3, max_degree=2, seed=0)
+
+
+# --- stability under node removal (degree.py's module docstring) ------------------------------------------------
+
+
+def line_graph(*, lines_per_point: int, max_degree: int, p: int) -> tuple[Tensor, int, int]:
+    """The theorem's graph: targets (i, y), i ≤ D, y ∈ Z_p; one source per line y = a·i + b (a < m) with
+    out-edges to its D + 1 points. Returns (edges, number of targets, number of nodes)."""
+    targets = (max_degree + 1) * p
+    src, dst = [], []
+    for a in range(lines_per_point):
+        for b in range(p):
+            source = targets + a * p + b
+            for i in range(max_degree + 1):
+                src.append(source)
+                dst.append(i * p + (a * i + b) % p)
+    return torch.tensor([src, dst]), targets, targets + lines_per_point * p
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_out_degree_bounding_is_unstable_as_the_theorem_says(seed: int) -> None:
+    """Removing a target changes on average exactly 1 + m·D/(D+1) rows of A·X (each source drops one of its
+    D + 1 edges; once a target goes, every in-neighbour that dropped another edge regains it), far above the
+    D + 1 the accountant counts, and more so as m grows."""
+    m, max_degree, p = 11, 3, 11
+    edges, targets, num_nodes = line_graph(lines_per_point=m, max_degree=max_degree, p=p)
+    assert torch.equal(degrees_of(edges[1], num_nodes)[:targets], torch.full((targets,), m))
+    full = kept_sets(bound_out_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=seed), by=1)
+    changed_rows = []
+    for u in range(targets):
+        reduced = kept_sets(bound_out_degree(edges[:, edges[1] != u], num_nodes=num_nodes, max_degree=max_degree,
+                                             seed=seed), by=1)
+        changed_rows.append(1 + sum(full.get(z, set()) != reduced.get(z, set()) for z in range(targets) if z != u))
+    assert sum(changed_rows) / targets == pytest.approx(1 + m * max_degree / (max_degree + 1))  # 9.25
+    assert max(changed_rows) > 2 * (max_degree + 1)
+
+
+def degrees_of(index: Tensor, num_nodes: int) -> Tensor:
+    return torch.bincount(index, minlength=num_nodes)
+
+
+def test_out_degree_bounding_of_an_edgeless_graph_is_empty() -> None:
+    nothing = torch.empty(2, 0, dtype=torch.long)
+    assert bound_out_degree(nothing, num_nodes=3, max_degree=1, seed=0).shape == (2, 0)

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from nodedp.accounting import ACCOUNTANTS
+from nodedp.accounting import ACCOUNTANT_POLICIES
 from nodedp.data import dataset_names
 from nodedp.methods import method_names
 
@@ -24,7 +24,7 @@ def validate(config: dict) -> None:
 def test_enums_equal_the_registries():
     assert sorted(SCHEMA["$defs"]["dataset"]["enum"]) == sorted(dataset_names())
     assert sorted(SCHEMA["$defs"]["method"]["enum"]) == sorted(method_names())
-    assert sorted(SCHEMA["properties"]["privacy"]["properties"]["accountant"]["enum"]) == sorted(ACCOUNTANTS)
+    assert sorted(SCHEMA["properties"]["privacy"]["properties"]["accountant"]["enum"]) == sorted(ACCOUNTANT_POLICIES)
 
 
 def test_shipped_config_is_valid():

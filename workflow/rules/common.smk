@@ -77,14 +77,20 @@ def paper_targets(study):
 
 
 def data_targets():
-    """Graphs and their splits in both settings (inductive = cross-split edges removed)."""
+    """Graphs, their splits in both settings (inductive = cross-split edges removed) and their
+    degree-bounding stability reports."""
     seeds = sorted({s for spec in STUDIES.values() for s in spec["seeds"]})
     return expand(
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
         dataset=ALL_DATASETS,
         setting=["transductive", "inductive"],
         seed=seeds,
-    )
+    ) + expand("resources/graphs/{dataset}/stability.json", dataset=ALL_DATASETS)
+
+
+def stability_split(wildcards):
+    """The seed-0 split of the dataset's own setting (its training nodes feed DP-GNN's Algorithm 1)."""
+    return f"results/splits/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~0.pt"
 
 
 def is_downloaded(dataset):

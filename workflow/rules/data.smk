@@ -52,3 +52,24 @@ rule split:
     shell:
         "python -m nodedp split --graph resources/graphs/{wildcards.dataset}"
         " --setting {wildcards.setting} --seed {wildcards.seed} --out {output} > {log} 2>&1"
+
+
+# How far the graph is from its public degree bounds, and how much one node removal moves each
+# bounding when it is re-run (the guarantee's condition; README "Degree bounding under node removal").
+rule bounding_stability:
+    input:
+        meta="resources/graphs/{dataset}/meta.json",
+        split=stability_split,
+    output:
+        "resources/graphs/{dataset}/stability.json",
+    log:
+        "logs/stability/{dataset}.log",
+    benchmark:
+        "benchmarks/stability/{dataset}.tsv"
+    group:
+        "prepare"
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp stability --graph resources/graphs/{wildcards.dataset} --split {input.split}"
+        " --out {output} > {log} 2>&1"

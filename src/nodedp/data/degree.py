@@ -5,6 +5,40 @@ Every edge (src, dst) gets its random draw from a counter-based hash of
 stateless analogue of ``fold_in(rng, node)``: the result does not depend on
 the order in which edges are listed, and removing a node leaves the draw of
 every other edge unchanged, which is what neighbouring-graph arguments need.
+
+Stability. Unchanged draws do not make the bounding stable: it re-runs on
+the private graph, and removing node u changes the kept edges of nodes
+other than u (each function's docstring says how). The accountants, as in
+the papers, compare neighbouring graphs on the same kept edge list; on a
+graph whose degrees are within the bound every function here is the
+identity and that comparison is exact. ``nodedp.data.stability`` measures
+the gap on real graphs. No degree bounding that keeps every edge of a node
+within the bound can do better in the worst case, for either direction:
+
+Theorem (no stable directed bounding). Let Π be any out-degree bounding,
+randomised or not, that keeps every out-edge of a source with out-degree
+≤ D (in every graph). For every m ≥ 1 there is a graph and a node u whose
+removal changes, in expectation, at least 1 + m·D/(D+1) rows of A·X (rows
+whose kept in-neighbour set differs), against the D + 1 that the
+accountants count. Proof: take a prime p ≥ max(m, D+1), targets (i, y) for
+i ∈ {0..D}, y ∈ Z_p, and a source for every line y = a·i + b (a < m, b ∈
+Z_p) with out-edges to its D + 1 points. Every source has out-degree D + 1,
+every target in-degree m, and two sources share at most one target (two
+lines meet at most once). In G every source w drops at least one out-edge
+(w, z_w). Remove a target u: each in-neighbour w of u now has out-degree
+D, so Π keeps all of its edges, and if z_w ≠ u the row z_w gains x_w;
+these rows are distinct, since in-neighbours of u share no other target.
+Summed over all targets u, the rows gained are Σ_w #{u ∈ N(w): u ≠ z_w}
+≥ (number of sources)·D, so their mean over the (D+1)·p targets is at least
+m·p·D / ((D+1)·p) = m·D/(D+1); u's own row adds one. ∎ The same
+construction with every edge reversed bounds in-degree bounding (DP-GNN:
+each gained in-edge (y, v) changes the subgraph of root y). The only
+per-source rules with no such change are fixed public masks (removing u
+from w's out-set may change w's kept set only at u, for every set and u,
+iff Π_w(S) = S ∩ Π_w(V), a set of ≤ D targets fixed in advance), which keep
+an edge with probability about D/N. For ``bound_out_degree`` the mean above
+is exactly 1 + m·D/(D+1) (each source drops exactly one edge), see
+tests/data/test_degree.py.
 """
 
 from __future__ import annotations
@@ -81,6 +115,13 @@ def bound_in_degree(
 
     Duplicate columns share one draw and count with multiplicity, so the bound
     holds for them too (the canonical format has none).
+
+    Removing node u lowers |RE_v| at each of u's out-neighbours v, which raises
+    every keep probability there: v may keep more of its other in-edges (or
+    lose all of them, once overfull, or regain them), and each gained or lost
+    (y, v) changes the subgraph of root y and of y's ancestors. The change is
+    bounded by no public quantity; only graphs with every |RE_v| ≤ K/2 are
+    left unchanged (every keep probability is 1 there).
     """
     _check_inputs(edge_index, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
     train_ids = train_nodes.cpu().numpy()
@@ -118,12 +159,20 @@ def bound_out_degree(edge_index: Tensor, *, num_nodes: int, max_degree: int, see
     The D kept edges of a source are those with the smallest per-edge hashes, a
     uniformly random D-subset of its out-edges (all of them if it has <= D).
     Returns the kept columns of ``edge_index`` in their original order.
+
+    Removing node u: u's kept out-edges go, and every source w with more than
+    D out-edges that kept (w, u) keeps its (D+1)-th edge (w, z) instead, so
+    row z of A·X changes too: D + 1 + (u's kept in-degree from such sources)
+    rows in all, which no public bound limits (module docstring: no
+    bounding that keeps light sources whole can do better).
     """
     _check_inputs(edge_index, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
     src, dst = edge_index.cpu().numpy()
     node_hashes = _node_hashes(num_nodes, seed=seed, stream=_OUT_DEGREE_STREAM)
     out_degree = np.bincount(src, minlength=num_nodes)
     heavy = out_degree > max_degree
+    if not heavy.any():  # nothing to drop (also: no edges at all, where the sort below has no keys)
+        return edge_index.clone()
     # The D-th smallest hash of each heavy source, found with one in-place
     # sort of uint64 keys (source id in the high bits, the hash's top bits
     # below it): a plain sort is ~30x faster than lexsort on (src, hash).

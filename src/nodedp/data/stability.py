@@ -1,0 +1,274 @@
+"""How far a graph is from its public degree bounds, and how unstable the bounding is there.
+
+Every graph method's accountant compares neighbouring graphs on the SAME
+sampled, degree-bounded edge list. The bounding itself re-runs on the private
+graph, though, so removing node u (it stays as an isolated id: the suite's
+neighbouring relation) can change the kept edges of other nodes: a saturated
+in-neighbour of u keeps another out-edge in u's slot, Algorithm 1's keep
+probability K / (2|RE_v|) rises at u's out-neighbours, a neighbour of u
+proposes one more undirected edge. On a graph whose degrees are all within
+the bound the bounding is the identity and none of this happens.
+
+``bounding_instability`` measures it: for a seeded sample of nodes u it
+removes u, re-runs the bounding with the same seed and counts the released
+units that changed, next to the count the accountant assumes:
+
+* ``out-degree`` (GAP, ProGAP, DPDGC's NAP): rows of A·X whose kept
+  in-neighbour set changed, u's own row included; the accountant counts
+  D + 1 rows and the ℓ2 sensitivity √(D + R²). ``l2`` is the worst case of
+  ‖Δ(A·X)‖₂ over unit-norm features with rows clipped to R = √D (each row
+  moves by at most min(changed in-edges, 2R), u's own row by at most R).
+* ``in-degree`` (DP-GNN): r-hop training subgraphs (Algorithm 3, on the edges
+  Algorithm 1 keeps, then bounded to out-degree K as the method does) that
+  changed, u's own included; the accountant counts N(K, r) = 1 + K + … + K^r.
+* ``degree`` (NIP-GNN): undirected kept pairs that changed; the accountant
+  counts u's ≤ D pairs. ``l1`` is the worst case of ‖ΔH‖₁ for the sum
+  aggregation H of ℓ1-normalised features (2 per changed pair), against the
+  accountant's 2D (Lemma 1 of NIP-GNN).
+
+The counts are totals (the accountant's own units included) so that
+``max / accountant`` reads as the factor by which the assumed sensitivity is
+exceeded on this graph. They are measurements on a sample, not bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from nodedp.accounting import max_occurrences
+from nodedp.data.degree import bound_in_degree, bound_out_degree, bound_undirected_degree
+
+__all__ = ["KINDS", "bounding_instability", "bounding_report", "degree_excess"]
+
+KINDS = ("out-degree", "in-degree", "degree")
+
+
+def _keys(edge_index: Tensor, num_nodes: int) -> np.ndarray:
+    src, dst = edge_index.cpu().numpy()
+    return np.unique(src * np.int64(num_nodes) + dst)
+
+
+def _sample_nodes(num_nodes: int, *, sample: int | None, sample_seed: int) -> np.ndarray:
+    if sample is None or sample >= num_nodes:
+        return np.arange(num_nodes)
+    if sample < 1:
+        raise ValueError(f"sample must be >= 1 or None (all nodes), got {sample}")
+    return np.sort(np.random.default_rng(sample_seed).choice(num_nodes, size=sample, replace=False))
+
+
+def degree_excess(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int,
+                  train_nodes: Tensor | None = None) -> dict[str, float]:
+    """Fraction of nodes whose degree exceeds the public bound (where the bounding is not the identity).
+
+    ``out-degree``: out-degree > D. ``degree``: undirected degree > D.
+    ``in-degree``: in-degree from training nodes (|RE_v| of Algorithm 1) > K, and
+    also > K/2, the point above which Algorithm 1 starts dropping edges
+    (keep probability K / (2|RE_v|) < 1), plus out-degree > K (the method's
+    second bounding).
+    """
+    _check_kind(kind)
+    src, dst = edge_index.cpu().numpy()
+    if kind == "out-degree":
+        return {"frac_over_bound": float(np.mean(np.bincount(src, minlength=num_nodes) > bound))}
+    if kind == "degree":
+        proper = src != dst
+        return {"frac_over_bound": float(np.mean(np.bincount(src[proper], minlength=num_nodes) > bound))}
+    is_train = _train_mask(train_nodes, num_nodes)
+    from_train = is_train[src]
+    incoming = np.bincount(dst[from_train], minlength=num_nodes)
+    return {
+        "frac_over_bound": float(np.mean(incoming > bound)),
+        "frac_sampled": float(np.mean(2 * incoming > bound)),
+        "frac_out_over_bound": float(np.mean(np.bincount(src[from_train], minlength=num_nodes) > bound)),
+    }
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"Could not resolve kind {kind!r} among choices {list(KINDS)}")
+
+
+def _train_mask(train_nodes: Tensor | None, num_nodes: int) -> np.ndarray:
+    if train_nodes is None:
+        raise ValueError("kind 'in-degree' needs train_nodes (Algorithm 1 keeps edges from training nodes only)")
+    mask = np.zeros(num_nodes, dtype=bool)
+    mask[train_nodes.cpu().numpy()] = True
+    return mask
+
+
+def _dp_gnn_edges(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, bound: int, seed: int) -> Tensor:
+    """The edges DP-GNN builds its subgraphs from: Algorithm 1, then out-degrees bounded to K (dp_gnn.py)."""
+    kept = bound_in_degree(edge_index, num_nodes=num_nodes, train_nodes=train_nodes, max_degree=bound, seed=seed)
+    return bound_out_degree(kept, num_nodes=num_nodes, max_degree=bound, seed=seed)
+
+
+def _bounded_keys(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, seed: int,
+                  train_nodes: Tensor | None) -> np.ndarray:
+    if kind == "out-degree":
+        kept = bound_out_degree(edge_index, num_nodes=num_nodes, max_degree=bound, seed=seed)
+    elif kind == "degree":
+        kept = bound_undirected_degree(edge_index, num_nodes=num_nodes, max_degree=bound, seed=seed)
+    else:
+        kept = _dp_gnn_edges(edge_index, num_nodes=num_nodes, train_nodes=train_nodes, bound=bound, seed=seed)
+    return _keys(kept, num_nodes)
+
+
+def _changed_subgraphs(diff_src: np.ndarray, kept_src: np.ndarray, kept_dst: np.ndarray, *, num_nodes: int,
+                       num_layers: int, is_train: np.ndarray, removed: int) -> int:
+    """Training roots whose r-hop subgraph changed.
+
+    S_v is fixed by the kept out-edges of the nodes fewer than r hops from v
+    (module docstring of ``nodedp.structure.subgraphs``), so it changes iff a
+    node whose kept out-edges differ lies within r − 1 kept hops of v (the
+    first such node on a BFS is reached identically in both graphs). The
+    removed node's own subgraph (its example) always counts when it is a root.
+    """
+    near = np.zeros(num_nodes, dtype=bool)
+    near[diff_src] = True
+    for _ in range(num_layers - 1):
+        near[kept_src[near[kept_dst]]] = True  # v reaches a dirty node in one more hop
+    near[removed] = True
+    return int(np.count_nonzero(near & is_train))
+
+
+def bounding_instability(
+    edge_index: Tensor,
+    *,
+    num_nodes: int,
+    kind: str,
+    bound: int,
+    seed: int,
+    sample: int | None = 200,
+    sample_seed: int = 0,
+    hubs: int = 0,
+    nodes: Tensor | None = None,
+    train_nodes: Tensor | None = None,
+    num_layers: tuple[int, ...] = (1, 2),
+    row_clip: float | None = None,
+) -> dict[str, Any]:
+    """Remove each sampled node, re-run the bounding with the same seed, count the changed released units.
+
+    ``kind``: ``out-degree`` (bound D), ``in-degree`` (bound K; needs
+    ``train_nodes``; one entry per r in ``num_layers``) or ``degree`` (bound D;
+    ``edge_index`` undirected, both directions stored). ``sample`` nodes are
+    drawn uniformly with ``sample_seed`` (None or >= num_nodes: every node);
+    the ``hubs`` nodes of highest degree (in + out) are removed as well, since
+    the worst cases sit there: ``max`` is over both, ``mean`` over the uniform
+    sample only. ``nodes`` (ids) replaces the uniform sample. ``row_clip``:
+    NAP's R (default √D, the methods' default).
+
+    Returns a JSON-ready dict: the fraction of nodes over the bound
+    (``degree_excess``), the accountant's count, and per measured unit the
+    largest and mean count over the sample, their ratio to the accountant's
+    count, and the node that attains the largest.
+    """
+    _check_kind(kind)
+    if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        raise ValueError(f"bound must be an integer >= 1, got {bound!r}")
+    is_train = _train_mask(train_nodes, num_nodes) if kind == "in-degree" else None
+    if nodes is not None:
+        uniform = np.unique(nodes.cpu().numpy())
+        if uniform.size == 0 or uniform[0] < 0 or uniform[-1] >= num_nodes:
+            raise ValueError(f"nodes must be a non-empty set of ids in [0, num_nodes={num_nodes})")
+    else:
+        uniform = _sample_nodes(num_nodes, sample=sample, sample_seed=sample_seed)
+    src, dst = edge_index.cpu().numpy()
+    degree = np.bincount(src, minlength=num_nodes) + np.bincount(dst, minlength=num_nodes)
+    top = np.argsort(-degree, kind="stable")[:hubs]
+    removed = np.concatenate([uniform, np.setdiff1d(top, uniform)])
+    args = {"num_nodes": num_nodes, "kind": kind, "bound": bound, "seed": seed, "train_nodes": train_nodes}
+    full = _bounded_keys(edge_index, **args)
+    full_src, full_dst = full // num_nodes, full % num_nodes
+    radius = row_clip if row_clip is not None else math.sqrt(bound)
+
+    counts: dict[str, list[float]] = {}
+    for u in removed.tolist():
+        keep = (src != u) & (dst != u)
+        reduced = _bounded_keys(edge_index[:, torch.from_numpy(keep)], **args)
+        diff = np.setxor1d(full, reduced, assume_unique=True)
+        diff_src, diff_dst = diff // num_nodes, diff % num_nodes
+        if kind == "out-degree":
+            per_row = np.bincount(diff_dst[diff_dst != u], minlength=num_nodes)
+            moved = np.minimum(per_row[per_row > 0], 2 * radius)
+            counts.setdefault("rows", []).append(1 + moved.size)
+            counts.setdefault("l2", []).append(math.sqrt(radius**2 + float(np.sum(moved**2))))
+        elif kind == "degree":
+            pairs = int(np.count_nonzero(diff_src < diff_dst))
+            counts.setdefault("pairs", []).append(pairs)
+            counts.setdefault("l1", []).append(2 * pairs)
+        else:
+            for r in num_layers:
+                changed = _changed_subgraphs(diff_src, full_src, full_dst, num_nodes=num_nodes, num_layers=r,
+                                             is_train=is_train, removed=u)
+                counts.setdefault(f"subgraphs_r{r}", []).append(changed)
+
+    if kind == "out-degree":
+        accountant = {"rows": bound + 1, "l2": math.sqrt(bound + radius**2)}
+    elif kind == "degree":
+        accountant = {"pairs": bound, "l1": 2 * bound}
+    else:
+        accountant = {f"subgraphs_r{r}": max_occurrences(max_degree=bound, num_layers=r) for r in num_layers}
+    report: dict[str, Any] = {
+        "kind": kind, "bound": bound, "seed": seed, "num_nodes": num_nodes, "sample": int(uniform.size),
+        "sample_seed": sample_seed, "hubs": int(removed.size - uniform.size),
+        **degree_excess(edge_index, num_nodes=num_nodes, kind=kind, bound=bound, train_nodes=train_nodes),
+        "kept_edge_fraction": float(full.size / max(np.unique(src * np.int64(num_nodes) + dst).size, 1)),
+    }
+    if kind == "out-degree":
+        report["row_clip"] = radius
+    for unit, values in counts.items():
+        array = np.asarray(values, dtype=np.float64)
+        worst = int(np.argmax(array))
+        report[unit] = {
+            "accountant": accountant[unit], "max": float(array[worst]), "mean": float(array[: uniform.size].mean()),
+            "max_ratio": float(array[worst] / accountant[unit]),
+            "frac_over_accountant": float(np.mean(array[: uniform.size] > accountant[unit] + 1e-9)),
+            "argmax_node": int(removed[worst]),
+        }
+    return report
+
+
+def bounding_report(
+    edge_index: Tensor,
+    *,
+    num_nodes: int,
+    train_nodes: Tensor,
+    in_degree_bound: int,
+    out_degree_bound: int,
+    degree_bound: int | None = None,
+    seed: int = 0,
+    sample: int | None = 200,
+    sample_seed: int = 0,
+    hubs: int = 20,
+    num_layers: tuple[int, ...] = (1, 2),
+) -> dict[str, Any]:
+    """``bounding_instability`` for every kind at a dataset's public bounds: {kind: report}.
+
+    ``degree_bound`` (NIP-GNN's D_max) defaults to ``out_degree_bound``, as the
+    workflow's ``bound_degree`` targets do; the undirected kind is left out on a
+    directed graph. The JSON-ready result is meant for the graph's statistics
+    (e.g. a ``stability`` block beside meta.json).
+    """
+    common = {"num_nodes": num_nodes, "seed": seed, "sample": sample, "sample_seed": sample_seed, "hubs": hubs}
+    report = {
+        "out-degree": bounding_instability(edge_index, kind="out-degree", bound=out_degree_bound, **common),
+        "in-degree": bounding_instability(edge_index, kind="in-degree", bound=in_degree_bound,
+                                          train_nodes=train_nodes, num_layers=num_layers, **common),
+    }
+    if _is_undirected(edge_index, num_nodes):
+        report["degree"] = bounding_instability(edge_index, kind="degree", bound=degree_bound or out_degree_bound,
+                                                **common)
+    return report
+
+
+def _is_undirected(edge_index: Tensor, num_nodes: int) -> bool:
+    src, dst = edge_index.cpu().numpy()
+    proper = src != dst
+    forward = np.unique(src[proper] * np.int64(num_nodes) + dst[proper])
+    backward = np.unique(dst[proper] * np.int64(num_nodes) + src[proper])
+    return bool(np.array_equal(forward, backward))
