@@ -33,6 +33,14 @@ def _ledger(*records: MechanismRecord, epsilon: float = 1e6) -> dict:
     return ledger.to_dict()
 
 
+def _refused(d: dict, match: str, **params) -> None:
+    """A copy of ledger dict ``d`` with its first record's ``params`` updated must fail verification naming ``match``."""
+    forged = copy.deepcopy(d)
+    forged["mechanisms"][0]["params"].update(params)
+    with pytest.raises(RecordMismatch, match=match):
+        verify_ledger_dict(forged)
+
+
 def _nap(*, z: float, max_degree: int = 99, row_clip: float = 1.0) -> MechanismRecord:
     sensitivity = math.sqrt(max_degree + row_clip**2)
     return MechanismRecord(
@@ -99,19 +107,9 @@ def test_nap_sensitivity_is_rebuilt_from_degree_and_row_clip():
 
 def test_dpsgd_event_must_be_the_one_its_sampling_rate_and_steps_give():
     d = _ledger(_dpsgd(z=1.0, q=0.001, steps=10))
-    forged = copy.deepcopy(d)
-    params = forged["mechanisms"][0]["params"]
-    params.update(sampling_rate=1.0, expected_batch_size=1000, steps=100_000)
-    with pytest.raises(RecordMismatch, match="dp_event"):
-        verify_ledger_dict(forged)
-    forged = copy.deepcopy(d)
-    forged["mechanisms"][0]["params"]["expected_batch_size"] = 500  # q ≠ batch / examples
-    with pytest.raises(RecordMismatch, match="sampling_rate"):
-        verify_ledger_dict(forged)
-    forged = copy.deepcopy(d)
-    forged["mechanisms"][0]["params"]["sampling"] = "shuffle"
-    with pytest.raises(RecordMismatch, match="sampling"):
-        verify_ledger_dict(forged)
+    _refused(d, "dp_event", sampling_rate=1.0, expected_batch_size=1000, steps=100_000)
+    _refused(d, "sampling_rate", expected_batch_size=500)  # q ≠ batch / examples
+    _refused(d, "sampling", sampling="shuffle")
 
 
 def test_laplace_scale_must_pay_for_the_charged_epsilon():
@@ -129,17 +127,9 @@ def test_nip_aggregation_cost_is_rebuilt_from_its_scale_and_budgets():
                                     largest_budget_weights=scaled, worst_case_ratio_before_scaling=1.25,
                                     budget_scale=1.25)
     d = _ledger(record)
-    forged = copy.deepcopy(d)
-    forged["mechanisms"][0]["params"].update(laplace_scale_at_epsilon_a=1e-9, epsilon_a=6e9)
-    with pytest.raises(RecordMismatch, match="pure_epsilon"):
-        verify_ledger_dict(forged)
-    forged = copy.deepcopy(d)
-    forged["mechanisms"][0]["params"]["largest_budget_weights"] = weights  # the unscaled budgets cost 1.25·ε_A
-    with pytest.raises(RecordMismatch, match="charged_ratio"):
-        verify_ledger_dict(forged)
-    forged["mechanisms"][0]["params"]["charged_ratio"] = 1.25
-    with pytest.raises(RecordMismatch, match="pure_epsilon"):
-        verify_ledger_dict(forged)
+    _refused(d, "pure_epsilon", laplace_scale_at_epsilon_a=1e-9, epsilon_a=6e9)
+    _refused(d, "charged_ratio", largest_budget_weights=weights)  # the unscaled budgets cost 1.25·ε_A
+    _refused(d, "pure_epsilon", largest_budget_weights=weights, charged_ratio=1.25)
 
 
 def test_nip_edge_rr_cost_is_rebuilt_from_s():

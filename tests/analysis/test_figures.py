@@ -76,3 +76,22 @@ def test_refuses_an_empty_summary(tmp_path: Path) -> None:
 def test_names_missing_metric_columns(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"lacks columns \['test_macro_f1_mean'.*'test_macro_f1'"):
         plot_accuracy_vs_epsilon(fake_summary(), tmp_path / "f1.png", metric="test_macro_f1")
+
+
+def test_conditional_points_are_hollow_and_the_legend_explains_the_mark(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    saved = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self))
+    rows = [
+        {"dataset": "cora", "method": m, "target_epsilon": e, "test_accuracy_mean": 0.5, "test_accuracy_ci_low": 0.4,
+         "test_accuracy_ci_high": 0.6, "guarantee": g}
+        for m, g in (("gap", "conditional"), ("dp-mlp", "unconditional")) for e in (1.0, 8.0)
+    ]
+    plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    (fig,) = saved
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "gap‡" in labels and "dp-mlp" in labels
+    assert any(label.startswith("hollow ‡") for label in labels)
+    hollow = [line for ax in fig.axes for line in ax.get_lines() if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and len(hollow[0].get_xdata()) == 2  # gap's two points, not dp-mlp's

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from nodedp.analysis.tables import NON_PRIVATE, metric_label
+from nodedp.analysis.tables import GUARANTEE_MARKS, NON_PRIVATE, metric_label
 from nodedp.io import atomic_write
 
 COL_WRAP = 3
@@ -19,6 +19,8 @@ LEGEND_WIDTH = 2.2  # inches added beside a single column of panels
 DPI = 150
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "p"]
 _DASHES = [(5, 2), (1, 1.5), (6, 2, 1, 2), (3, 3)]
+# Short forms of the tables' guarantee notes, for the legend.
+_MARK_LEGEND = {"§": "DP within the degree bound (graph within it)", "‡": "DP given the sampled edge list"}
 
 
 def _save(fig: Figure, path: Path, *, fmt: str) -> None:
@@ -38,6 +40,9 @@ def plot_accuracy_vs_epsilon(
     Private methods are lines with markers and a band for their bootstrap interval;
     non-private methods (ε = ∞) are dashed horizontal references with a light band.
     Each method keeps one colour across panels, and one legend serves all panels.
+    Where the summary has a ``guarantee`` column, points whose guarantee is weaker than
+    unconditional node-level DP are hollow, the method's legend entry carries the mark of
+    its weakest cell (as the tables do), and the legend explains the marks.
     """
     if summary.is_empty():
         raise ValueError("summary is empty: nothing to plot")
@@ -63,6 +68,15 @@ def plot_accuracy_vs_epsilon(
     markers = dict(zip(private_methods, _MARKERS * (len(private_methods) // len(_MARKERS) + 1)))
     dashes = dict(zip(reference_methods, _DASHES * (len(reference_methods) // len(_DASHES) + 1)))
 
+    weak = (pl.col("guarantee").is_in(list(GUARANTEE_MARKS)) if "guarantee" in summary.columns
+            else pl.lit(False))
+    # The weakest class a method reaches anywhere, for its legend entry.
+    method_marks = {
+        m: "".join(sorted({GUARANTEE_MARKS[g] for g in private.filter((pl.col("method") == m) & weak)["guarantee"]}))
+        if "guarantee" in summary.columns else ""
+        for m in private_methods
+    }
+
     epsilons = sorted(set(private["target_epsilon"].to_list()))
     # Without private runs there is no ε axis to speak of; draw the references over a nominal range.
     x_min, x_max = (epsilons[0] / 1.6, epsilons[-1] * 1.6) if epsilons else (0.1, 10.0)
@@ -84,6 +98,10 @@ def plot_accuracy_vs_epsilon(
                     x = finite["target_epsilon"].to_numpy()
                     y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
                     ax.plot(x, y, color=colours[method], marker=markers[method], markersize=5, linewidth=1.5)
+                    hollow = finite.select(weak).to_series().to_numpy()
+                    if hollow.any():  # a conditional guarantee: the point is hollow
+                        ax.plot(x[hollow], y[hollow], linestyle="none", marker=markers[method], markersize=5,
+                                color=colours[method], markerfacecolor="white")
                     if x.size > 1:
                         ax.fill_between(x, lo, hi, color=colours[method], alpha=0.2, linewidth=0)
                     else:  # a band over one budget has no width: show the interval as a bar
@@ -108,11 +126,18 @@ def plot_accuracy_vs_epsilon(
             ax.set_visible(False)
 
         handles = [
-            Line2D([], [], color=colours[m], marker=markers[m], markersize=5, linewidth=1.5, label=m)
+            Line2D([], [], color=colours[m], marker=markers[m], markersize=5, linewidth=1.5,
+                   label=m + method_marks[m])
             for m in private_methods
         ] + [
             Line2D([], [], color=colours[m], dashes=dashes[m], linewidth=1.3, label=f"{m} ({NON_PRIVATE})")
             for m in reference_methods
+        ]
+        shown = set("".join(method_marks.values()))
+        handles += [
+            Line2D([], [], color="grey", marker="o", markersize=5, linestyle="none", markerfacecolor="white",
+                   label=f"hollow {mark}: {_MARK_LEGEND[mark]}")
+            for mark in GUARANTEE_MARKS.values() if mark in shown
         ]
         # One column of panels is narrow: the legend goes beside it, otherwise below.
         if n_cols == 1:
