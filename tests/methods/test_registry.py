@@ -104,3 +104,27 @@ def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypat
         part[mask] = i
     src, dst = seen["edges"]
     assert seen["edges"].size(1) > 0 and torch.equal(part[src], part[dst])
+
+
+_BOUNDED = sorted(m for m in method_names()
+                  if get_method(m).private and set(get_method(m).needs) & {"in-degree", "out-degree", "degree"})
+_QUICK = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1}
+
+
+@pytest.mark.parametrize("method", _BOUNDED)
+def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inputs, method):
+    """A method whose sensitivity rests on a sampled degree bound must say so: its ledger is never
+    'unconditional', and names the bound it used."""
+    from nodedp.methods import RunSpec
+    from tests.methods._structure import with_bound
+
+    info = get_method(method)
+    (kind,) = set(info.needs) & {"in-degree", "out-degree", "degree"}
+    inputs = with_bound(tiny_inputs, kind, 3)
+    fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
+    hp = info.parse_hparams({k: v for k, v in _QUICK.items() if k in fields})
+    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-4)
+    ledger = info.run(inputs, spec, hp).ledger
+    assert ledger.degree_bound is not None and ledger.degree_bound.kind == kind and ledger.degree_bound.bound == 3
+    assert ledger.guarantee_class == "conditional"  # csbm-tiny has nodes over 3
+    assert ledger.to_dict()["guarantee"]["degree_bound"]["nodes_over"] > 0

@@ -68,7 +68,7 @@ from nodedp.mechanisms import (
     unbiased_sampling_probability,
 )
 from nodedp.mechanisms.nip import ScaledBudgets, scale_budgets_to_worst_case
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import MLP, aca_propagate
@@ -177,6 +177,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
                     "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
     ledger = Ledger(
         level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
+        degree_bound=degree_bound_of(artifact),
         mechanisms=(
             nip_edge_record(epsilon_b=eps_b, s=s, max_degree=max_degree, method=spec.method, caveat=bound_caveat),
             nip_aggregation_record(epsilon_a=eps_a, max_degree=max_degree, budget_scheme=hp.budgets,
