@@ -195,3 +195,32 @@ def test_a_record_no_rule_can_rebuild_is_refused():
     with pytest.raises(RecordMismatch, match="kind"):
         check_record(MechanismRecord(name="x", kind="laplace", touches=("edges",), params=wrong_kind,
                                      sensitivity=1.0, sensitivity_reason="-", dp_event=None, pure_epsilon=2.0))
+
+
+def test_dp_appr_gm_noise_is_rebuilt_from_its_row_clip():
+    d = _ledger(dp_appr_gm_record(noise_multiplier=2.0, k=2, m=70, clip=0.01))
+    _refused(d, "noise_multiplier", noise_std=2.0 * 0.01)  # std sized for C1, not the √2·C1 two rows differ by
+    _refused(d, "dp_event", m=7)  # ten times fewer rows than the event composes
+
+
+def test_poisson_occurrence_d_is_rebuilt_from_its_rule():
+    from nodedp.accounting import poisson_occurrence_gaussian_params
+
+    params = poisson_occurrence_gaussian_params(sampling_rate=0.3, max_rows=2, noise_multiplier=30.0, clip_norm=1.0,
+                                                steps=100, occurrence_rule="ranked_sources")
+    record = MechanismRecord(name="dp-sgd:dpar-em0", kind="poisson_occurrence_gaussian", touches=("features",),
+                             params=params, sensitivity=2.0 * 4, sensitivity_reason="d = max_rows + 2",
+                             dp_event=None)
+    d = _ledger(record)
+    forged = copy.deepcopy(d)
+    forged["mechanisms"][0]["params"].update(max_occurrences=3)  # the old, too small d
+    with pytest.raises(ValueError, match="max_occurrences"):
+        verify_ledger_dict(forged)
+    # With the rule changed too, d = 3 is consistent (the rule is a raw parameter a reader audits), but
+    # Δ = 2·C·d must follow d, and the stored ε was spent at d = 4.
+    forged["mechanisms"][0]["params"].update(occurrence_rule="own_plus_rows")
+    with pytest.raises(RecordMismatch, match="sensitivity"):
+        verify_ledger_dict(forged)
+    forged["mechanisms"][0]["sensitivity"] = 6.0
+    with pytest.raises(ValueError, match="does not match"):
+        verify_ledger_dict(forged)
