@@ -8,8 +8,6 @@ import math
 import pytest
 from dp_accounting.dp_event import SelfComposedDpEvent
 
-from nodedp.accounting.nip import label_keep_probability
-
 from nodedp.accounting import (
     MECHANISM_KINDS,
     Ledger,
@@ -30,6 +28,7 @@ from nodedp.accounting import (
     verify_ledger_dict,
     write_ledger,
 )
+from nodedp.accounting.nip import label_keep_probability
 
 DELTA = 1e-4
 Q, STEPS = 0.05, 100

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import pytest
 import torch
@@ -14,7 +14,7 @@ from nodedp.data.synthetic import CSBMSpec, generate_csbm
 NUM_NODES = 1500
 
 
-@lru_cache(maxsize=None)
+@cache
 def heavy_graph(seed: int) -> Tensor:
     spec = CSBMSpec(
         num_nodes=NUM_NODES, num_classes=3, avg_degree=10.0, homophily=0.5, num_features=3,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.structure.subgraphs import sample_subgraphs
 
 
-@lru_cache(maxsize=None)
+@cache
 def heavy_graph(num_nodes: int, seed: int) -> Tensor:
     spec = CSBMSpec(
         num_nodes=num_nodes, num_classes=3, avg_degree=8.0, homophily=0.5, num_features=3,

@@ -69,7 +69,6 @@ from nodedp.accounting.ledger import (
     verify_ledger_dict,
     write_ledger,
 )
-from nodedp.accounting.rebuild import MECHANISMS, RecordMismatch, check_record
 from nodedp.accounting.nip import (
     BUDGET_SCHEMES,
     aggregation_sensitivity,
@@ -80,18 +79,19 @@ from nodedp.accounting.nip import (
     nip_label_record,
     split_budget,
 )
+from nodedp.accounting.rebuild import MECHANISMS, RecordMismatch, check_record
 
 __all__ = [
     "ACCOUNTANTS",
     "ACCOUNTANT_POLICIES",
     "BUDGET_SCHEMES",
     "DEGREE_BOUND_KINDS",
-    "GUARANTEE_CLASSES",
     "EM_OPTIONS",
     "EM_VALUE_SHARE",
+    "GUARANTEE_CLASSES",
     "LEVELS",
-    "MECHANISM_KINDS",
     "MECHANISMS",
+    "MECHANISM_KINDS",
     "RDP_CURVES",
     "RDP_ORDERS",
     "TOUCHABLE",
