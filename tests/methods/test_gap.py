@@ -122,3 +122,22 @@ def test_the_guarantee_class_says_whether_the_graph_is_within_the_degree_bound(t
     forged["guarantee"]["class"] = "unconditional"
     with pytest.raises(ValueError, match="guarantee"):
         verify_ledger_dict(forged)
+
+
+def test_gap_caches_every_hop_row_normalized_after_its_noise(tiny_inputs):
+    """GAP's classifier concatenates the hops and L2-normalizes: an unnormalized noisy hop (norm ~ σ√d) would
+    swamp the noise-free X^(0). The reference code normalizes every aggregate; so must we."""
+    from nodedp.methods.gap import hop_caches
+    from nodedp.mechanisms import NAP
+    from nodedp.train import make_generator
+
+    graph = tiny_inputs.graph
+    x0 = torch.nn.functional.normalize(torch.randn(graph.num_nodes, 8), dim=-1)
+    nap = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)
+    caches = hop_caches(x0, nap, graph.edge_index, hops=2, generator=make_generator(0))
+    assert len(caches) == 3 and nap.calls == 2 and caches[0] is x0
+    for hop in caches[1:]:
+        assert torch.allclose(hop.norm(dim=-1), torch.ones(graph.num_nodes), atol=1e-5)
+    raw = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)(x0, graph.edge_index,
+                                                                              generator=make_generator(0))
+    assert raw.norm(dim=-1).mean() > 5  # what the classifier saw before: noise of std 5·√(D + R²) per entry

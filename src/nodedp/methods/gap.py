@@ -14,6 +14,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
     finish,
@@ -38,6 +43,21 @@ class GapHparams(ApHparams):
             raise ValueError("encoder_layers, encoder_epochs and head_layers must be ≥ 1")
 
 
+def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: torch.Generator) -> list[Tensor]:
+    """[X^(0), X̃^(1), ..., X̃^(K)]: K NAP queries, each hop row-normalized after its noise.
+
+    The normalization is post-processing, and it is the reference code's
+    (``compute_aggregations`` normalizes every aggregate): without it the noisy
+    hops, of norm ~ σ·√d, swamp the noise-free X^(0) in the classifier's
+    L2-normalized concatenation, and GAP falls to chance where ProGAP (whose
+    base MLPs normalize each hop) and DP-MLP do not.
+    """
+    caches = [x0]
+    for _ in range(hops):
+        caches.append(F.normalize(nap(caches[-1], edges, generator=generator), p=2, dim=-1))
+    return caches
+
+
 def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
@@ -50,10 +70,7 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
     common = {"plan": plan, "inputs": inputs, "spec": spec, "hp": hp, "generator": generator, "device": device}
     start = time.perf_counter()
     train_stage(encoder, lambda nodes: x[nodes], stage=0, epochs=hp.encoder_epochs, **common)
-    caches = [encoder.embed(x)]
-    edges = plan.edges.to(device)
-    for _ in range(hp.hops):
-        caches.append(plan.nap(caches[-1], edges, generator=generator))
+    caches = hop_caches(encoder.embed(x), plan.nap, plan.edges.to(device), hops=hp.hops, generator=generator)
     classifier = GAPClassifier(hp.hidden_dim, inputs.num_classes, hops=hp.hops, hidden_dim=hp.hidden_dim,
                                base_layers=hp.base_layers, head_layers=hp.head_layers, normalization=norm,
                                dropout=hp.dropout).to(device)
