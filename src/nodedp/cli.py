@@ -102,9 +102,8 @@ def cmd_split(args: argparse.Namespace) -> None:
 
 
 def cmd_bound_degree(args: argparse.Namespace) -> None:
-    from nodedp.data import load_graph, load_split, remove_cross_split_edges
+    from nodedp.data import degree_artifact, load_graph, load_split, remove_cross_split_edges
     from nodedp.io import torch_save_atomic
-    from nodedp.methods.base import degree_artifact
 
     graph = load_graph(Path(args.graph))
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)

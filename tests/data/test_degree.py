@@ -383,3 +383,21 @@ def degrees_of(index: Tensor, num_nodes: int) -> Tensor:
 def test_out_degree_bounding_of_an_edgeless_graph_is_empty() -> None:
     nothing = torch.empty(2, 0, dtype=torch.long)
     assert bound_out_degree(nothing, num_nodes=3, max_degree=1, seed=0).shape == (2, 0)
+
+
+@pytest.mark.parametrize("kind", ["in-degree", "out-degree", "degree"])
+def test_the_artifact_counts_the_nodes_over_the_bound_within_which_the_sampling_is_the_identity(kind):
+    from nodedp.data import degree_artifact, identity_bound
+
+    # An undirected star: the centre has degree 6, every leaf degree 1; all nodes train.
+    leaves = torch.arange(1, 7)
+    edge_index = torch.cat([torch.stack([torch.zeros(6, dtype=torch.long), leaves]),
+                            torch.stack([leaves, torch.zeros(6, dtype=torch.long)])], dim=1)
+    train = torch.arange(7)
+    for bound, over in ((6 * (2 if kind == "in-degree" else 1), 0), (4, 1)):
+        artifact = degree_artifact(edge_index, kind=kind, bound=bound, seed=0, num_nodes=7, train_nodes=train)
+        assert artifact["identity_bound"] == identity_bound(kind, bound) == (bound // 2 if kind == "in-degree"
+                                                                           else bound)
+        assert artifact["nodes_over"] == over
+        if over == 0:  # within the identity bound the sampling keeps every edge
+            assert artifact["edge_index"].size(1) == edge_index.size(1)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from nodedp.data import degree_artifact
 from nodedp.methods import RunInputs
-from nodedp.methods.base import degree_artifact
 
 
 def with_bound(inputs: RunInputs, kind: str, bound: int, *, seed: int = 0) -> RunInputs:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from nodedp.data import catalog  # noqa: F401  (registers the real datasets)
-from nodedp.data.degree import bound_in_degree, bound_out_degree, bound_undirected_degree
+from nodedp.data.degree import (
+    BOUND_KINDS,
+    bound_degree,
+    bound_in_degree,
+    bound_out_degree,
+    bound_undirected_degree,
+    capped_degrees,
+    degree_artifact,
+    identity_bound,
+)
 from nodedp.data.graph import (
     FORMAT_VERSION,
     GraphValidationError,
@@ -48,9 +57,14 @@ __all__ = [
     "Split",
     "SplitValidationError",
     "UnknownDatasetError",
+    "BOUND_KINDS",
+    "bound_degree",
     "bound_in_degree",
     "bound_out_degree",
     "bound_undirected_degree",
+    "capped_degrees",
+    "degree_artifact",
+    "identity_bound",
     "build_dataset",
     "csbm_dataset",
     "dataset_names",

@@ -47,7 +47,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["bound_in_degree", "bound_out_degree", "bound_undirected_degree"]
+__all__ = [
+    "BOUND_KINDS",
+    "bound_degree",
+    "bound_in_degree",
+    "bound_out_degree",
+    "bound_undirected_degree",
+    "capped_degrees",
+    "degree_artifact",
+    "identity_bound",
+]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -277,3 +286,61 @@ def bound_undirected_degree(edge_index: Tensor, *, num_nodes: int, max_degree: i
     slot = np.minimum(np.searchsorted(kept_keys, column_pair), max(kept_keys.size - 1, 0))
     keep = proper & (kept_keys[slot] == column_pair) if kept_keys.size else np.zeros(src.size, dtype=bool)
     return edge_index[:, torch.from_numpy(keep).to(edge_index.device)]
+
+
+# --- one entry point per bounding kind, the degrees each bounding caps, and the structure artifact ---------------
+
+BOUND_KINDS: tuple[str, ...] = ("in-degree", "out-degree", "degree")
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in BOUND_KINDS:
+        raise ValueError(f"unknown degree bound kind {kind!r}; valid choices: {list(BOUND_KINDS)}")
+
+
+def bound_degree(edge_index: Tensor, *, kind: str, num_nodes: int, max_degree: int, seed: int,
+                 train_nodes: Tensor | None = None) -> Tensor:
+    """The ``kind`` bounding ("in-degree": Algorithm 1, which needs ``train_nodes``; "out-degree"; "degree")."""
+    _check_kind(kind)
+    common = {"num_nodes": num_nodes, "max_degree": max_degree, "seed": seed}
+    if kind == "in-degree":
+        if train_nodes is None:
+            raise ValueError("kind 'in-degree' needs train_nodes (Algorithm 1 keeps edges from training nodes only)")
+        return bound_in_degree(edge_index, train_nodes=train_nodes, **common)
+    return (bound_out_degree if kind == "out-degree" else bound_undirected_degree)(edge_index, **common)
+
+
+def capped_degrees(edge_index: Tensor, *, kind: str, num_nodes: int, train_nodes: Tensor | None = None) -> Tensor:
+    """[N] the degree the ``kind`` bounding caps: out-degree, undirected degree (self-loops aside), or for
+    Algorithm 1 the in-degree from training nodes |RE_v|."""
+    _check_kind(kind)
+    src, dst = edge_index.cpu()
+    if kind == "out-degree":
+        return torch.bincount(src, minlength=num_nodes)
+    if kind == "degree":
+        return torch.bincount(src[src != dst], minlength=num_nodes)
+    if train_nodes is None:
+        raise ValueError("kind 'in-degree' needs train_nodes (Algorithm 1 keeps edges from training nodes only)")
+    is_train = torch.zeros(num_nodes, dtype=torch.bool)
+    is_train[train_nodes.cpu()] = True
+    return torch.bincount(dst[is_train[src]], minlength=num_nodes)
+
+
+def identity_bound(kind: str, bound: int) -> int:
+    """The degree within which the ``kind`` bounding at ``bound`` keeps every edge: D for out-degree and
+    undirected bounding; ⌊K/2⌋ for Algorithm 1, which keeps an in-edge with probability min(1, K/(2|RE_v|))."""
+    _check_kind(kind)
+    return bound // 2 if kind == "in-degree" else bound
+
+
+def degree_artifact(edge_index: Tensor, *, kind: str, bound: int, seed: int, num_nodes: int,
+                    train_nodes: Tensor) -> dict:
+    """The structure artifact of ``kind`` at public ``bound``: the sampled edges, and for the ledger's guarantee
+    the identity bound and how many nodes of the input exceed it (a count of the private input, reported,
+    never used by a mechanism)."""
+    kept = bound_degree(edge_index, kind=kind, num_nodes=num_nodes, max_degree=bound, seed=seed,
+                        train_nodes=train_nodes)
+    identity = identity_bound(kind, bound)
+    degrees = capped_degrees(edge_index, kind=kind, num_nodes=num_nodes, train_nodes=train_nodes)
+    return {"kind": kind, "bound": bound, "seed": seed, "edge_index": kept.to(torch.long),
+            "identity_bound": identity, "nodes_over": int((degrees > identity).sum())}

@@ -41,11 +41,11 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting import max_occurrences
-from nodedp.data.degree import bound_in_degree, bound_out_degree, bound_undirected_degree
+from nodedp.data.degree import BOUND_KINDS, bound_degree, bound_out_degree, capped_degrees
 
 __all__ = ["KINDS", "bounding_instability", "bounding_report", "degree_excess"]
 
-KINDS = ("out-degree", "in-degree", "degree")
+KINDS = BOUND_KINDS
 
 
 def _keys(edge_index: Tensor, num_nodes: int) -> np.ndarray:
@@ -72,20 +72,14 @@ def degree_excess(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int,
     second bounding).
     """
     _check_kind(kind)
-    src, dst = edge_index.cpu().numpy()
-    if kind == "out-degree":
-        return {"frac_over_bound": float(np.mean(np.bincount(src, minlength=num_nodes) > bound))}
-    if kind == "degree":
-        proper = src != dst
-        return {"frac_over_bound": float(np.mean(np.bincount(src[proper], minlength=num_nodes) > bound))}
-    is_train = _train_mask(train_nodes, num_nodes)
-    from_train = is_train[src]
-    incoming = np.bincount(dst[from_train], minlength=num_nodes)
-    return {
-        "frac_over_bound": float(np.mean(incoming > bound)),
-        "frac_sampled": float(np.mean(2 * incoming > bound)),
-        "frac_out_over_bound": float(np.mean(np.bincount(src[from_train], minlength=num_nodes) > bound)),
-    }
+    degrees = capped_degrees(edge_index, kind=kind, num_nodes=num_nodes, train_nodes=train_nodes).numpy()
+    excess = {"frac_over_bound": float(np.mean(degrees > bound))}
+    if kind == "in-degree":
+        src = edge_index[0].cpu().numpy()
+        from_train = _train_mask(train_nodes, num_nodes)[src]
+        excess["frac_sampled"] = float(np.mean(2 * degrees > bound))
+        excess["frac_out_over_bound"] = float(np.mean(np.bincount(src[from_train], minlength=num_nodes) > bound))
+    return excess
 
 
 def _check_kind(kind: str) -> None:
@@ -103,18 +97,17 @@ def _train_mask(train_nodes: Tensor | None, num_nodes: int) -> np.ndarray:
 
 def _dp_gnn_edges(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, bound: int, seed: int) -> Tensor:
     """The edges DP-GNN builds its subgraphs from: Algorithm 1, then out-degrees bounded to K (dp_gnn.py)."""
-    kept = bound_in_degree(edge_index, num_nodes=num_nodes, train_nodes=train_nodes, max_degree=bound, seed=seed)
+    kept = bound_degree(edge_index, kind="in-degree", num_nodes=num_nodes, train_nodes=train_nodes,
+                        max_degree=bound, seed=seed)
     return bound_out_degree(kept, num_nodes=num_nodes, max_degree=bound, seed=seed)
 
 
 def _bounded_keys(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, seed: int,
                   train_nodes: Tensor | None) -> np.ndarray:
-    if kind == "out-degree":
-        kept = bound_out_degree(edge_index, num_nodes=num_nodes, max_degree=bound, seed=seed)
-    elif kind == "degree":
-        kept = bound_undirected_degree(edge_index, num_nodes=num_nodes, max_degree=bound, seed=seed)
-    else:
+    if kind == "in-degree":
         kept = _dp_gnn_edges(edge_index, num_nodes=num_nodes, train_nodes=train_nodes, bound=bound, seed=seed)
+    else:
+        kept = bound_degree(edge_index, kind=kind, num_nodes=num_nodes, max_degree=bound, seed=seed)
     return _keys(kept, num_nodes)
 
 

@@ -91,8 +91,11 @@ class MethodInfo:
             raise ValueError(f"method {self.name!r}: level {self.level!r} not in {list(LEVELS)}")
         if self.private == (self.level == "none"):
             raise ValueError(f"method {self.name!r}: private methods need level node/edge, others 'none'")
-        if self.auto_accountant not in ("rdp", "pld"):
-            raise ValueError(f"method {self.name!r}: auto_accountant must be 'rdp' or 'pld', got {self.auto_accountant!r}")
+        from nodedp.accounting.events import ACCOUNTANTS
+
+        if self.auto_accountant not in ACCOUNTANTS:
+            raise ValueError(f"method {self.name!r}: auto_accountant must be one of {list(ACCOUNTANTS)}, "
+                             f"got {self.auto_accountant!r}")
         unknown = set(self.needs) - set(STRUCTURE_KINDS)
         if unknown:
             raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
@@ -129,42 +132,17 @@ class MethodInfo:
 
     def resolve_accountant(self, policy: str) -> str:
         """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""
-        if policy == "auto":
-            return self.auto_accountant
-        if policy not in ("rdp", "pld"):
-            raise ValueError(f"unknown accountant {policy!r}; valid choices: ['auto', 'rdp', 'pld']")
-        return policy
+        from nodedp.accounting.events import ACCOUNTANT_POLICIES
+
+        if policy not in ACCOUNTANT_POLICIES:
+            raise ValueError(f"unknown accountant {policy!r}; valid choices: {list(ACCOUNTANT_POLICIES)}")
+        return self.auto_accountant if policy == "auto" else policy
 
     def check_epsilon(self, epsilon: float) -> None:
         if self.private and not (0 < epsilon < math.inf):
             raise ValueError(f"method {self.name!r} is private: ε must be finite and > 0, got {epsilon}")
         if not self.private and epsilon != math.inf:
             raise ValueError(f"method {self.name!r} is non-private: its ε is 'inf', got {epsilon}")
-
-
-def nodes_over_identity_bound(edge_index: Any, *, kind: str, bound: int, num_nodes: int,
-                              train_nodes: Any) -> tuple[int, int]:
-    """(the degree within which ``kind``'s edge sampling keeps every edge, how many nodes exceed it).
-
-    Out-degree and undirected bounding keep every edge of a node within the bound D. DP-GNN's
-    Algorithm 1 keeps each incoming edge from a training node with probability min(1, K/(2|RE_v|)),
-    which is 1 only for |RE_v| ≤ K/2, so there the identity holds within ⌊K/2⌋. A count of the
-    private input, reported in the ledger's guarantee (never used by a mechanism).
-    """
-    import torch
-
-    src, dst = edge_index
-    if kind == "out-degree":
-        degree, identity = torch.bincount(src, minlength=num_nodes), bound
-    elif kind == "degree":
-        degree, identity = torch.bincount(src[src != dst], minlength=num_nodes), bound
-    elif kind == "in-degree":
-        is_train = torch.zeros(num_nodes, dtype=torch.bool)
-        is_train[train_nodes] = True
-        degree, identity = torch.bincount(dst[is_train[src]], minlength=num_nodes), bound // 2
-    else:
-        raise ValueError(f"unknown degree bound kind {kind!r}; valid choices: {list(STRUCTURE_KINDS[:3])}")
-    return identity, int((degree > identity).sum())
 
 
 def degree_bound_of(artifact: Mapping[str, Any]) -> Any:
@@ -177,24 +155,3 @@ def degree_bound_of(artifact: Mapping[str, Any]) -> Any:
     return DegreeBound(kind=artifact["kind"], bound=int(artifact["bound"]),
                        identity_bound=int(artifact["identity_bound"]), nodes_over=int(artifact["nodes_over"]))
 
-
-def degree_artifact(edge_index: Any, *, kind: str, bound: int, seed: int, num_nodes: int,
-                    train_nodes: Any) -> dict[str, Any]:
-    """The structure artifact of ``kind`` at public ``bound``: the sampled edges and what the guarantee needs."""
-    import torch
-
-    from nodedp.data import bound_in_degree, bound_out_degree, bound_undirected_degree
-
-    common = {"num_nodes": num_nodes, "max_degree": bound, "seed": seed}
-    if kind == "in-degree":
-        kept = bound_in_degree(edge_index, train_nodes=train_nodes, **common)
-    elif kind == "out-degree":
-        kept = bound_out_degree(edge_index, **common)
-    elif kind == "degree":
-        kept = bound_undirected_degree(edge_index, **common)
-    else:
-        raise ValueError(f"unknown degree bound kind {kind!r}; valid choices: {list(STRUCTURE_KINDS[:3])}")
-    identity_bound, nodes_over = nodes_over_identity_bound(edge_index, kind=kind, bound=bound, num_nodes=num_nodes,
-                                                           train_nodes=train_nodes)
-    return {"kind": kind, "bound": bound, "seed": seed, "edge_index": kept.to(torch.long),
-            "identity_bound": identity_bound, "nodes_over": nodes_over}
