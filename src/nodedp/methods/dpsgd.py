@@ -19,17 +19,18 @@ from nodedp.accounting import (
 
 @dataclass(frozen=True)
 class DpSgdPlan:
-    sampling_rate: float
-    steps: int
-    noise_multiplier: float
-    clip_norm: float
-    sensitivity: float
+    """A calibrated DP-SGD run: its ledger record holds every number the loop uses."""
+
     expected_batch_size: float
     record: MechanismRecord
 
     @property
-    def noise_std(self) -> float:
-        return self.noise_multiplier * self.sensitivity
+    def sampling_rate(self) -> float:
+        return self.record.params["sampling_rate"]
+
+    @property
+    def steps(self) -> int:
+        return self.record.params["steps"]
 
     def privacy_config(self):
         return privacy_from_record(self.record, expected_batch_size=self.expected_batch_size)
@@ -125,12 +126,4 @@ def plan_dpsgd(
         num_examples=num_examples, batch_size=batch_size, steps=steps, epochs=epochs,
         sensitivity_reason=sensitivity_reason,
     )
-    return DpSgdPlan(
-        sampling_rate=q,
-        steps=steps,
-        noise_multiplier=sigma,
-        clip_norm=clip_norm,
-        sensitivity=clip_norm,
-        expected_batch_size=float(batch_size),
-        record=record,
-    )
+    return DpSgdPlan(expected_batch_size=float(batch_size), record=record)
