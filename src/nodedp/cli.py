@@ -155,6 +155,17 @@ def load_structure(paths: Sequence[str]) -> dict:
     return structure
 
 
+def check_reference_name(name: str, hp) -> None:
+    """A run sized by a paper's accounting is named ``<method>@paper``, and only such a run (nodedp.config)."""
+    from nodedp.config import REFERENCE_SUFFIX
+
+    paper = getattr(hp, "accounting", "suite") == "paper"
+    if paper != name.endswith(REFERENCE_SUFFIX):
+        raise ValueError(f"run name {name!r}: a run with the paper's accounting (accounting: paper) must be named "
+                         f"'<method>{REFERENCE_SUFFIX}', and only such a run; got accounting "
+                         f"{getattr(hp, 'accounting', 'suite')!r}")
+
+
 def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
     """δ of a private method: the configured one, or 'auto' from the number of private units."""
     from nodedp.accounting import resolve_delta
@@ -224,6 +235,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     info = get_method(method)
     info.check_epsilon(args.epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
+    check_reference_name(name, hp)
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -253,6 +265,9 @@ def cmd_train(args: argparse.Namespace) -> None:
             f"{name}: ledger target ({ledger.target_epsilon}, {ledger.target_delta}) "
             f"differs from the run's ({spec.target_epsilon}, {spec.target_delta})"
         )
+    if (ledger.claim is not None) != (getattr(hp, "accounting", "suite") == "paper"):
+        raise ValueError(f"{name}: a run with the paper's accounting must record the paper's claim in its ledger, "
+                         "and only such a run")
     ledger.check()
     epsilon, spent_delta = ledger.composed()
     out = Path(args.out)
@@ -271,6 +286,8 @@ def cmd_train(args: argparse.Namespace) -> None:
         "delta": spent_delta if info.private else None,
         "accountant": spec.accountant,
         "guarantee": ledger.guarantee(),  # what ε guarantees, and under which condition (the ledger's own)
+        # Reference mode: the paper's claimed (ε, δ) for this noise and the actual ε at that δ (the ledger's).
+        "claim": ledger.to_dict()["claim"],
         "val": dict(result.val),
         "test": dict(result.test),
         "timings": {"train_s": result.train_seconds, "total_s": time.perf_counter() - started},
@@ -283,6 +300,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     write_json(out / "ledger.json", ledger.to_dict())
     write_json(out / "metrics.json", metrics)
     eps_text = f"ε = {epsilon:.4f} ≤ {spec.target_epsilon} (δ = {spent_delta:g})" if info.private else "non-private"
+    if ledger.claim is not None:
+        eps_text = (f"reference mode: the paper claims ε = {ledger.claim.epsilon:g} at δ = {ledger.claim.delta:g}; "
+                    f"actual ε = {ledger.actual_claim_epsilon():.4g} there, {epsilon:.4g} at δ = {spent_delta:g}")
     print(f"{spec.method} on {spec.dataset} seed {spec.seed}: test accuracy {result.test['accuracy']:.4f}; {eps_text}")
 
 

@@ -38,6 +38,13 @@ the identity), and the guarantee is unconditional node-level DP over
 bounded-degree graphs; otherwise it is conditional on the sampled edge list,
 as in the papers. ``guarantee_class`` says which of these a run is in.
 
+Reference mode. A run that sizes its noise by a paper's own accounting
+(method ids ending in ``@paper``) carries a ``Claim``: the ε and δ the paper
+states for that noise, and the rule behind it. Its ledger records the same
+mechanisms as any run, so its ε is the suite's honest figure for that noise
+(at the suite's δ, and at the paper's δ as ``claim.actual_epsilon``); it is
+exempt from the target check only in that this ε may exceed the claimed one.
+
 Verification. ``check`` and ``verify_ledger_dict`` rebuild every record's
 sensitivity and cost from its raw params (``nodedp.accounting.rebuild``) and
 refuse a record whose stored cost disagrees; the composed ε is then computed
@@ -84,6 +91,7 @@ __all__ = [
     "MECHANISM_KINDS",
     "RDP_CURVES",
     "TOUCHABLE",
+    "Claim",
     "DegreeBound",
     "Ledger",
     "MechanismRecord",
@@ -268,6 +276,33 @@ class DegreeBound:
         return cls(kind=d["kind"], bound=d["bound"], identity_bound=d["identity_bound"], nodes_over=d["nodes_over"])
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What a paper's own accounting states for a reference-mode run's noise (module docstring)."""
+
+    epsilon: float  # the ε the paper's rule gives this noise (the grid's ε of the run)
+    delta: float  # the paper's δ
+    rule: str  # how the paper arrives at ε, e.g. "ε·q' per part, parts not composed"
+    source: str  # where the rule is from (paper section, public code)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.epsilon, bool) or not (math.isfinite(self.epsilon) and self.epsilon > 0):
+            raise ValueError(f"a claim needs a finite ε > 0, got {self.epsilon!r}")
+        if isinstance(self.delta, bool) or not 0 < self.delta < 1:
+            raise ValueError(f"a claim needs a δ in (0, 1), got {self.delta!r}")
+        if not self.rule or not self.source:
+            raise ValueError("a claim needs its rule and its source")
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "delta", float(self.delta))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "rule": self.rule, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Claim:
+        return cls(epsilon=d["epsilon"], delta=d["delta"], rule=d["rule"], source=d["source"])
+
+
 _RELATIONS = {
     "node": "add or remove one node with its features, label and edges",
     "edge": "add or remove one edge",
@@ -312,6 +347,7 @@ class Ledger:
     uncharged: tuple[UnchargedRead, ...] = ()
     node_sample_rate: float = 1.0  # q: the mechanisms ran on a Poisson node sample of rate q (module docstring)
     degree_bound: DegreeBound | None = None  # the degree bound the mechanisms' sensitivities rest on, if any
+    claim: Claim | None = None  # reference mode: the paper's own figure for this noise (module docstring)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -336,6 +372,15 @@ class Ledger:
             raise TypeError(f"degree_bound must be a DegreeBound or None, got {type(self.degree_bound).__name__}")
         if self.degree_bound is not None and self.level != "node":
             raise ValueError(f"a degree bound qualifies node-level guarantees only; this ledger is {self.level!r}")
+        if self.claim is not None:
+            if not isinstance(self.claim, Claim):
+                raise TypeError(f"claim must be a Claim or None, got {type(self.claim).__name__}")
+            if not self.private or self.claim.epsilon != self.target_epsilon:
+                raise ValueError(f"a claim belongs to a private ledger whose target is the claimed ε; got level "
+                                 f"{self.level!r}, target ε = {self.target_epsilon}, claimed {self.claim.epsilon}")
+            if not self.claim.delta < self.node_sample_rate:
+                raise ValueError(f"claimed δ = {self.claim.delta:g} must be below node_sample_rate = "
+                                 f"{self.node_sample_rate:g}")
         if not self.private:
             if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms or uncharged:
                 raise ValueError(
@@ -357,6 +402,11 @@ class Ledger:
     @property
     def private(self) -> bool:
         return self.level != "none"
+
+    @property
+    def reference(self) -> bool:
+        """Whether the noise was sized by a paper's own accounting (``claim``), not calibrated to the target."""
+        return self.claim is not None
 
     @property
     def fully_accounted(self) -> bool:
@@ -409,13 +459,23 @@ class Ledger:
         With a ``node_sample_rate`` q < 1 that is done at δ/q and amplified
         (module docstring).
         """
+        return self.composed_at(self.target_delta)
+
+    def composed_at(self, delta: float) -> tuple[float, float]:
+        """``composed`` at another δ (a reference run's ε at its paper's δ)."""
         if not self.private:
             return math.inf, 0.0
         q = self.node_sample_rate
-        epsilon, delta = self._composed_on_sample(self.target_delta / q)
+        if not 0 <= delta < q:
+            raise ValueError(f"δ = {delta:g} must be in [0, node_sample_rate = {q:g})")
+        epsilon, spent = self._composed_on_sample(delta / q)
         if q == 1.0:
-            return epsilon, delta
-        return amplify_epsilon(epsilon, rate=q), self.target_delta if delta > 0 else 0.0
+            return epsilon, spent
+        return amplify_epsilon(epsilon, rate=q), delta if spent > 0 else 0.0
+
+    def actual_claim_epsilon(self) -> float | None:
+        """A reference run's ε at its paper's δ, under the suite's accountant; None without a claim."""
+        return None if self.claim is None else self.composed_at(self.claim.delta)[0]
 
     def composed_on_sample(self) -> tuple[float, float]:
         """(ε_in, δ_in): the composition on the node sample, before amplification (= ``composed`` when q = 1)."""
@@ -461,6 +521,8 @@ class Ledger:
         for record in self.mechanisms:
             check_record(record)  # every cost rebuilt from its raw params, never trusted
         epsilon, _ = self.composed()
+        if self.claim is not None:
+            return  # reference mode: its ε may exceed the claimed one; that is what it measures
         if not epsilon <= self.target_epsilon * (1 + _BUDGET_SLACK):
             names = ", ".join(r.name for r in self.mechanisms)
             raise PrivacyBudgetExceeded(
@@ -483,6 +545,8 @@ class Ledger:
             "fully_accounted": self.fully_accounted,
             "node_sample_rate": self.node_sample_rate,
             "guarantee": self.guarantee(),
+            "claim": None if self.claim is None else {**self.claim.to_dict(),
+                                                      "actual_epsilon": _float_to_json(self.actual_claim_epsilon())},
         }
 
     @classmethod
@@ -500,6 +564,7 @@ class Ledger:
             node_sample_rate=d.get("node_sample_rate", 1.0),
             degree_bound=None if (d.get("guarantee") or {}).get("degree_bound") is None
             else DegreeBound.from_dict(d["guarantee"]["degree_bound"]),
+            claim=None if d.get("claim") is None else Claim.from_dict(d["claim"]),
         )
 
 
@@ -518,8 +583,9 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     """Recompute a stored ledger's ε from its mechanisms; raise if it overspends or disagrees.
 
     Returns the recomputed ε (inf for a non-private ledger). Raises
-    ``PrivacyBudgetExceeded`` when that ε exceeds the target or differs from
-    the stored "epsilon" by more than a relative 1e-6, and ``ValueError`` (or
+    ``PrivacyBudgetExceeded`` when that ε exceeds the target (unless the ledger
+    carries a reference-mode ``claim``) or differs from the stored "epsilon" (or a
+    claim's stored "actual_epsilon") by more than a relative 1e-6, and ``ValueError`` (or
     ``KeyError``) for a malformed ledger or a stored "fully_accounted" that
     contradicts its uncharged reads (absent in older ledgers: accepted).
     """
@@ -549,6 +615,11 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
         raise PrivacyBudgetExceeded(
             f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}"
         )
+    if ledger.claim is not None:
+        actual, stored = ledger.actual_claim_epsilon(), _float_from_json(d["claim"]["actual_epsilon"])
+        if not (actual == stored or math.isclose(actual, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)):
+            raise PrivacyBudgetExceeded(f"stored ε at the claimed δ = {stored!r} does not match the ε recomputed "
+                                        f"from the mechanisms, {actual!r}")
     return epsilon
 
 

@@ -57,7 +57,9 @@ def summarize(
 
     Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
     ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
-    (the weakest guarantee class of the cell's runs; None for runs collected without one), for each
+    (the weakest guarantee class of the cell's runs; None for runs collected without one),
+    ``epsilon_max``, and for reference-mode cells (``reference``) the paper's ``claimed_delta`` and
+    ``claim_actual_epsilon_max`` (the largest actual ε at that δ; the claimed ε is the key's), for each
     metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
     ``n_resamples`` used, so tables built from the summary alone can state them.
     Every cell resamples its runs, ordered by seed, with the same ``seed``, so a
@@ -79,6 +81,15 @@ def summarize(
         # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
         row["guarantee"] = (max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index)
                             if "guarantee" in cell.columns else None)
+        # Reference mode (`<method>@paper`): the largest actual ε of the cell's runs, at the suite's δ and at the
+        # paper's (the claimed ε is the cell's target_epsilon).
+        reference = "reference" in cell.columns and bool(cell["reference"].any())
+        if reference and not cell["reference"].all():
+            raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes reference-mode and suite-accounted runs")
+        row["reference"] = reference
+        row["epsilon_max"] = float(cell["epsilon"].max())
+        row["claimed_delta"] = float(cell["claimed_delta"].max()) if reference else None
+        row["claim_actual_epsilon_max"] = float(cell["claim_actual_epsilon"].max()) if reference else None
         for metric in metrics:
             mean, low, high = bootstrap_ci(
                 cell[metric].to_numpy(),
@@ -100,6 +111,10 @@ def summarize(
         "epsilon_mean": pl.Float64(),
         "fully_accounted": pl.Boolean(),
         "guarantee": pl.String(),
+        "reference": pl.Boolean(),
+        "epsilon_max": pl.Float64(),
+        "claimed_delta": pl.Float64(),
+        "claim_actual_epsilon_max": pl.Float64(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),

@@ -25,6 +25,11 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "level": pl.String(),
     "fully_accounted": pl.Boolean(),  # false: the run read private data without charge (see its ledger)
     "guarantee": pl.String(),  # the ledger's guarantee class (nodedp.accounting.GUARANTEE_CLASSES)
+    # Reference mode (`<method>@paper`): target_epsilon is the paper's claimed ε, epsilon the actual one at the
+    # suite's δ; claimed_delta is the paper's δ and claim_actual_epsilon the actual ε there. Null elsewhere.
+    "reference": pl.Boolean(),
+    "claimed_delta": pl.Float64(),
+    "claim_actual_epsilon": pl.Float64(),
     "test_accuracy": pl.Float64(),
     "test_macro_f1": pl.Float64(),
     "val_accuracy": pl.Float64(),
@@ -113,14 +118,22 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         target, spent = float(target), float(spent)
         if not math.isfinite(target):
             raise InvalidRunError(run_dir, f"a private run needs a finite target_epsilon, got {target}")
-        if not spent <= target:
+        claim = ledger.get("claim")
+        if metrics.get("claim") != claim:
+            raise InvalidRunError(run_dir, f"metrics.json states the claim {metrics.get('claim')!r}, its ledger "
+                                           f"{claim!r}")
+        if claim is not None and claim.get("epsilon") != target:
+            raise InvalidRunError(run_dir, f"a reference run's target ε {target} differs from its claimed "
+                                           f"{claim.get('epsilon')!r}")
+        # A reference run's actual ε may exceed its claimed one (its target): that is what it reports.
+        if claim is None and not spent <= target:
             raise InvalidRunError(run_dir, f"recorded epsilon {spent} exceeds target {target}")
         try:
             recomputed = float(verify_ledger(ledger))
         except ValueError as err:
             raise InvalidRunError(run_dir, f"ledger failed verification: {err}") from err
         # The ledger checks itself against its own target; it must also meet the run's.
-        if not recomputed <= target:
+        if claim is None and not recomputed <= target:
             raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
         guarantee = ledger["guarantee"]["class"]  # verification checked it against the degree bound
         if (metrics.get("guarantee") or {}).get("class") != guarantee:
@@ -128,7 +141,7 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
                                            f"its ledger {guarantee!r}")
     else:
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
-        target, spent, guarantee = math.inf, math.inf, "none"
+        target, spent, guarantee, claim = math.inf, math.inf, "none", None
 
     delta, commit = metrics["delta"], metrics["version"]["git_commit"]
     return {
@@ -143,6 +156,9 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         # Derived from the ledger's uncharged reads, which verification checked against its flag.
         "fully_accounted": not ledger.get("uncharged"),
         "guarantee": guarantee,
+        "reference": claim is not None,
+        "claimed_delta": None if claim is None else float(claim["delta"]),
+        "claim_actual_epsilon": None if claim is None else float(claim["actual_epsilon"]),
         "test_accuracy": float(metrics["test"]["accuracy"]),
         "test_macro_f1": float(metrics["test"]["macro_f1"]),
         # null where a protocol has no validation part (DPAR's 80/20)

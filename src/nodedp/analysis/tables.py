@@ -22,7 +22,11 @@ GUARANTEE_NOTES = {
     "conditional": ("‡ this graph exceeds the method's public degree bound: ε holds for neighbouring graphs "
                     "compared on the same sampled edge list (as in the papers), not for every pair."),
 }
-_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}"}
+REFERENCE_MARK = "¶"
+REFERENCE_NOTE = (f"{REFERENCE_MARK} reference mode (`@paper`): the noise the paper's own accounting gives the "
+                  "column's ε; [ε = x] is what that noise actually spends under the suite's accountant (at the "
+                  "suite's δ, the largest over seeds). Not private at the column's ε unless x ≤ it.")
+_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}", REFERENCE_MARK: r"\P{}"}
 
 _METRIC_LABELS = {
     "test_accuracy": "test accuracy",
@@ -48,6 +52,14 @@ _LATEX_SPECIAL = {
 _LATEX_DAGGER = r"\textsuperscript{\dag}"  # text mode: no package, no unicode needed
 
 
+_LATEX_UNICODE = {"ε": r"$\varepsilon$", "∞": r"$\infty$", "≤": r"$\le$", "–": "--"}
+
+
+def _latex_unicode(text: str) -> str:
+    """``text`` (already escaped) with the Unicode the tables print replaced by LaTeX that needs no package."""
+    return "".join(_LATEX_UNICODE.get(ch, ch) for ch in text)
+
+
 def metric_label(metric: str) -> str:
     """Human name of a metric column, e.g. ``test_accuracy`` -> ``test accuracy``."""
     return _METRIC_LABELS.get(metric, metric.replace("_", " "))
@@ -67,15 +79,26 @@ class _Cell:
     best: bool
     accounted: bool  # false: some run read private data without charge (marked with DAGGER)
     guarantee: str | None = None  # the cell's guarantee class; marked where weaker than unconditional
+    actual_epsilon: float | None = None  # reference mode: the ε its noise actually spends (REFERENCE_NOTE)
 
     @property
     def marks(self) -> str:
-        return ("" if self.accounted else DAGGER) + GUARANTEE_MARKS.get(self.guarantee or "", "")
+        return (("" if self.accounted else DAGGER) + GUARANTEE_MARKS.get(self.guarantee or "", "")
+                + ("" if self.actual_epsilon is None else REFERENCE_MARK))
 
     def text(self, *, max_runs: int) -> str:
         # Percent with one decimal; a cell with fewer runs than the rest says so.
         body = f"{100 * self.mean:.1f} ({100 * self.low:.1f}–{100 * self.high:.1f})"
+        if self.actual_epsilon is not None:
+            body += f" [ε = {format_epsilon_value(self.actual_epsilon)}]"
         return body if self.n_runs == max_runs else f"{body} [n={self.n_runs}]"
+
+
+def format_epsilon_value(epsilon: float) -> str:
+    """An ε for a table: three significant digits, "∞" for infinity, powers of ten past 10⁴."""
+    if math.isinf(epsilon):
+        return "∞"
+    return f"{epsilon:.3g}" if epsilon < 1e4 else f"{epsilon:.1e}"
 
 
 @dataclass(frozen=True)
@@ -92,7 +115,10 @@ class _Table:
     @property
     def guarantee_notes(self) -> list[str]:
         shown = {c.guarantee for _, _, cells in self.rows for c in cells if c is not None}
-        return [note for cls, note in GUARANTEE_NOTES.items() if cls in shown]
+        notes = [note for cls, note in GUARANTEE_NOTES.items() if cls in shown]
+        if any(c is not None and c.actual_epsilon is not None for _, _, cells in self.rows for c in cells):
+            notes.append(REFERENCE_NOTE)
+        return notes
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
@@ -109,8 +135,11 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
 
     epsilons = tuple(sorted(set(summary["target_epsilon"].to_list())))  # inf sorts last
     # Bold only where at least two private methods compete for the same (dataset, ε).
+    has_reference = "reference" in summary.columns
+    # Reference-mode cells are not private at their column's ε: they never compete for bold.
+    competing = summary.filter(~pl.col("reference").fill_null(False)) if has_reference else summary
     contests = (
-        summary.filter(pl.col("target_epsilon").is_finite())
+        competing.filter(pl.col("target_epsilon").is_finite())
         .group_by("dataset", "target_epsilon")
         .agg(pl.col(mean).max().alias("best"), pl.len().alias("n_methods"))
         .filter(pl.col("n_methods") > 1)
@@ -126,9 +155,10 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             low=r[low],
             high=r[high],
             n_runs=r["n_runs"],
-            best=r[mean] == best_mean.get((r["dataset"], eps)),
+            best=r[mean] == best_mean.get((r["dataset"], eps)) and not (has_reference and r["reference"]),
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
             guarantee=r.get("guarantee"),
+            actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
         )
     # Private methods first, non-private references below them, each alphabetical.
     order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
@@ -212,7 +242,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
             if cell is None:
                 texts.append("--")
             else:
-                text = latex_escape(cell.text(max_runs=table.max_runs)).replace("–", "--")
+                text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
                 text = f"\\textbf{{{text}}}" if cell.best else text
                 marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
                 for mark, latex in _LATEX_MARKS.items():
@@ -227,7 +257,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     if table.any_unaccounted:
         note += " " + latex_escape(UNACCOUNTED_NOTE).replace(DAGGER, _LATEX_DAGGER)
     for extra in table.guarantee_notes:
-        extra = latex_escape(extra).replace("ε", "$\\varepsilon$")
+        extra = _latex_unicode(latex_escape(extra.replace("`", "")))
         for mark, latex in _LATEX_MARKS.items():
             extra = extra.replace(mark, latex)
         note += " " + extra

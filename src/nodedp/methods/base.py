@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from nodedp.data import Split
 
 LEVELS = ("node", "edge", "none")
+# A private method with a reference mode has a hyperparameter ``accounting``: "suite" calibrates its noise to
+# the target ε with the suite's accountant; "paper" sizes it as its paper (or public code) would for that ε,
+# and its ledger carries the paper's claim beside the actual ε. Reference runs are named ``<method>@paper``
+# (nodedp.config.resolve_method sets the mode from the name), never anything else.
+ACCOUNTING_MODES = ("suite", "paper")
 STRUCTURE_KINDS = ("in-degree", "out-degree", "degree", "dp-appr")
 
 
@@ -122,6 +127,9 @@ class MethodInfo:
                     f"got {value!r}"
                 )
         hp = dataclasses.replace(defaults, **values)
+        if getattr(hp, "accounting", "suite") not in ACCOUNTING_MODES:
+            raise ValueError(f"method {self.name!r}: accounting must be one of {list(ACCOUNTING_MODES)}, "
+                             f"got {hp.accounting!r}")
         check = getattr(hp, "check", None)
         if check is not None:
             try:
@@ -129,6 +137,11 @@ class MethodInfo:
             except ValueError as err:
                 raise ValueError(f"method {self.name!r}: {err}") from None
         return hp
+
+    @property
+    def has_reference_mode(self) -> bool:
+        """Whether the method can size its noise by its paper's accounting (``ACCOUNTING_MODES``)."""
+        return any(f.name == "accounting" for f in dataclasses.fields(self.hparams))
 
     def resolve_accountant(self, policy: str) -> str:
         """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""
