@@ -339,6 +339,21 @@ def cmd_tables(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_reproduction(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis.reproduction import write_reproduction_tables
+
+    out = Path(args.out_dir)
+    names = ("reproduction", "claims", "crossover")
+    paths = {f"{n}_{ext}": out / f"{n}.{ext}" for n in names for ext in ("md", "tex")}
+    counts = write_reproduction_tables(
+        pl.read_parquet(args.summary), **paths,
+        regenerate_command="snakemake --cores 2 " + " ".join(str(paths[f"{n}_md"]) for n in names),
+    )
+    print(", ".join(f"{n}: {c} rows" for n, c in zip(names, counts, strict=True)) + f" in {out}")
+
+
 def cmd_figures(args: argparse.Namespace) -> None:
     import polars as pl
 
@@ -464,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", required=True)
     p.add_argument("--latex", required=True)
 
+    p = verb("reproduction", cmd_reproduction,
+             "write the reproduction (published vs reference mode vs suite), claimed-vs-actual ε and crossover "
+             "tables (Markdown and LaTeX) from a summary")
+    p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
+    p.add_argument("--out-dir", required=True,
+                   help="folder for reproduction.{md,tex}, claims.{md,tex} and crossover.{md,tex}")
     p = verb("figures", cmd_figures, "draw accuracy vs ε with CI bands from a summary")
     p.add_argument("--summary", required=True)
     p.add_argument("--png", required=True)

@@ -392,3 +392,61 @@ def test_amplification_is_stable_for_huge_epsilon():
 def test_node_sample_rate_validation(rate):
     with pytest.raises(ValueError, match="node_sample_rate"):
         _gaussian_ledger(node_sample_rate=rate)
+
+
+# --- reference mode: a paper's claim beside the actual ε -------------------------------------------------------
+
+def reference_ledger(sigma: float, *, claimed: float = 1.0, claim_delta: float = 1e-3) -> Ledger:
+    from nodedp.accounting import Claim
+
+    return Ledger(level="node", target_epsilon=claimed, target_delta=DELTA, mechanisms=(dpsgd_record(sigma),),
+                  claim=Claim(epsilon=claimed, delta=claim_delta, rule="a rule that under-counts",
+                              source="a test"))
+
+
+def test_a_reference_ledger_may_exceed_its_claim_and_states_both_epsilons() -> None:
+    sigma = 0.6  # far less noise than ε = 1 needs
+    ledger = reference_ledger(sigma)
+    ledger.check()  # no PrivacyBudgetExceeded: the overrun is what reference mode reports
+    actual = epsilon_of(subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
+                        delta=DELTA, accountant="rdp")
+    assert ledger.composed()[0] == pytest.approx(actual) and actual > 1.0
+    at_claim = epsilon_of(subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
+                          delta=1e-3, accountant="rdp")
+    assert ledger.actual_claim_epsilon() == pytest.approx(at_claim) and at_claim < actual  # a larger δ
+    d = ledger.to_dict()
+    assert d["claim"]["epsilon"] == 1.0 and d["claim"]["actual_epsilon"] == pytest.approx(at_claim)
+    assert verify_ledger_dict(json.loads(json.dumps(d))) == pytest.approx(actual)
+    assert Ledger.from_dict(d) == ledger
+    # Without the claim the same mechanisms overrun the target.
+    with pytest.raises(PrivacyBudgetExceeded):
+        dataclasses.replace(ledger, claim=None).check()
+
+
+def test_the_verifier_recomputes_a_claims_actual_epsilon() -> None:
+    d = reference_ledger(0.6).to_dict()
+    d["claim"]["actual_epsilon"] *= 0.5
+    with pytest.raises(PrivacyBudgetExceeded, match="claimed δ"):
+        verify_ledger_dict(d)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(target_epsilon=2.0), "target is the claimed ε"),
+    (dict(level="edge", degree_bound=None), None),
+])
+def test_a_claim_belongs_to_its_target(change: dict, match: str | None) -> None:
+    ledger = reference_ledger(2.0)
+    if match is None:  # another level is fine: the claim is about ε
+        dataclasses.replace(ledger, **change).check()
+        return
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(ledger, **change)
+
+
+def test_a_claim_needs_a_valid_epsilon_delta_and_rule() -> None:
+    from nodedp.accounting import Claim
+
+    for bad in (dict(epsilon=0.0), dict(epsilon=math.inf), dict(delta=1.0), dict(delta=-1e-5), dict(rule="")):
+        with pytest.raises(ValueError):
+            Claim(**{**dict(epsilon=1.0, delta=1e-5, rule="r", source="s"), **bad})
+    assert Claim(epsilon=1.0, delta=0.0, rule="pure", source="s").delta == 0.0  # pure-ε papers

@@ -40,6 +40,7 @@ def write_run(
     ledger: dict[str, Any] | None = None,
     drop: str | None = None,
     guarantee: str = "unconditional",
+    claim: dict[str, Any] | None = None,
 ) -> Path:
     """One run directory; ``eps=None`` is a non-private run. Returns its metrics.json."""
     private = eps is not None
@@ -60,6 +61,7 @@ def write_run(
         "timings": {"total_s": 3.0, "train_s": 2.5},
         "hyperparameters": {},
         "version": {"nodedp": "0.1.0", "git_commit": "abc"},
+        "claim": claim,
     }
     if drop is not None:
         *parents, leaf = drop.split(".")
@@ -70,7 +72,8 @@ def write_run(
     run_dir = root / dataset / method / f"eps~{eps if private else 'inf'}" / f"seed~{seed}"
     run_dir.mkdir(parents=True)
     if ledger is None:
-        ledger = {"epsilon": spent, "target_epsilon": eps, "guarantee": {"class": guarantee}} if private else {}
+        ledger = ({"epsilon": spent, "target_epsilon": eps, "guarantee": {"class": guarantee}, "claim": claim}
+                  if private else {})
     (run_dir / "ledger.json").write_text(json.dumps(ledger))
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     return run_dir / "metrics.json"
@@ -191,7 +194,7 @@ def test_defaults_to_the_accounting_verifier(tmp_path: Path, monkeypatch: pytest
     fake_accounting.verify_ledger_dict = verify_ledger_dict  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "nodedp.accounting", fake_accounting)
     collect_runs([write_run(tmp_path, eps=1.0)])
-    assert seen == [{"epsilon": 0.99, "target_epsilon": 1.0, "guarantee": {"class": "unconditional"}}]
+    assert seen == [{"epsilon": 0.99, "target_epsilon": 1.0, "guarantee": {"class": "unconditional"}, "claim": None}]
 
 
 def test_write_runs_round_trips_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -240,3 +243,41 @@ def test_metrics_and_ledger_must_state_the_same_guarantee(tmp_path: Path) -> Non
     (path.parent / "ledger.json").write_text(json.dumps(ledger))
     with pytest.raises(InvalidRunError, match="guarantee"):
         collect_runs([path], verify_ledger=fake_verify)
+
+
+def reference_verify(ledger: dict) -> float:
+    """Stands in for the verifier of a reference ledger: exempt from its target (the claim)."""
+    return ledger["epsilon"]
+
+
+def test_a_reference_run_enters_with_its_actual_epsilon_above_the_claim(tmp_path: Path) -> None:
+    from nodedp.analysis.bootstrap import summarize
+
+    claim = {"epsilon": 8.0, "delta": 2e-3, "rule": "ε·q", "source": "paper", "actual_epsilon": 40.0}
+    paths = [write_run(tmp_path, method="dpar-em0@paper", eps=8.0, seed=s, spent=50.0 + s, claim=claim)
+             for s in range(3)]
+    runs = collect_runs(paths, verify_ledger=reference_verify)
+    assert runs["reference"].to_list() == [True] * 3
+    assert runs["epsilon"].to_list() == [50.0, 51.0, 52.0] and runs["target_epsilon"].unique().to_list() == [8.0]
+    assert runs["claim_actual_epsilon"].to_list() == [40.0] * 3 and runs["claimed_delta"].to_list() == [2e-3] * 3
+    (cell,) = summarize(runs, n_resamples=1000).iter_rows(named=True)
+    assert cell["reference"] and cell["epsilon_max"] == 52.0 and cell["claim_actual_epsilon_max"] == 40.0
+
+
+def test_a_suite_run_over_its_target_is_still_refused(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=8.0, spent=9.0)
+    with pytest.raises(InvalidRunError, match="exceeds target"):
+        collect_runs([path], verify_ledger=reference_verify)
+
+
+def test_metrics_and_ledger_must_state_the_same_claim(tmp_path: Path) -> None:
+    claim = {"epsilon": 8.0, "delta": 2e-3, "rule": "ε·q", "source": "paper", "actual_epsilon": 40.0}
+    path = write_run(tmp_path, method="x@paper", eps=8.0, spent=50.0, claim=claim)
+    metrics = json.loads(path.read_text())
+    metrics["claim"] = None
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(InvalidRunError, match="claim"):
+        collect_runs([path], verify_ledger=reference_verify)
+    wrong = write_run(tmp_path / "b", method="x@paper", eps=4.0, spent=50.0, claim=claim)
+    with pytest.raises(InvalidRunError, match="claimed"):
+        collect_runs([wrong], verify_ledger=reference_verify)

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nodedp.accounting import max_occurrences, verify_ledger_dict
+from nodedp.accounting import (
+    RDP_ORDERS,
+    Claim,
+    Ledger,
+    MechanismRecord,
+    hypergeometric_gaussian_params,
+    max_occurrences,
+    verify_ledger_dict,
+)
 from nodedp.data import bound_in_degree, bound_out_degree
 from nodedp.mechanisms import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
+from nodedp.methods.dp_gnn import (
+    paper_delta,
+    paper_epsilon,
+    paper_epsilon_floor,
+    paper_noise_multiplier,
+    paper_reference_noise_multiplier,
+)
 from nodedp.models import SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train.per_sample import PerSampleGradients
@@ -166,3 +182,112 @@ def test_auto_accountant_is_pld_and_needs_less_noise_than_rdp_at_the_same_target
         assert 0.99 * 2.0 <= spent <= 2.0
         noise[accountant] = ledger.mechanisms[0].params["noise_multiplier"]  # the occurrence mixture
     assert noise["pld"] < noise["rdp"]
+
+
+# --- reference mode (accounting: paper) ----------------------------------------------------------------------------
+
+def _public_code_epsilon(lam: float, *, n: int, k: int, m: int, steps: int, delta: float,
+                         orders=tuple(1 + 0.1 * i for i in range(1, 90))) -> float:
+    """The paper's public accountant written out by hand: noise multiplier λ relative to the sensitivity
+    2C·N(K,1), its Gaussian RDP α/(2λ²) scaled by (i/N(K,1))² for i of the N(K,1) terms in the batch,
+    mixed over i ~ Hypergeometric(n, N(K,1), m), times the steps, and converted as dp_accounting does."""
+    from scipy.special import logsumexp
+    from scipy.stats import hypergeom
+
+    d = k + 1  # N(K, 1)
+    i = np.arange(d + 1)
+    best = math.inf
+    for a in orders:
+        beta = a / (2 * lam**2) * (a - 1)
+        per_step = logsumexp(hypergeom.logpmf(i, n, d, m) + beta * (i / d) ** 2) / (a - 1)
+        best = min(best, steps * per_step + math.log1p(-1 / a) - math.log(delta * a) / (a - 1))
+    return best
+
+
+def test_paper_noise_is_the_public_accountants_lambda_at_delta_one_over_ten_n():
+    n, k, m, steps = 2031, 3, 256, 318  # Cora-size: 75% of 2708 nodes train, the config defaults
+    sizes = {"num_examples": n, "max_degree": k, "num_layers": 1, "batch_size": m, "steps": steps}
+    assert paper_delta(n) == 1 / (10 * n)
+    z = paper_noise_multiplier(target_epsilon=4.0, **sizes)
+    lam = z / (2 * (k + 1))  # the paper's λ = σ/(2C·N(K,r))
+    hand = _public_code_epsilon(lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n))
+    assert 4.0 * (1 - 2e-4) <= hand <= 4.0 * (1 + 1e-9)  # the claimed ε, by the paper's own formula
+    assert _public_code_epsilon(0.999 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)) > 4.0  # the least noise
+    assert paper_epsilon(noise_multiplier=2 * z, **sizes) == pytest.approx(
+        _public_code_epsilon(2 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)), rel=1e-9)
+    # Per clip group, the paper's noise std is z·C_l; over the whole gradient that is z/√L times its bound C.
+    assert paper_reference_noise_multiplier(target_epsilon=4.0, num_groups=3, **sizes) == pytest.approx(z / math.sqrt(3))
+    # Orders ≤ 9.9 cannot state a small ε at δ = 1/(10N) for any useful noise: refused, not faked.
+    assert paper_epsilon_floor(90941) == pytest.approx(1.1776, abs=1e-4)
+    with pytest.raises(ValueError, match="cannot state epsilon = 1 for any useful noise"):
+        paper_noise_multiplier(target_epsilon=1.0, num_examples=90941, max_degree=7, num_layers=1, batch_size=10000,
+                               steps=910)
+
+
+def _hand_theorem_one_epsilon(z: float, *, n: int, d: int, m: int, steps: int, delta: float) -> float:
+    """Theorem 1 at the suite's orders, γ(α) = ln E exp(α(α−1)·2ρ²/z²)/(α−1), converted as dp_accounting does."""
+    from scipy.special import logsumexp
+    from scipy.stats import hypergeom
+
+    rho = np.arange(d + 1)
+    best = math.inf
+    for a in RDP_ORDERS:
+        gamma = logsumexp(hypergeom.logpmf(rho, n, d, m) + a * (a - 1) * 2 * rho**2 / z**2) / (a - 1)
+        best = min(best, steps * gamma + math.log1p(-1 / a) - math.log(delta * a) / (a - 1))
+    return best
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_paper_noise_under_reports_by_the_number_of_clip_groups_and_is_sound_for_one(accountant):
+    n, k, m, steps = 2031, 3, 256, 318
+    sizes = {"num_examples": n, "max_degree": k, "num_layers": 1, "batch_size": m, "steps": steps}
+    actual = {}
+    for groups in (1, 3):
+        z = paper_reference_noise_multiplier(target_epsilon=8.0, num_groups=groups, **sizes)
+        params = hypergeometric_gaussian_params(noise_multiplier=z, clip_norm=1.0, num_examples=n, max_degree=k,
+                                                num_layers=1, batch_size=m, steps=steps)
+        record = MechanismRecord(name="dp-sgd", kind="hypergeometric_gaussian", touches=("features",), params=params,
+                                 sensitivity=2 * (k + 1), sensitivity_reason="Lemma 2", dp_event=None)
+        ledger = Ledger(level="node", target_epsilon=8.0, target_delta=1e-4, mechanisms=(record,),
+                        accountant=accountant, claim=Claim(epsilon=8.0, delta=paper_delta(n), rule="r", source="s"))
+        actual[groups] = ledger.actual_claim_epsilon()
+        if accountant == "rdp":
+            assert actual[groups] == pytest.approx(
+                _hand_theorem_one_epsilon(z, n=n, d=k + 1, m=m, steps=steps, delta=paper_delta(n)), rel=1e-6)
+    assert actual[1] <= 8.0  # one clip norm: the paper's accountant is sound (the suite's is tighter)
+    assert actual[3] > 1.7 * 8.0  # three layers: noise √3 too small, ε about doubles
+
+
+@pytest.mark.parametrize("method", ["dp-gcn", "dp-gat"])
+def test_paper_reference_mode_runs_with_the_papers_noise_and_records_the_actual_epsilon(tiny_inputs, method):
+    info = get_method(method)
+    assert info.has_reference_mode
+    spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-3)
+    hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20, "accounting": "paper", "clip_norm": 2.0})
+    assert hp.clipping == "flat"  # reference mode clips layer-wise whatever `clipping` says
+    result = info.run(_inputs(tiny_inputs), spec, hp)
+    ledger = result.ledger
+    n = tiny_inputs.split.train.numel()
+    assert ledger.claim is not None and ledger.claim.epsilon == 4.0 and ledger.claim.delta == 1 / (10 * n)
+    assert ledger.target_delta == 1e-3 and ledger.fully_accounted
+    (record,) = ledger.mechanisms
+    params = record.params
+    layer_clips = params["layer_clip_norms"]
+    groups = len(layer_clips)
+    assert groups >= 3 and list(layer_clips.values()) == pytest.approx([2.0 / math.sqrt(groups)] * groups)
+    assert params["clip_norm"] == pytest.approx(2.0) and record.sensitivity == pytest.approx(2 * 2.0 * (K + 1))
+    z = paper_noise_multiplier(target_epsilon=4.0, num_examples=n, max_degree=K, num_layers=1, batch_size=64,
+                               steps=params["steps"])
+    assert params["noise_multiplier"] == pytest.approx(z / math.sqrt(groups), rel=1e-12)
+    # The loop's noise std is the paper's per-layer std z·C_l, drawn over the whole gradient.
+    assert result.details["noise_std"] == pytest.approx(z * 2.0 / math.sqrt(groups), rel=1e-9)
+    d = ledger.to_dict()
+    assert Ledger.from_dict(d).to_dict() == d
+    spent = verify_ledger_dict(d)
+    assert spent == pytest.approx(ledger.composed()[0]) and spent > 4.0
+    assert d["claim"]["actual_epsilon"] == pytest.approx(ledger.actual_claim_epsilon()) and ledger.actual_claim_epsilon() > 4.0
+
+
+def test_paper_reference_mode_refuses_percentile_thresholds():
+    with pytest.raises(ValueError, match="accounting 'paper' clips each layer to C/√L"):
+        get_method("dp-gcn").parse_hparams({"accounting": "paper", "clip_percentile": 75.0})

@@ -33,3 +33,17 @@ rule figures:
         "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp figures --summary {input} --png {output} > {log} 2>&1"
+
+
+rule reproduction_tables:
+    input:
+        "results/summary/{study}/summary.parquet",
+    output:
+        expand("paper/{{study}}/tables/{table}.{ext}", table=["reproduction", "claims", "crossover"], ext=["md", "tex"]),
+    log:
+        "logs/reproduction/{study}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp reproduction --summary {input} --out-dir paper/{wildcards.study}/tables > {log} 2>&1"

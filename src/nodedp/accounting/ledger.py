@@ -281,15 +281,15 @@ class Claim:
     """What a paper's own accounting states for a reference-mode run's noise (module docstring)."""
 
     epsilon: float  # the ε the paper's rule gives this noise (the grid's ε of the run)
-    delta: float  # the paper's δ
+    delta: float  # the paper's δ (0 where it claims pure ε-DP)
     rule: str  # how the paper arrives at ε, e.g. "ε·q' per part, parts not composed"
     source: str  # where the rule is from (paper section, public code)
 
     def __post_init__(self) -> None:
         if isinstance(self.epsilon, bool) or not (math.isfinite(self.epsilon) and self.epsilon > 0):
             raise ValueError(f"a claim needs a finite ε > 0, got {self.epsilon!r}")
-        if isinstance(self.delta, bool) or not 0 < self.delta < 1:
-            raise ValueError(f"a claim needs a δ in (0, 1), got {self.delta!r}")
+        if isinstance(self.delta, bool) or not 0 <= self.delta < 1:
+            raise ValueError(f"a claim needs a δ in [0, 1) (0: the paper claims pure ε-DP), got {self.delta!r}")
         if not self.rule or not self.source:
             raise ValueError("a claim needs its rule and its source")
         object.__setattr__(self, "epsilon", float(self.epsilon))

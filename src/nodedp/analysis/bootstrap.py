@@ -58,7 +58,7 @@ def summarize(
     Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
     ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
     (the weakest guarantee class of the cell's runs; None for runs collected without one),
-    ``epsilon_max``, and for reference-mode cells (``reference``) the paper's ``claimed_delta`` and
+    ``epsilon_max`` and ``delta`` (the largest over the cell's runs), and for reference-mode cells (``reference``) the paper's ``claimed_delta`` and
     ``claim_actual_epsilon_max`` (the largest actual ε at that δ; the claimed ε is the key's), for each
     metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
     ``n_resamples`` used, so tables built from the summary alone can state them.
@@ -88,6 +88,7 @@ def summarize(
             raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes reference-mode and suite-accounted runs")
         row["reference"] = reference
         row["epsilon_max"] = float(cell["epsilon"].max())
+        row["delta"] = cell["delta"].max() if "delta" in cell.columns else None  # the suite's δ of the runs
         row["claimed_delta"] = float(cell["claimed_delta"].max()) if reference else None
         row["claim_actual_epsilon_max"] = float(cell["claim_actual_epsilon"].max()) if reference else None
         for metric in metrics:
@@ -113,6 +114,7 @@ def summarize(
         "guarantee": pl.String(),
         "reference": pl.Boolean(),
         "epsilon_max": pl.Float64(),
+        "delta": pl.Float64(),
         "claimed_delta": pl.Float64(),
         "claim_actual_epsilon_max": pl.Float64(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},

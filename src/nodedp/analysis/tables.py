@@ -52,7 +52,7 @@ _LATEX_SPECIAL = {
 _LATEX_DAGGER = r"\textsuperscript{\dag}"  # text mode: no package, no unicode needed
 
 
-_LATEX_UNICODE = {"ε": r"$\varepsilon$", "∞": r"$\infty$", "≤": r"$\le$", "–": "--"}
+_LATEX_UNICODE = {"ε": r"$\varepsilon$", "δ": r"$\delta$", "∞": r"$\infty$", "≤": r"$\le$", "≈": r"$\approx$", "–": "--", "−": "-"}
 
 
 def _latex_unicode(text: str) -> str:

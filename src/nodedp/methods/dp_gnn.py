@@ -17,6 +17,18 @@ records it as an uncharged read (the run is not fully accounted).
 
 Inference is not private, as in the paper: validation and test nodes use
 their full neighbourhood in the whole graph.
+
+Reference mode (`accounting: paper`, run as `dp-*@paper`) sizes the noise as
+the paper's public code does for the claimed ε: its accountant
+(`paper_epsilon`: Theorem 1's RDP at the orders 1.1, 1.2, ..., 9.9, converted
+at δ = 1/(10·N), N training subgraphs) gives the noise multiplier z of one
+clip norm (`paper_noise_multiplier`), and the code then clips each parameter
+group t to its own C_t and adds noise of std z·C_t to it, as if one clip norm
+bounded the whole gradient. Here the groups are the layers, C_l = C/√L, so
+the noise is one Gaussian of std z·C/√L over the whole gradient, whose clipped
+norm is bounded by √(Σ C_l²) = C: the ledger records that mechanism, with
+noise multiplier z/√L (`paper_reference_noise_multiplier`), and its ε is the
+suite's honest figure for the paper's noise.
 """
 
 from __future__ import annotations
@@ -29,10 +41,13 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting import (
+    Claim,
     Ledger,
     MechanismRecord,
     UnchargedRead,
+    calibrate,
     calibrate_ledger,
+    hypergeometric_gaussian_epsilon,
     hypergeometric_gaussian_params,
     max_occurrences,
 )
@@ -54,6 +69,93 @@ from nodedp.train import (
 
 CLIPPINGS = ("flat", "layerwise")
 
+# The paper's accountant as its public code runs it (differentially_private_gnns/privacy_accountants.py,
+# multiterm_dpsgd_privacy_accountant): Theorem 1's RDP at the orders 1.1, 1.2, ..., 9.9 only, converted
+# to (ε, δ) by dp_accounting's compute_epsilon at δ = 1/(10·N). The paper itself states no δ.
+PAPER_ORDERS: tuple[float, ...] = tuple(round(1 + 0.1 * i, 1) for i in range(1, 90))
+PAPER_DELTA_DIVISOR = 10  # δ = 1/(PAPER_DELTA_DIVISOR · N), N training nodes (public code)
+# Stop the search for the paper's noise once its ε is within this relative distance below the claim.
+_PAPER_TOLERANCE = 1e-4
+_PAPER_RULE = (
+    "Theorem 1's RDP at orders 1.1-9.9, converted at delta = 1/(10 N), of noise multiplier z "
+    "(lambda = z/(2 N(K,r))) for one clip norm; the public code then adds noise z*C_t to each clip group t "
+    "clipped to its own C_t, as if one norm bounded the whole gradient, which under-counts its sensitivity "
+    "by sqrt(number of groups)"
+)
+_PAPER_SOURCE = (
+    "Daigavane et al., Theorem 1 and Section 6 (Gradient Clipping: per-layer thresholds, lambda = "
+    "sigma/(2C N(K,r)) identical for each layer); public code differentially_private_gnns: "
+    "privacy_accountants.py (orders, delta = 1/(10 N)), optimizers.py (per-tensor noise std C_t * 2N(K,r) * lambda)"
+)
+
+
+def paper_delta(num_examples: int) -> float:
+    """The paper's δ: 1/(10·N) for N training nodes (the public code's accountant; the paper states none)."""
+    if isinstance(num_examples, bool) or not isinstance(num_examples, int) or num_examples < 1:
+        raise ValueError(f"num_examples must be an integer >= 1, got {num_examples!r}")
+    return 1.0 / (PAPER_DELTA_DIVISOR * num_examples)
+
+
+def paper_epsilon(*, noise_multiplier: float, num_examples: int, max_degree: int, num_layers: int,
+                  batch_size: int, steps: int) -> float:
+    """The ε the paper's accountant states for ``steps`` DP-GNN steps of noise multiplier z.
+
+    z is σ/C (Theorem 1's noise std over the clip norm; the paper's λ is z/(2·N(K, r))); the curve is
+    Theorem 1's at ``PAPER_ORDERS``, converted at ``paper_delta(num_examples)``.
+    """
+    return hypergeometric_gaussian_epsilon(
+        num_examples=num_examples, max_occurrences=max_occurrences(max_degree=max_degree, num_layers=num_layers),
+        batch_size=batch_size, noise_multiplier=noise_multiplier, steps=steps,
+        delta=paper_delta(num_examples), orders=PAPER_ORDERS,
+    )
+
+
+def paper_epsilon_floor(num_examples: int) -> float:
+    """The least ε the paper's accountant states for any noise whose RDP is not negligible (above δ²).
+
+    At the orders ≤ 9.9 the conversion alone costs min_α [ln(1 − 1/α) + ln(1/(δα))/(α − 1)]; below it, only
+    noise so large that the RDP falls under δ² (where the conversion answers ε = 0) would do.
+    """
+    delta = paper_delta(num_examples)
+    return min(math.log1p(-1 / a) - math.log(delta * a) / (a - 1) for a in PAPER_ORDERS)
+
+
+def paper_noise_multiplier(*, target_epsilon: float, num_examples: int, max_degree: int, num_layers: int,
+                           batch_size: int, steps: int) -> float:
+    """The paper's noise for a claimed ε: the smallest z = σ/C with ``paper_epsilon`` ≤ ``target_epsilon``.
+
+    z is the noise std per unit clip norm, which the public code applies to every clip group at that group's own
+    threshold (std z·C_t). Raises ValueError when the claim is at or below ``paper_epsilon_floor``: the
+    accountant then certifies it only for noise that leaves nothing to learn.
+    """
+    floor = paper_epsilon_floor(num_examples)
+    if not target_epsilon > floor:
+        raise ValueError(
+            f"the paper's accountant (orders 1.1-9.9, delta = 1/(10*{num_examples})) cannot state epsilon = "
+            f"{target_epsilon:g} for any useful noise: its conversion alone costs epsilon = {floor:.4g}"
+        )
+    return calibrate(
+        target_epsilon=target_epsilon, tolerance=_PAPER_TOLERANCE,
+        epsilon_of_sigma=lambda z: paper_epsilon(noise_multiplier=z, num_examples=num_examples,
+                                                 max_degree=max_degree, num_layers=num_layers,
+                                                 batch_size=batch_size, steps=steps),
+    )
+
+
+def paper_reference_noise_multiplier(*, target_epsilon: float, num_examples: int, max_degree: int, num_layers: int,
+                                     batch_size: int, steps: int, num_groups: int) -> float:
+    """The noise multiplier the paper's noise actually has over the whole gradient: z/√L.
+
+    With ``num_groups`` = L groups clipped to C_t = C/√L each and noise std z·C_t on each (z from
+    ``paper_noise_multiplier``), the whole gradient carries one Gaussian of std z·C/√L, while its clipped norm
+    is bounded by √(Σ C_t²) = C: relative to that bound, the multiplier is z/√L.
+    """
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
+        raise ValueError(f"num_groups must be an integer >= 1, got {num_groups!r}")
+    z = paper_noise_multiplier(target_epsilon=target_epsilon, num_examples=num_examples, max_degree=max_degree,
+                               num_layers=num_layers, batch_size=batch_size, steps=steps)
+    return z / math.sqrt(num_groups)
+
 
 @dataclass(frozen=True)
 class DpGnnHparams(OptimHparams):
@@ -69,6 +171,10 @@ class DpGnnHparams(OptimHparams):
     # > 0: thresholds are this percentile of gradient norms at init (uncharged, see the module
     # docstring); 0: from clip_norm. A number, not None: hyperparameters are typed by their defaults.
     clip_percentile: float = 0.0
+    # "suite": z calibrated to the target ε by the suite's accountant; "paper": the reference mode (module
+    # docstring): the public code's noise for the claimed ε, layer-wise clipping at C_l = C/√L whatever
+    # `clipping` says, and the ledger's ε the actual one. Set by the run name (`dp-gcn@paper`), not by hand.
+    accounting: str = "suite"
 
     def check(self) -> None:
         super().check()
@@ -83,6 +189,11 @@ class DpGnnHparams(OptimHparams):
         if not 0 <= self.clip_percentile <= 100:
             raise ValueError(
                 f"clip_percentile must be in (0, 100], or 0 for thresholds from clip_norm; got {self.clip_percentile}"
+            )
+        if self.accounting == "paper" and self.clip_percentile > 0:
+            raise ValueError(
+                "accounting 'paper' clips each layer to C/√L; the paper's percentile thresholds (clip_percentile) "
+                "are an uncharged read of their own: run them in suite mode"
             )
 
 
@@ -147,7 +258,8 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         ),)
     else:
         clip = hp.clip_norm
-        if hp.clipping == "layerwise":  # a public choice: C split equally over the L layers
+        # A public choice: C split equally over the L layers (reference mode always clips layer-wise).
+        if hp.clipping == "layerwise" or hp.accounting == "paper":
             layers = trainable_layer_names(model)
             layer_clips = {name: clip / math.sqrt(len(layers)) for name in layers}
             clip = total_clip_norm(layer_clips)  # = clip_norm up to rounding
@@ -187,14 +299,27 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     in_bound = degree_bound_of(bounded)
     out_over = int((torch.bincount(bounded["edge_index"][0], minlength=graph.num_nodes) > max_degree).sum())
 
+    claim = None
+    if hp.accounting == "paper":
+        claim = Claim(epsilon=spec.target_epsilon, delta=paper_delta(num_examples), rule=_PAPER_RULE,
+                      source=_PAPER_SOURCE)
+
     def ledger_of(z: float) -> Ledger:
         return Ledger(
             level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
             mechanisms=(record_of(z),), accountant=spec.accountant, uncharged=uncharged,
-            degree_bound=dataclasses.replace(in_bound, nodes_over=in_bound.nodes_over + out_over),
+            degree_bound=dataclasses.replace(in_bound, nodes_over=in_bound.nodes_over + out_over), claim=claim,
         )
 
-    ledger = ledger_of(calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of))
+    if claim is None:
+        z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
+    else:  # the paper's noise std z·C_l on each layer: z/√L relative to the whole gradient's bound C
+        assert layer_clips is not None
+        z = paper_reference_noise_multiplier(
+            target_epsilon=spec.target_epsilon, num_examples=num_examples, max_degree=max_degree,
+            num_layers=hp.num_layers, batch_size=hp.batch_size, steps=steps, num_groups=len(layer_clips),
+        )
+    ledger = ledger_of(z)
     (record,) = ledger.mechanisms
     ledger.check()
 
