@@ -50,3 +50,41 @@ def test_a_variant_is_its_base_with_its_own_keys_on_top(config):
     assert resolve_method(config, "gcn") == ("gcn", {"hidden_dim": 64, "num_layers": 1, "lr": 0.01})
     with pytest.raises(ConfigError, match="unknown method 'gcn-3hop'.*gcn-deep"):
         resolve_method(config, "gcn-3hop")
+
+
+def test_a_reference_name_is_its_method_with_the_papers_accounting(config):
+    config["methods"]["dp-gcn-2hop"] = {"base": "dp-gcn", "num_layers": 2}
+    config["methods"]["dp-gcn-2hop@paper"] = {"epochs": 7}  # the paper's own settings on top
+    config["studies"]["demo"]["methods"] += ["dp-gcn@paper", "dp-gcn-2hop@paper"]
+    check_config(config)
+    base, hparams = resolve_method(config, "dp-gcn-2hop@paper")
+    assert base == "dp-gcn" and hparams["accounting"] == "paper" and hparams["epochs"] == 7
+    assert hparams["num_layers"] == 2 and "accounting" not in resolve_method(config, "dp-gcn-2hop")[1]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda c: c["studies"]["demo"]["methods"].append("mlp@paper"), "unknown method 'mlp@paper'"),
+    (lambda c: c["methods"].update({"dp-gcn": {"accounting": "paper"}}), "set by the name alone"),
+    (lambda c: c["methods"].update({"dp-gcn@paper": {"base": "dp-gcn"}}), "takes its method from its prefix"),
+])
+def test_reference_mode_is_named_and_only_by_name(config, edit, message):
+    bad = copy.deepcopy(config)
+    edit(bad)
+    with pytest.raises(ConfigError, match=message):
+        check_config(bad)
+    with pytest.raises(ConfigError, match="no paper reference mode"):
+        resolve_method(config, "mlp@paper")
+
+
+def test_train_refuses_the_papers_accounting_under_another_name():
+    from nodedp.cli import check_reference_name
+    from nodedp.methods import get_method
+
+    hp = get_method("dp-gcn").parse_hparams({"accounting": "paper"})
+    check_reference_name("dp-gcn@paper", hp)
+    with pytest.raises(ValueError, match="must be named"):
+        check_reference_name("dp-gcn", hp)
+    with pytest.raises(ValueError, match="must be named"):
+        check_reference_name("dp-gcn@paper", get_method("dp-gcn").parse_hparams({}))
+    with pytest.raises(ValueError, match="accounting must be one of"):
+        get_method("dp-gcn").parse_hparams({"accounting": "papers"})
