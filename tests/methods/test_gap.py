@@ -127,8 +127,8 @@ def test_the_guarantee_class_says_whether_the_graph_is_within_the_degree_bound(t
 def test_gap_caches_every_hop_row_normalized_after_its_noise(tiny_inputs):
     """GAP's classifier concatenates the hops and L2-normalizes: an unnormalized noisy hop (norm ~ σ√d) would
     swamp the noise-free X^(0). The reference code normalizes every aggregate; so must we."""
-    from nodedp.methods.gap import hop_caches
     from nodedp.mechanisms import NAP
+    from nodedp.methods.gap import hop_caches
     from nodedp.train import make_generator
 
     graph = tiny_inputs.graph
@@ -141,3 +141,83 @@ def test_gap_caches_every_hop_row_normalized_after_its_noise(tiny_inputs):
     raw = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)(x0, graph.edge_index,
                                                                               generator=make_generator(0))
     assert raw.norm(dim=-1).mean() > 5  # what the classifier saw before: noise of std 5·√(D + R²) per entry
+
+
+# --- reference mode (`gap@paper`, `progap@paper`): the papers' noise, the actual ε -------------------------------
+
+
+def _bbghs_epsilon(rdp_of_order, *, delta: float, orders) -> float:
+    """min over α of rdp(α) + log((α − 1)/α) − (log δ + log α)/(α − 1): the RDP → (ε, δ) conversion of
+    autodp (the papers' code) and dp_accounting, written out."""
+    return min(rdp_of_order(a) + math.log((a - 1) / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders)
+
+
+@pytest.mark.parametrize(("method", "stages"), [("gap", 2), ("progap", 3)])
+def test_reference_mode_draws_the_papers_noise_and_records_the_actual_epsilon(tiny_inputs, method, stages):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import RdpAccountant
+
+    from nodedp.accounting import Ledger, progap_eq11_epsilon
+
+    inputs = _inputs(tiny_inputs)
+    claimed = 4.0  # its optimal RDP order is near 4: integer orders (Eq. 11's) lose < 1% there
+    result = _run(inputs, method, claimed, accounting="paper")
+    ledger = result.ledger
+    nap, *sgd = ledger.mechanisms
+    n_nodes = inputs.graph.num_nodes
+    paper_delta = 10.0 ** -len(str(n_nodes))  # ProGAP §5.3: δ < 1/N, the public code's 1/10**digits(N)
+    assert paper_delta < 1 / n_nodes
+    assert ledger.reference and ledger.claim.epsilon == claimed and ledger.claim.delta == paper_delta
+    stored = ledger.to_dict()  # (each composition costs ~1 s here: compute it once)
+    assert stored["claim"]["delta"] == paper_delta and stored["target"]["epsilon"] == claimed
+    assert Ledger.from_dict(stored) == ledger
+    assert verify_ledger_dict(stored) == pytest.approx(stored["epsilon"])
+
+    # The papers' rule: one z for every DP-SGD stage (std z·C) and NAP's std z·√D, D the public bound.
+    assert len(sgd) == stages
+    z = sgd[0].params["noise_multiplier"]
+    assert all(r.params["noise_multiplier"] == z for r in sgd)
+    assert nap.params["noise_std"] == pytest.approx(z * math.sqrt(D))
+    assert result.details["nap_noise_std"] == pytest.approx(z * math.sqrt(D))
+    assert result.details["noise_std"] == pytest.approx(z * sgd[0].params["clip_norm"])
+    # ... sized so that Eq. 11's RDP (DKα/2σ_AP² with σ_AP the drawn std, and the sampled Gaussian of every
+    # step), converted to (ε, δ) by hand at the paper's δ, is the claimed ε (calibrated to within 0.5%).
+    q, steps = sgd[0].params["sampling_rate"], sgd[0].params["steps"]
+    n_train, batch = sgd[0].params["num_examples"], sgd[0].params["expected_batch_size"]
+    assert all(r.params["steps"] == steps for r in sgd)  # equal per-stage epochs: T per stage
+    assert q == pytest.approx(batch / n_train)
+    huge_delta = 0.5  # progap_eq11_epsilon at one order α and δ: rdp(α) + log(1/δ)/(α − 1)
+
+    def eq11_rdp(alpha: int) -> float:
+        # Eq. 11 is for K + 1 stages of T steps; GAP has 2 stages: scale the DP-SGD part to `stages`.
+        whole = progap_eq11_epsilon(num_nodes=n_train, batch_size=batch, steps=steps, clip=1.0, sigma_gp=z,
+                                    hops=2, nap_sensitivity_sq=D, sigma_ap=nap.params["noise_std"],
+                                    delta=huge_delta, orders=[alpha]) - math.log(1 / huge_delta) / (alpha - 1)
+        nap_part = D * 2 * alpha / (2 * nap.params["noise_std"] ** 2)
+        return (whole - nap_part) * stages / 3 + nap_part
+
+    paper_epsilon = _bbghs_epsilon(eq11_rdp, delta=paper_delta, orders=range(2, 257))
+    assert 0.99 * claimed <= paper_epsilon <= 1.01 * claimed
+
+    # The ledger charges NAP at its true Δ = √(D + R²) (R = √D): multiplier z·√D/Δ = z/√2, so the actual ε
+    # exceeds the claim; its value, composed independently with dp_accounting:
+    assert nap.sensitivity == pytest.approx(math.sqrt(2 * D))
+    assert nap.params["noise_multiplier"] == pytest.approx(z / math.sqrt(2))
+    accountant = RdpAccountant()
+    accountant.compose(dp_event.GaussianDpEvent(z / math.sqrt(2)), 2)
+    accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps * stages)
+    actual = stored["claim"]["actual_epsilon"]
+    assert actual == pytest.approx(accountant.get_epsilon(paper_delta), rel=1e-9)
+    assert actual > 1.02 * claimed
+    assert stored["epsilon"] == pytest.approx(accountant.get_epsilon(1e-4), rel=1e-9)  # at the suite's δ
+
+
+def test_reference_mode_is_node_level_only(tiny_inputs):
+    assert get_method("gap").has_reference_mode and get_method("progap").has_reference_mode
+    for method in ("gap-edge", "progap-edge", "gap-nodp", "progap-nodp"):
+        info = get_method(method)
+        assert not info.has_reference_mode
+        with pytest.raises(ValueError, match="unknown hyperparameter"):
+            info.parse_hparams({"accounting": "paper"})
+    # Suite mode is the default and carries no claim.
+    assert _run(_inputs(tiny_inputs), "progap", 4.0).ledger.claim is None

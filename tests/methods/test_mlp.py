@@ -40,3 +40,36 @@ def test_same_seed_same_metrics_different_seed_different_noise(tiny_inputs):
     c = run_dp_mlp(tiny_inputs, epsilon=2.0, seed=4)
     assert a.test == b.test and a.val == b.val
     assert (a.test, a.val) != (c.test, c.val)
+
+
+def test_dp_mlp_reference_mode_spends_its_claim_at_the_papers_delta(tiny_inputs):
+    """GAP/ProGAP's DP-MLP baseline is accounted as the suite does (Poisson DP-SGD, RDP): only δ is the papers'
+    (10^-digits of N), and the actual ε there is the claimed one."""
+    import math
+
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import RdpAccountant
+
+    from nodedp.accounting import Ledger, verify_ledger_dict
+
+    claimed = 4.0
+    result = run_dp_mlp(tiny_inputs, epsilon=claimed, seed=0, accounting="paper")
+    ledger = result.ledger
+    n_nodes = tiny_inputs.graph.num_nodes
+    paper_delta = 10.0 ** -len(str(n_nodes))
+    assert ledger.claim.epsilon == claimed and ledger.claim.delta == paper_delta < 1 / n_nodes
+    stored = ledger.to_dict()
+    assert Ledger.from_dict(stored) == ledger
+    assert verify_ledger_dict(stored) == pytest.approx(stored["epsilon"])
+    (record,) = ledger.mechanisms
+    sigma, q, steps = (record.params[k] for k in ("noise_multiplier", "sampling_rate", "steps"))
+    assert steps == math.ceil(3 / q)  # 3 epochs of Poisson batches of expected size 32
+    # Independently: that σ is (claimed, paper δ)-DP for these steps, and no smaller σ would be (calibrated).
+    accountant = RdpAccountant()
+    accountant.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
+    actual = stored["claim"]["actual_epsilon"]
+    assert actual == pytest.approx(accountant.get_epsilon(paper_delta), rel=1e-9)
+    assert 0.99 * claimed <= actual <= claimed
+    assert result.details["noise_std"] == pytest.approx(sigma * record.params["clip_norm"])
+    # The suite mode of the same run carries no claim.
+    assert run_dp_mlp(tiny_inputs, epsilon=claimed, seed=0).ledger.claim is None

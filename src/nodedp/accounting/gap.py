@@ -10,12 +10,21 @@ noise multiplier z is shared by NAP and DP-SGD, as the reference code does.
 
 ``progap_eq11_epsilon`` and ``progap_edge_epsilon`` evaluate ProGAP's
 Theorems 4.2 and 4.1 literally, as an independent check of the DpEvent route.
+
+Reference mode (node level). The papers and their public code calibrate the
+same shared z by RDP (autodp, the same conversion to (ε, δ) as dp_accounting's),
+at their own δ (``gap_paper_delta``), but draw NAP's noise with std z·√D:
+Lemma 3 of GAP, used in ProGAP's proof of Theorem 4.2 ("NAP is node-level
+(α, Dα/2σ_AP²)-RDP"), takes the sensitivity √D, omitting the removed node's own
+row. ``gap_paper_noise`` sizes the noise that way; ``gap_reference_epsilon``
+is the actual ε of that noise, NAP charged at its true Δ = √(D + R²).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from dp_accounting import dp_event
@@ -23,9 +32,19 @@ from scipy.special import gammaln, logsumexp
 
 from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.calibration import calibrate_noise_multiplier
-from nodedp.accounting.events import check_delta, compose, gaussian_event, subsampled_gaussian_event
+from nodedp.accounting.events import check_delta, compose, epsilon_of, gaussian_event, subsampled_gaussian_event
 
-__all__ = ["calibrate_gap", "gap_event", "nap_event", "progap_edge_epsilon", "progap_eq11_epsilon"]
+__all__ = [
+    "GapPaperNoise",
+    "calibrate_gap",
+    "gap_event",
+    "gap_paper_delta",
+    "gap_paper_noise",
+    "gap_reference_epsilon",
+    "nap_event",
+    "progap_edge_epsilon",
+    "progap_eq11_epsilon",
+]
 
 
 def nap_event(*, noise_multiplier: float, hops: int) -> dp_event.DpEvent:
@@ -83,6 +102,75 @@ def calibrate_gap(
         ),
         accountant=accountant,
     )
+
+
+def gap_paper_delta(num_nodes: int) -> float:
+    """The δ of GAP, ProGAP and their DP-MLP baseline at node level: 10^−(digits of N), N the node count.
+
+    ProGAP §5.3: "The value of δ is fixed per each dataset to be smaller than
+    the inverse number of private units (i.e., [...] nodes for node-level
+    privacy)"; the public code's ``delta='auto'`` is ``1 / 10**len(str(N))``,
+    the largest power of ten below 1/N (there N is the training nodes; the paper
+    states the rule for the dataset's nodes, which this takes).
+    """
+    n = check_int(num_nodes, "num_nodes", minimum=1)
+    return 10.0 ** -len(str(n))
+
+
+class GapPaperNoise(NamedTuple):
+    """The noise GAP/ProGAP's own accounting gives a claimed (ε, δ) at node level."""
+
+    noise_multiplier: float  # z: DP-SGD noise std z·C in every stage
+    nap_noise_std: float  # z·√D: NAP's noise std per entry, the papers' sensitivity √D
+
+
+def gap_paper_noise(
+    *,
+    target_epsilon: float,
+    delta: float,
+    hops: int,
+    stage_steps: Sequence[int],
+    sampling_rate: float,
+    max_degree: int,
+) -> GapPaperNoise:
+    """The papers' rule: the shared z calibrated by RDP so that K NAP queries and the DP-SGD stages are
+    (``target_epsilon``, ``delta``)-DP with NAP's sensitivity taken as √D; NAP's noise std is then z·√D.
+
+    ProGAP Theorem 4.2 (Eq. 11) with σ_GP = z·C and σ_AP = z·√D (its NAP term
+    DKα/2σ_AP² = Kα/2z²); GAP's node-level accounting is the same with two
+    stages. Pure: public sizes and the claim only.
+    """
+    d = check_int(max_degree, "max_degree", minimum=1)
+    if not stage_steps:
+        raise ValueError("node-level GAP/ProGAP trains at least one DP-SGD stage; stage_steps is empty")
+    z = calibrate_gap(target_epsilon=target_epsilon, target_delta=delta, hops=hops, stage_steps=stage_steps,
+                      sampling_rate=sampling_rate, accountant="rdp")
+    return GapPaperNoise(noise_multiplier=z, nap_noise_std=z * math.sqrt(d))
+
+
+def gap_reference_epsilon(
+    *,
+    noise: GapPaperNoise,
+    nap_sensitivity: float,
+    hops: int,
+    stage_steps: Sequence[int],
+    sampling_rate: float,
+    delta: float,
+    accountant: str = "rdp",
+) -> float:
+    """The actual ε at ``delta`` of ``noise``: K NAP Gaussians of multiplier nap_noise_std / Δ (Δ the true
+    sensitivity, √(D + R²) at node level) composed with the DP-SGD stages at multiplier z."""
+    k = check_int(hops, "hops", minimum=1)
+    sensitivity = check_positive(nap_sensitivity, "nap_sensitivity")
+    steps = [check_int(t, "stage steps", minimum=1) for t in stage_steps]
+    if not steps:
+        raise ValueError("stage_steps is empty")
+    event = compose([
+        nap_event(noise_multiplier=noise.nap_noise_std / sensitivity, hops=k),
+        subsampled_gaussian_event(noise_multiplier=noise.noise_multiplier, sampling_rate=sampling_rate,
+                                  steps=sum(steps)),
+    ])
+    return epsilon_of(event, delta=delta, accountant=accountant)
 
 
 def progap_eq11_epsilon(

@@ -13,6 +13,11 @@ own cached rows. Per privacy level:
 * ``edge``: features and labels are public; NAP over all edges (Δ = √2 on an
   undirected graph), stages trained non-privately, full batch (Thm. 4.1).
 * ``none``: the non-private variants: NAP without noise, the same stages.
+
+Reference mode (node level only, ``accounting: paper``; ``nodedp.accounting.gap``):
+z is calibrated as the papers do, at their δ (10^−digits of N), but NAP draws
+std z·√D, the papers' sensitivity; the ledger records that noise at its true
+Δ = √(D + R²), so its ε is the actual one, above the claimed ε.
 """
 
 from __future__ import annotations
@@ -26,16 +31,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nodedp.accounting import Ledger, MechanismRecord, calibrate_gap, nap_event
+from nodedp.accounting import Claim, Ledger, MechanismRecord, calibrate_gap, nap_event
+from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
 from nodedp.data import remove_cross_split_edges
-from nodedp.mechanisms import NAP
+from nodedp.mechanisms import NAP, nap_sensitivity
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
-__all__ = ["ApHparams", "ApPlan", "finish", "plan_aggregation_perturbation", "register_levels", "train_stage"]
+__all__ = ["ApHparams", "ApPlan", "ReferenceMode", "finish", "plan_aggregation_perturbation", "register_levels",
+           "train_stage"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,15 @@ class ApHparams(OptimHparams):
         if level == "node" and self.normalization == "batch":
             raise ValueError("node-level DP-SGD needs per-example normalization: 'group' or 'none', not 'batch'")
         return self.normalization
+
+
+@dataclass(frozen=True)
+class ReferenceMode:
+    """Mixed into the node-level hyperparameters only (``gap``, ``progap``): their reference mode."""
+
+    # "suite": z calibrated to the target with the suite's accountant; "paper": the papers' rule (z at their
+    # δ, NAP std z·√D), the ledger recording the actual ε beside the claim (nodedp.methods.base.ACCOUNTING_MODES).
+    accounting: str = "suite"
 
 
 @dataclass
@@ -116,9 +132,32 @@ def plan_aggregation_perturbation(
             raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
         q = hp.batch_size / n
         stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
-    z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
-                      stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
-    nap = NAP(level=level, row_clip=row_clip, noise_multiplier=z, max_degree=max_degree, undirected=undirected)
+    paper = getattr(hp, "accounting", "suite") == "paper"
+    claim = None
+    if paper:
+        if level != "node":
+            raise ValueError(f"{name}: the papers' accounting (reference mode) is implemented at node level only")
+        claim_delta = gap_paper_delta(graph.num_nodes)
+        noise = gap_paper_noise(target_epsilon=spec.target_epsilon, delta=claim_delta, hops=hp.hops,
+                                stage_steps=stage_steps, sampling_rate=q, max_degree=max_degree)
+        z = noise.noise_multiplier
+        # NAP draws the papers' std z·√D; at the true Δ its multiplier is z·√D/Δ < z.
+        nap_z = noise.nap_noise_std / nap_sensitivity(level="node", max_degree=max_degree, row_clip=row_clip,
+                                                      undirected=undirected)
+        claim = Claim(
+            epsilon=spec.target_epsilon, delta=claim_delta,
+            rule=(f"one noise multiplier z for the K NAP queries and every DP-SGD stage, calibrated by RDP to "
+                  f"ε at δ = {claim_delta:g}, with NAP's sensitivity taken as √D (noise std z·√D), which omits "
+                  "the removed node's own aggregated row"),
+            source=("ProGAP Theorem 4.2 (Eq. 11, NAP node-level (α, Dα/2σ_AP²)-RDP by GAP's Lemma 3) and §5.3 "
+                    "(δ below 1/N); public GAP/ProGAP code: NAP sensitivity sqrt(max_degree), "
+                    "delta 'auto' = 1/10**len(str(N))"),
+        )
+    else:
+        z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
+                          stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
+        nap_z = z
+    nap = NAP(level=level, row_clip=row_clip, noise_multiplier=nap_z, max_degree=max_degree, undirected=undirected)
     if level == "node":
         reason = (
             f"out-degrees bounded to D={max_degree} by sampling edges and aggregated rows clipped to R={row_clip:g}: "
@@ -126,6 +165,8 @@ def plan_aggregation_perturbation(
             f"1-Lipschitz) and its own row by ≤ R, so Δ = √(D + R²) = {nap.sensitivity:.6g} per query "
             "(the public GAP/ProGAP code uses √D, omitting the node's own row)"
         )
+        if paper:
+            reason += f"; reference mode: noise std z·√D = {nap.noise_std:.6g} (the papers' rule), charged at this Δ"
         caveat = ("as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
                   "out-degree sampling without a node could let its in-neighbours keep other edges instead")
     else:
@@ -134,11 +175,11 @@ def plan_aggregation_perturbation(
         caveat = None
     records = [MechanismRecord(
         name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
-        params={"mechanism": "nap", "level": level, "noise_multiplier": z, "noise_std": nap.noise_std,
+        params={"mechanism": "nap", "level": level, "noise_multiplier": nap_z, "noise_std": nap.noise_std,
                 "queries": hp.hops,
                 "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
                 "max_degree": max_degree, "undirected": undirected},
-        sensitivity=nap.sensitivity, sensitivity_reason=reason, dp_event=nap_event(noise_multiplier=z, hops=hp.hops),
+        sensitivity=nap.sensitivity, sensitivity_reason=reason, dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
         caveat=caveat,
     )]
     for i, steps in enumerate(stage_steps):
@@ -150,7 +191,7 @@ def plan_aggregation_perturbation(
                                 "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
         ))
     ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound)
+                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound, claim=claim)
     ledger.check()
     privacy = None
     if level == "node":
@@ -222,16 +263,19 @@ _LEVEL_SUFFIXES = (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam 
                    ("-nodp", "none", "non-private: NAP without noise"))
 
 
-def register_levels(family: str, *, description: str, hparams: type,
+def register_levels(family: str, *, description: str, hparams: type, node_hparams: type,
                     run: Callable[..., RunResult]) -> None:
-    """Register `family` (node level), `family-edge` and `family-nodp`; ``run(inputs, spec, hp, level=...)``."""
+    """Register `family` (node level), `family-edge` and `family-nodp`; ``run(inputs, spec, hp, level=...)``.
+
+    ``node_hparams``: the node level's, ``hparams`` with ``ReferenceMode`` (only it has a reference mode).
+    """
     for suffix, level, what in _LEVEL_SUFFIXES:
         register_method(MethodInfo(
             name=f"{family}{suffix}",
             description=f"{description}; {what}",
             private=level != "none",
             level=level,
-            hparams=hparams,
+            hparams=node_hparams if level == "node" else hparams,
             run=lambda inputs, spec, hp, _l=level: run(inputs, spec, hp, level=_l),
             needs=("out-degree",) if level == "node" else (),
         ))

@@ -140,8 +140,9 @@ class MethodInfo:
 
     @property
     def has_reference_mode(self) -> bool:
-        """Whether the method can size its noise by its paper's accounting (``ACCOUNTING_MODES``)."""
-        return any(f.name == "accounting" for f in dataclasses.fields(self.hparams))
+        """Whether the method can size its noise by its paper's accounting (``ACCOUNTING_MODES``); never for a
+        non-private method, even one sharing a private sibling's hyperparameters."""
+        return self.private and any(f.name == "accounting" for f in dataclasses.fields(self.hparams))
 
     def resolve_accountant(self, policy: str) -> str:
         """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""

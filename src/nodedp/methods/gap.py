@@ -21,6 +21,7 @@ from torch import Tensor
 from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
+    ReferenceMode,
     finish,
     plan_aggregation_perturbation,
     register_levels,
@@ -41,6 +42,11 @@ class GapHparams(ApHparams):
         super().check()
         if min(self.encoder_layers, self.encoder_epochs, self.head_layers) < 1:
             raise ValueError("encoder_layers, encoder_epochs and head_layers must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class GapNodeHparams(ReferenceMode, GapHparams):
+    """`gap` (node level): GapHparams plus the reference mode (``accounting``)."""
 
 
 def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: torch.Generator) -> list[Tensor]:
@@ -80,4 +86,5 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
     return finish(result, plan, started=start)
 
 
-register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams, run=run_gap)
+register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams,
+                node_hparams=GapNodeHparams, run=run_gap)

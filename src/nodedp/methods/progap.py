@@ -12,9 +12,11 @@ Ids: `progap` (node level), `progap-edge`, `progap-nodp`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
+    ReferenceMode,
     finish,
     plan_aggregation_perturbation,
     register_levels,
@@ -23,6 +25,11 @@ from nodedp.methods.aggregation_perturbation import (
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.models import ProGAP
 from nodedp.train import resolve_device, seed_everything
+
+
+@dataclass(frozen=True)
+class ProgapNodeHparams(ReferenceMode, ApHparams):
+    """`progap` (node level): ApHparams plus the reference mode (``accounting``)."""
 
 
 def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -> RunResult:
@@ -49,4 +56,4 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
 
 
 register_levels("progap", description="ProGAP, progressive stages over cached NAP outputs", hparams=ApHparams,
-                run=run_progap)
+                node_hparams=ProgapNodeHparams, run=run_progap)
