@@ -196,7 +196,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     meta = read_json(graph_dir / "meta.json")
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
-    artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon,
+    artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],
                              target_delta=_target_delta(info, meta, graph, args.delta), seed=args.seed,
                              accountant=info.resolve_accountant(args.accountant))
     out = Path(args.out)

@@ -21,6 +21,7 @@ from nodedp.accounting import (
     gumbel_topk_rdp,
     paper_composition_epsilon,
     reference_understated,
+    subsampled_gaussian_event,
 )
 
 
@@ -34,11 +35,23 @@ def test_advanced_composition_is_the_min_of_basic_and_kov() -> None:
     assert advanced_composition_epsilon(epsilon=3.0, k=4, delta=delta) == 12.0
 
 
-def test_corollary1_doubles_the_composition_for_two_sided_scores() -> None:
-    for eps, k in [(0.05, 2), (0.5, 10), (2.0, 3)]:
+def _corollary1(eps: float, k: int, delta: float) -> float:
+    """DPAR's Corollary 1 as printed: 2·min{kε, kε(e^{2ε} − 1)/(e^{2ε} + 1) + ε√(2k ln(1/δ))}."""
+    advanced = k * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1) + eps * math.sqrt(2 * k * math.log(1 / delta))
+    return 2 * min(k * eps, advanced)
+
+
+def test_corollary1_is_the_composition_of_2eps_dp_peeling_steps() -> None:
+    for eps, k in [(0.05, 2), (0.5, 10), (2.0, 3), (0.01, 200)]:
         value = gumbel_topk_epsilon(epsilon=eps, k=k, delta=1e-6)
-        assert math.isclose(value, 2 * advanced_composition_epsilon(epsilon=eps, k=k, delta=1e-6))
+        assert math.isclose(value, _corollary1(eps, k, 1e-6), rel_tol=1e-12)
+        assert math.isclose(value, advanced_composition_epsilon(epsilon=2 * eps, k=k, delta=1e-6))
         assert value <= 2 * k * eps
+    # the public code's Gumbel(2·C2/ε_code) with the formula at ε_code = 2ε and no factor 2: the same figure
+    eps, k, delta = 0.01, 200, 1e-6
+    code = min(k * 2 * eps, k * 2 * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1)
+               + 2 * eps * math.sqrt(2 * k * math.log(1 / delta)))
+    assert math.isclose(gumbel_topk_epsilon(epsilon=eps, k=k, delta=delta), code, rel_tol=1e-12)
 
 
 def _renyi(p: np.ndarray, q: np.ndarray, alpha: float) -> float:
@@ -193,7 +206,7 @@ def test_claimed_dp_appr_epsilon_is_the_papers_formula_and_understates_ours() ->
     from nodedp.accounting import claimed_dp_appr_epsilon, dp_appr_plan
 
     delta, k, m = 1e-3, 2, 70
-    noise, records = dp_appr_plan(option="em0", epsilon=4.0, delta=delta, k=k, m=m, clip=0.001)
+    noise, _ = dp_appr_plan(option="em0", epsilon=4.0, delta=delta, k=k, m=m, clip=0.001)
     claimed = claimed_dp_appr_epsilon(option="em0", noise=noise, k=k, m=m, delta=delta)
     row = gumbel_topk_epsilon(epsilon=noise["epsilon"], k=k, delta=delta / (2 * m))
     assert claimed == pytest.approx(paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta))
@@ -203,3 +216,77 @@ def test_claimed_dp_appr_epsilon_is_the_papers_formula_and_understates_ours() ->
         paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta))
     with pytest.raises(ValueError, match="valid choices"):
         dp_appr_plan(option="em2", epsilon=1.0, delta=delta, k=k, m=m, clip=0.01)
+
+
+# Reference mode: the noise DPAR's own accounting gives a claimed (ε, δ), against literal formulas of the paper.
+
+def test_paper_delta_is_table_1s_or_the_inverse_of_the_sampled_training_nodes() -> None:
+    from nodedp.accounting.dpar import paper_delta
+
+    assert paper_delta("cora-ml", num_train=2396, sample_rate=0.09) == 2e-3
+    assert paper_delta("coauthor-physics", num_train=27594, sample_rate=0.09) == 1e-4
+    assert paper_delta("csbm-homophilous", num_train=2396, sample_rate=0.09) == 1 / 216  # ⌈0.09·2396⌉
+    # MS Academic by the rule: Table 1's 8e-4 within 10%
+    assert paper_delta(None, num_train=round(0.8 * 18333), sample_rate=0.09) == pytest.approx(8e-4, rel=0.1)
+    with pytest.raises(ValueError, match="too few"):
+        paper_delta(None, num_train=100, sample_rate=0.09)
+
+
+@pytest.mark.parametrize("option", ["em0", "em1", "gm"])
+def test_paper_dp_appr_noise_is_theorems_1_and_3_by_hand(option: str) -> None:
+    from nodedp.accounting import claimed_dp_appr_epsilon
+    from nodedp.accounting.dpar import paper_dp_appr_noise
+
+    eps, delta, q, ratio, k, m, c1 = 4.0, 2e-3, 0.09, 0.5, 2, 70, 0.01
+    noise = paper_dp_appr_noise(option=option, epsilon=eps, delta=delta, k=k, m=m, sample_rate=q, ratio=ratio)
+    # DP-APPR's part ratio·ε and δ/2 on the whole graph, each divided by q' on the sample (the claim is × q')
+    eps_g, delta_g = ratio * eps / q, delta / 2 / q
+    row = eps_g / (2 * math.sqrt(m * math.log(math.e + eps_g / delta_g)))  # Theorem 1/3: ε = ε_g/(2√(M ln(e+ε_g/2Mδ)))
+    delta_row = delta_g / (2 * m)
+    assert noise["epsilon_row"] == pytest.approx(row, rel=1e-12)
+    assert noise["delta_row"] == pytest.approx(delta_row, rel=1e-12)
+    if option == "gm":  # Algorithm 3, line 8: σ = √(2 ln(1.25/δ))·C1/ε, the suite's multiplier is of √2·C1
+        sigma = math.sqrt(2 * math.log(1.25 / delta_row)) * c1 / row
+        assert noise["noise_multiplier"] * math.sqrt(2) * c1 == pytest.approx(sigma, rel=1e-12)
+    elif option == "em0":
+        assert _corollary1(noise["epsilon"], k, delta_row) == pytest.approx(row, rel=1e-10)
+        assert noise["epsilon"] == pytest.approx(row / (2 * k), rel=1e-10)  # here basic composition is the min
+    else:  # option II: ε1 + ε2 per row, the public code's ε2 = ε1
+        assert noise["epsilon_value"] == pytest.approx(row / 2, rel=1e-12)
+        assert _corollary1(noise["epsilon"], k, delta_row) == pytest.approx(row / 2, rel=1e-10)
+    # the suite's forward figure of what the paper claims for this noise gives back the part
+    assert claimed_dp_appr_epsilon(option=option, noise=noise, k=k, m=m, delta=delta_g) == pytest.approx(eps_g,
+                                                                                                          rel=1e-9)
+
+
+def test_corollary1_inverse_in_the_advanced_regime() -> None:
+    from nodedp.accounting.dpar import gumbel_topk_selection_epsilon
+
+    k, delta = 200, 1e-3  # √(2k ln(1/δ)) < k: the advanced-composition branch is the min
+    for target in [0.5, 3.0, 20.0]:
+        eps = gumbel_topk_selection_epsilon(epsilon_prime=target, k=k, delta=delta)
+        assert _corollary1(eps, k, delta) == pytest.approx(target, rel=1e-10)
+
+
+def test_reference_dpsgd_accountant_is_the_public_codes_by_hand() -> None:
+    from nodedp.accounting.dpar import (
+        REFERENCE_SGD_ORDERS,
+        paper_dp_sgd_noise_multiplier,
+        reference_dpsgd_epsilon,
+    )
+
+    # full batches: RDP is T·α/(2z²) exactly, converted by ε = min_α RDP − ln δ/(α − 1)
+    z, steps, delta = 3.0, 50, 1e-5
+    by_hand = min(steps * a / (2 * z * z) - math.log(delta) / (a - 1) for a in REFERENCE_SGD_ORDERS)
+    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=1.0, steps=steps, delta=delta) == pytest.approx(
+        by_hand, rel=1e-12)
+    # the public code's conversion is looser than the suite's: the same noise, a larger ε
+    sub = reference_dpsgd_epsilon(noise_multiplier=1.2, sampling_rate=0.05, steps=400, delta=delta)
+    assert sub > epsilon_of(subsampled_gaussian_event(noise_multiplier=1.2, sampling_rate=0.05, steps=400),
+                            delta=delta)
+    # DP-SGD's part (1 − ratio)·ε at δ/2, each over q' on the sample
+    eps, q, ratio, rate, steps = 8.0, 0.09, 0.5, 0.28, 100
+    z = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=2e-3, sample_rate=q, ratio=ratio, sampling_rate=rate,
+                                      steps=steps)
+    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=rate, steps=steps,
+                                   delta=1e-3 / q) == pytest.approx((1 - ratio) * eps / q, rel=1e-9)

@@ -308,3 +308,90 @@ def test_artifact_settings_hold_only_what_the_option_reads():
     assert appr_spec("dpar-em0", base) == appr_spec("dpar-em0", other)  # GM's clip and training keys: not read
     assert appr_spec("dpar-gm", base) != appr_spec("dpar-gm", other)
     assert "ratio" not in appr_spec("dpar-nodp", base) and appr_spec("dpar-em1", base)["value_share"] == 0.5
+
+
+# Reference mode (accounting: paper): the noise DPAR's own accounting gives the claimed ε, the ledger's actual ε.
+
+def _rule_delta(num_train: int, q: float) -> float:
+    """§4.1: δ ≈ 1 / (nodes of the sampled training graph, ⌈q'·|train|⌉)."""
+    return 1 / math.ceil(q * num_train)
+
+
+@pytest.mark.parametrize("method", ["dpar-em0", "dpar-em1", "dpar-gm"])
+def test_reference_run_records_the_claim_and_its_actual_epsilon(tiny_inputs, method):
+    from nodedp.accounting.dpar import PAPER_RULE, reference_dpsgd_epsilon
+    from nodedp.methods.dpar import paper_noise, reference_ledger
+
+    q, eps = FAST["sample_rate"], 4.0
+    num_train = tiny_inputs.split.train.numel()
+    delta = _rule_delta(num_train, q)
+    result = _run(tiny_inputs, method, eps, accounting="paper")
+    ledger = result.ledger
+    assert ledger.claim is not None and ledger.claim.epsilon == eps and ledger.claim.delta == pytest.approx(delta)
+    assert ledger.claim.rule == PAPER_RULE
+    assert Ledger.from_dict(ledger.to_dict()) == ledger
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(ledger.composed()[0])
+    # the same mechanisms as a suite run, only the noise differs
+    suite = _run(tiny_inputs, method, eps).ledger
+    assert [(r.name, r.kind, r.sensitivity) for r in ledger.mechanisms] == [
+        (r.name, r.kind, r.sensitivity) for r in suite.mechanisms]
+    sgd = ledger.mechanisms[-1]
+    assert sgd.params["max_occurrences"] == FAST["max_rows"] + 2
+    noise = paper_noise(method, get_method(method).parse_hparams(FAST), num_train=num_train, epsilon=eps, delta=delta)
+    assert sgd.params["noise_multiplier"] == pytest.approx(noise["sgd_noise_multiplier"], rel=1e-12)
+    # DP-SGD by the public code's accountant (one example per node) at (1 − ratio)·ε/q', δ/2q' on the sample
+    assert reference_dpsgd_epsilon(noise_multiplier=sgd.params["noise_multiplier"], sampling_rate=sgd.params[
+        "sampling_rate"], steps=sgd.params["steps"], delta=delta / (2 * q)) == pytest.approx(0.5 * eps / q, rel=1e-9)
+    first = ledger.mechanisms[0].params
+    if method == "dpar-gm":
+        assert first["noise_multiplier"] == pytest.approx(noise["dp_appr"]["noise_multiplier"], rel=1e-12)
+    else:
+        assert first["epsilon"] == pytest.approx(noise["dp_appr"]["epsilon"], rel=1e-12)
+    # the paper multiplies each part's ε by q': the actual, amplified composition is far above the claim
+    actual = ledger.actual_claim_epsilon()
+    assert actual > eps and ledger.composed()[0] > eps
+    on_sample = ledger._composed_on_sample(delta / q)[0]
+    assert actual == pytest.approx(math.log1p(q * math.expm1(on_sample)), rel=1e-12)
+    assert result.details["claimed_epsilon"] == eps and result.details["claimed_delta"] == pytest.approx(delta)
+    assert result.details["actual_epsilon_at_claimed_delta"] == pytest.approx(actual)
+    # the pure function gives the run's ledger without running
+    hp = get_method(method).parse_hparams({**FAST, "accounting": "paper"})
+    offline = reference_ledger(method, hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA,
+                               claimed_delta=delta)
+    assert offline.actual_claim_epsilon() == pytest.approx(actual, rel=1e-9)
+
+
+def test_reference_gm_artifact_actual_epsilon_by_hand(tiny_inputs):
+    """DP-APPR-GM alone: M Gaussians of multiplier z are one of z/√M; at δ_APPR/q' on the sample, amplified."""
+    from dp_accounting import dp_event
+
+    from nodedp.accounting import amplified, epsilon_of
+
+    q, eps = FAST["sample_rate"], 4.0
+    delta = _rule_delta(tiny_inputs.split.train.numel(), q)
+    artifact, hp = _artifact(tiny_inputs, "dpar-gm", eps, accounting="paper")
+    ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
+    z, m = artifact["noise"]["noise_multiplier"], hp.num_sources
+    on_sample = epsilon_of(dp_event.GaussianDpEvent(z / math.sqrt(m)), delta=delta / (2 * q))
+    assert ledger.composed_at(delta / 2)[0] == pytest.approx(amplified(on_sample, delta / (2 * q), rate=q)[0],
+                                                             rel=1e-6)
+    # the paper's forward claim of this noise is its part ratio·ε/q' (Theorem 3 with sensitivity C1)
+    assert artifact["claimed_epsilon_on_sample"] == pytest.approx(hp.ratio * eps / q, rel=1e-9)
+
+
+def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
+    from nodedp.methods.dpar import appr_spec
+
+    info = get_method("dpar-em0")
+    suite, paper = info.parse_hparams(FAST), info.parse_hparams({**FAST, "accounting": "paper"})
+    assert appr_spec("dpar-em0", suite) != appr_spec("dpar-em0", paper)
+    with pytest.raises(ValueError, match="no paper reference mode"):
+        appr_spec("dpar-nodp", paper)
+    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, method="dpar-em0", hp=paper, target_epsilon=1.0,
+                             target_delta=DELTA, seed=0, dataset="cora-ml")
+    assert Ledger.from_dict(json.loads(artifact["ledger"])).claim.delta == 2e-3  # Table 1, Cora-ML
+    # a suite artifact cannot serve a reference run, nor the other way round
+    with pytest.raises(ValueError, match="built for other settings"):
+        _run(tiny_inputs, "dpar-em0", 1.0, artifact=artifact)
+    with pytest.raises(ValueError, match="built for other settings"):
+        _run(tiny_inputs, "dpar-em0", 1.0, artifact=_artifact(tiny_inputs, "dpar-em0", 1.0)[0], accounting="paper")

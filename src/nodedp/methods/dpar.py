@@ -72,6 +72,16 @@ ln(1 + (e^ε − 1)/q') goes to DP-APPR, calibrated alone; DP-SGD's noise is
 then calibrated on the whole ledger (artifact records + DP-SGD) to the target.
 The public reference code multiplies each part's ε by q' and never composes
 them; its figures are recorded as ``claimed_epsilon`` in ``details``.
+
+Reference mode (``accounting: paper``, runs ``dpar-*@paper``). The noise is
+what the paper's own accounting gives the claimed (ε, δ): ``paper_noise``
+(``nodedp.accounting.dpar``: Theorems 1 and 3 for DP-APPR at ratio·ε/q', the
+public code's DP-SGD accountant, one example per node, at (1 − ratio)·ε/q';
+δ from ``paper_delta``, half to each part). The mechanisms that run are
+those of suite mode and the ledgers record them alike (Gumbel / Laplace /
+Gaussian DP-APPR, d = max_rows + 2 occurrences, amplification by the node
+sample), with the paper's ``Claim``, so their ε is the actual one for that
+noise (``reference_ledger`` computes it without running).
 """
 
 from __future__ import annotations
@@ -87,6 +97,7 @@ from torch import Tensor
 
 from nodedp.accounting import (
     EM_VALUE_SHARE,
+    Claim,
     Ledger,
     MechanismRecord,
     calibrate_ledger,
@@ -97,6 +108,16 @@ from nodedp.accounting import (
     poisson_occurrence_gaussian_params,
     reference_understated,
     subsampled_gaussian_event,
+)
+from nodedp.accounting.dpar import (
+    PAPER_DELTA_SHARE,
+    PAPER_RULE,
+    PAPER_SOURCE,
+    dp_appr_em_records,
+    dp_appr_gm_record,
+    paper_delta,
+    paper_dp_appr_noise,
+    paper_dp_sgd_noise_multiplier,
 )
 from nodedp.accounting.hypergeometric import RANKED_SOURCES, occurrence_bound
 from nodedp.data import remove_cross_split_edges
@@ -117,7 +138,11 @@ __all__ = [
     "DparHparams",
     "appr_spec",
     "build_dp_appr",
+    "dp_sgd_record",
+    "paper_claim",
+    "paper_noise",
     "rank_sources",
+    "reference_ledger",
     "remove_coupled",
     "run_dpar",
     "source_priority",
@@ -156,6 +181,9 @@ class DparHparams(OptimHparams):
     alpha: float = 0.25  # APPR teleport
     rho: float = 1e-4  # APPR sparsity (ℓ1 weight)
     tol: float = 1e-4  # APPR optimality tolerance
+    # "suite": noise calibrated to the target by the suite's accountant; "paper" (reference mode, runs named
+    # dpar-*@paper): noise sized as DPAR's own accounting would for the target ε (module docstring)
+    accounting: str = "suite"
 
     def check(self) -> None:
         super().check()
@@ -190,11 +218,107 @@ def appr_spec(method: str, hp: DparHparams) -> dict[str, Any]:
     if method not in OPTIONS:
         raise ValueError(f"unknown DPAR method {method!r}; valid choices: {list(OPTIONS)}")
     option = OPTIONS[method]
-    return {"option": option, **{key: getattr(hp, key) for key in APPR_KEYS[option]}}
+    if option == "nodp" and hp.accounting == "paper":
+        raise ValueError(f"{method} is not private: it has no paper reference mode")
+    spec = {"option": option, **{key: getattr(hp, key) for key in APPR_KEYS[option]}}
+    # Reference artifacts are distinct; suite artifacts keep the digests they had before reference mode.
+    return {**spec, "accounting": "paper"} if hp.accounting == "paper" else spec
 
 
 def _num_rows(hp: DparHparams, num_train: int) -> int:
     return hp.num_sources or max(1, math.ceil(hp.sample_rate * num_train))
+
+
+def _sgd_schedule(hp: DparHparams, num_train: int) -> tuple[float, int]:
+    """DP-SGD's public Poisson rate γ = batch_size/(q'·|train|) and its number of steps."""
+    rate = min(1.0, hp.batch_size / (hp.sample_rate * num_train))
+    return rate, hp.epochs * math.ceil(1 / rate)
+
+
+def _private_option(method: str) -> str:
+    if OPTIONS.get(method, "nodp") == "nodp":
+        raise ValueError(f"{method!r} is not a private DPAR method; valid: "
+                         f"{[m for m, o in OPTIONS.items() if o != 'nodp']}")
+    return OPTIONS[method]
+
+
+def _paper_dp_appr_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
+                         delta: float) -> dict[str, float]:
+    return paper_dp_appr_noise(option=_private_option(method), epsilon=epsilon, delta=delta, k=hp.k,
+                               m=_num_rows(hp, num_train), sample_rate=hp.sample_rate, ratio=hp.ratio,
+                               value_share=hp.value_share)
+
+
+def paper_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float, delta: float) -> dict[str, Any]:
+    """The noise DPAR's own accounting gives a run of ``method`` it claims is (``epsilon``, ``delta``)-DP.
+
+    Pure: hyperparameters and the public number of training nodes only. "dp_appr": DP-APPR's noise
+    (``paper_dp_appr_noise``: per-selection ``epsilon`` and em1's ``epsilon_value``, or GM's
+    ``noise_multiplier`` of √2·C1); "sgd_noise_multiplier": DP-SGD's (``paper_dp_sgd_noise_multiplier``)
+    at the run's public Poisson rate and steps.
+    """
+    rate, steps = _sgd_schedule(hp, num_train)
+    return {
+        "dp_appr": _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta),
+        "sgd_noise_multiplier": paper_dp_sgd_noise_multiplier(epsilon=epsilon, delta=delta,
+                                                              sample_rate=hp.sample_rate, ratio=hp.ratio,
+                                                              sampling_rate=rate, steps=steps),
+    }
+
+
+def paper_claim(epsilon: float, delta: float) -> Claim:
+    """What the paper states for a reference run's noise: (ε, δ) by ``PAPER_RULE``."""
+    return Claim(epsilon=epsilon, delta=delta, rule=PAPER_RULE, source=PAPER_SOURCE)
+
+
+def _dp_appr_records(option: str, noise: dict[str, float], *, k: int, m: int,
+                     clip: float) -> tuple[MechanismRecord, ...]:
+    """The ledger records of DP-APPR with ``noise`` (``dp_appr_plan``'s keys), as suite mode records them."""
+    if option == "gm":
+        return (dp_appr_gm_record(noise_multiplier=noise["noise_multiplier"], k=k, m=m, clip=clip),)
+    return dp_appr_em_records(option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip,
+                              epsilon_value=noise.get("epsilon_value"))
+
+
+def dp_sgd_record(name: str, hp: DparHparams, *, sampling_rate: float, steps: int,
+                  noise_multiplier: float) -> MechanismRecord:
+    """DP-SGD's ledger record: the Gaussian mixed over ρ ~ Binomial(d, γ) changed examples (module docstring)."""
+    occurrences = occurrence_bound(rule=SOURCE_RULE, max_rows=hp.max_rows)
+    return MechanismRecord(
+        name=name,
+        kind="poisson_occurrence_gaussian",
+        touches=("features", "labels"),
+        params=poisson_occurrence_gaussian_params(sampling_rate=sampling_rate, max_rows=hp.max_rows,
+                                                  noise_multiplier=noise_multiplier, clip_norm=hp.clip_norm,
+                                                  steps=steps, occurrence_rule=SOURCE_RULE),
+        sensitivity=2 * hp.clip_norm * occurrences,
+        sensitivity_reason=(
+            f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
+            f"{occurrences} training examples: its own, the ≤ {hp.max_rows} whose DP-APPR rows hold its "
+            "column, and that of the one node that takes its source row (sources: the sampled nodes of "
+            "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
+            "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
+            "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
+        ),
+        dp_event=None,
+    )
+
+
+def reference_ledger(method: str, hp: DparHparams, *, num_train: int, target_epsilon: float, target_delta: float,
+                     claimed_delta: float, accountant: str = "rdp") -> Ledger:
+    """The ledger of a reference run of ``method`` (its noise ``paper_noise`` for the claimed
+    (``target_epsilon``, ``claimed_delta``)), without running it: ``composed()`` is its actual ε at the
+    suite's ``target_delta``, ``actual_claim_epsilon()`` at the paper's δ. Public sizes only."""
+    option = _private_option(method)
+    noise = paper_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claimed_delta)
+    rate, steps = _sgd_schedule(hp, num_train)
+    records = _dp_appr_records(option, noise["dp_appr"], k=hp.k, m=_num_rows(hp, num_train),
+                               clip=hp.gm_clip if option == "gm" else hp.em_clip)
+    sgd = dp_sgd_record(f"dp-sgd:{method}@paper", hp, sampling_rate=rate, steps=steps,
+                        noise_multiplier=noise["sgd_noise_multiplier"])
+    return Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(*records, sgd),
+                  accountant=accountant, node_sample_rate=hp.sample_rate,
+                  claim=paper_claim(target_epsilon, claimed_delta))
 
 
 def source_priority(num_train: int, *, generator: torch.Generator) -> Tensor:
@@ -240,8 +364,14 @@ def build_dp_appr(
     target_delta: float,
     seed: int,
     accountant: str = "rdp",
+    dataset: str | None = None,
 ) -> dict[str, Any]:
-    """Stage 1 (module docstring): the DP-APPR artifact, its ledger as JSON under "ledger"."""
+    """Stage 1 (module docstring): the DP-APPR artifact, its ledger as JSON under "ledger".
+
+    In reference mode (``hp.accounting == "paper"``) the noise is ``paper_noise``'s for the claimed
+    (``target_epsilon``, ``paper_delta(dataset, …)``), ``dataset`` naming Table 1's δ (without it, §4.1's
+    rule), and the ledger carries the claim; training reads the claimed δ from it.
+    """
     spec = appr_spec(method, hp)
     option = spec["option"]
     private = option != "nodp"
@@ -275,8 +405,16 @@ def build_dp_appr(
         inner_epsilon, inner_delta = inner_budget(
             target_epsilon=target_epsilon, target_delta=target_delta, sample_rate=hp.sample_rate)
         clip = hp.gm_clip if option == "gm" else hp.em_clip
-        noise, records = dp_appr_plan(option=option, epsilon=hp.ratio * inner_epsilon, delta=inner_delta, k=hp.k,
-                                      m=num_rows, clip=clip, value_share=hp.value_share, accountant=accountant)
+        claim = None
+        if hp.accounting == "paper":
+            claim = paper_claim(target_epsilon, paper_delta(dataset, num_train=num_train, sample_rate=hp.sample_rate))
+            noise = _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claim.delta)
+            records = _dp_appr_records(option, noise, k=hp.k, m=num_rows, clip=clip)
+            inner_delta = PAPER_DELTA_SHARE * claim.delta / hp.sample_rate  # the paper's δ_APPR on the sample
+        else:
+            noise, records = dp_appr_plan(option=option, epsilon=hp.ratio * inner_epsilon, delta=inner_delta,
+                                          k=hp.k, m=num_rows, clip=clip, value_share=hp.value_share,
+                                          accountant=accountant)
         if option == "gm":
             rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip,
                               generator=generator)
@@ -285,7 +423,7 @@ def build_dp_appr(
                               generator=generator, epsilon_value=noise.get("epsilon_value"))
         claimed = claimed_dp_appr_epsilon(option=option, noise=noise, k=hp.k, m=num_rows, delta=inner_delta)
         ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=records,
-                        accountant=accountant, node_sample_rate=hp.sample_rate)
+                        accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
     else:
         top = scores.topk(hp.k, dim=1)
         rows = torch.zeros_like(scores).scatter_(1, top.indices, top.values)
@@ -372,54 +510,52 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     nbr, weight = nbr.to(device), weight.to(device)
     model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
 
-    rate = min(1.0, hp.batch_size / (hp.sample_rate * split.train.numel()))
-    steps = hp.epochs * math.ceil(1 / rate)
+    rate, steps = _sgd_schedule(hp, split.train.numel())
     private = OPTIONS[method] != "nodp"
     appr_ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     privacy, details = None, {}
     if private:
-        occurrences = occurrence_bound(rule=SOURCE_RULE, max_rows=hp.max_rows)
-
-        def sgd_record(z: float) -> MechanismRecord:
-            return MechanismRecord(
-                name=f"dp-sgd:{spec.method}",
-                kind="poisson_occurrence_gaussian",
-                touches=("features", "labels"),
-                params=poisson_occurrence_gaussian_params(sampling_rate=rate, max_rows=hp.max_rows,
-                                                          noise_multiplier=z, clip_norm=hp.clip_norm, steps=steps,
-                                                          occurrence_rule=SOURCE_RULE),
-                sensitivity=2 * hp.clip_norm * occurrences,
-                sensitivity_reason=(
-                    f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
-                    f"{occurrences} training examples: its own, the ≤ {hp.max_rows} whose DP-APPR rows hold its "
-                    "column, and that of the one node that takes its source row (sources: the sampled nodes of "
-                    "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
-                    "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
-                    "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
-                ),
-                dp_event=None,
-            )
+        claim = appr_ledger.claim
+        if (claim is not None) != (hp.accounting == "paper") or (claim is not None
+                                                                  and claim.epsilon != spec.target_epsilon):
+            raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact's claim {claim} does not fit a run "
+                             f"with accounting {hp.accounting!r} at ε = {spec.target_epsilon}")
 
         def ledger_of(z: float) -> Ledger:
+            sgd = dp_sgd_record(f"dp-sgd:{spec.method}", hp, sampling_rate=rate, steps=steps, noise_multiplier=z)
             return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                          mechanisms=(*appr_ledger.mechanisms, sgd_record(z)), accountant=spec.accountant,
-                          node_sample_rate=hp.sample_rate)
+                          mechanisms=(*appr_ledger.mechanisms, sgd), accountant=spec.accountant,
+                          node_sample_rate=hp.sample_rate, claim=claim)
 
-        z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
+        if claim is None:
+            z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
+        else:  # reference mode: DP-SGD's noise as the paper sizes it, at the claimed δ the artifact carries
+            z = paper_dp_sgd_noise_multiplier(epsilon=spec.target_epsilon, delta=claim.delta,
+                                              sample_rate=hp.sample_rate, ratio=hp.ratio, sampling_rate=rate,
+                                              steps=steps)
         ledger = ledger_of(z)
         privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
-        inner_delta = spec.target_delta / hp.sample_rate
-        # What the reference code would report: each part × q', never composed; DP-SGD by the
-        # plain subsampled Gaussian (sensitivity C, rate batch/|sample|).
-        reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=min(1.0, hp.batch_size / n),
-                                                             steps=steps), delta=inner_delta)
-        claimed_appr = artifact["claimed_epsilon_on_sample"]
-        details = {
-            "sgd_noise_multiplier": z,
-            "epsilon_on_sample": ledger.composed_on_sample()[0],
-            "claimed_epsilon": reference_understated(claimed_appr + reference_sgd, rate=hp.sample_rate),
-            "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
-        }
+        details = {"sgd_noise_multiplier": z, "epsilon_on_sample": ledger.composed_on_sample()[0]}
+        if claim is None:
+            inner_delta = spec.target_delta / hp.sample_rate
+            # What the reference code would report: each part × q', never composed; DP-SGD by the
+            # plain subsampled Gaussian (sensitivity C, rate batch/|sample|).
+            reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z,
+                                                                 sampling_rate=min(1.0, hp.batch_size / n),
+                                                                 steps=steps), delta=inner_delta)
+            claimed_appr = artifact["claimed_epsilon_on_sample"]
+            details |= {
+                "claimed_epsilon": reference_understated(claimed_appr + reference_sgd, rate=hp.sample_rate),
+                "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
+            }
+        else:
+            details |= {
+                "claimed_epsilon": claim.epsilon,
+                "claimed_delta": claim.delta,
+                "actual_epsilon_at_claimed_delta": ledger.actual_claim_epsilon(),
+                "claimed_epsilon_parts_on_sample": {"dp_appr": hp.ratio * claim.epsilon / hp.sample_rate,
+                                                    "dp_sgd": (1 - hp.ratio) * claim.epsilon / hp.sample_rate},
+            }
     else:
         ledger = Ledger.non_private()
     ledger.check()
