@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger, MechanismRecord, PrivacyBudgetExceeded, verify_ledger_dict
+from nodedp.accounting.ledger import Claim, Ledger, MechanismRecord, PrivacyBudgetExceeded, verify_ledger_dict
 from nodedp.accounting.nip import (
     aggregation_sensitivity,
     edge_randomization_epsilon,
@@ -16,6 +16,8 @@ from nodedp.accounting.nip import (
     nip_aggregation_record,
     nip_edge_record,
     nip_label_record,
+    nip_paper_noise,
+    nip_reference_epsilon,
     split_budget,
     worst_case_budget_ratio,
 )
@@ -206,3 +208,65 @@ def test_label_record_keep_probability_is_eq13() -> None:
     assert label_keep_probability(800.0, 4) == math.nextafter(1.0, 0.0)
     with pytest.raises(ValueError, match="num_classes must be an integer >= 2"):
         nip_label_record(epsilon_c=1.0, num_classes=1)
+
+
+# --- reference mode: the paper's noise, and what it costs -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("epsilon", "max_degree", "num_classes"), [(4.0, 20, 7), (7.0, 168, 7), (12.0, 3, 2)])
+def test_paper_noise_is_the_papers_formulas(epsilon: float, max_degree: int, num_classes: int) -> None:
+    noise = nip_paper_noise(epsilon, (0.5, 0.25, 0.25), max_degree=max_degree, num_classes=num_classes)
+    eps_a, eps_b, eps_c = epsilon / 2, epsilon / 4, epsilon / 4  # exact in binary
+    assert (noise.epsilon_a, noise.epsilon_b, noise.epsilon_c, noise.max_degree) == (eps_a, eps_b, eps_c, max_degree)
+    assert noise.laplace_scale_at_epsilon_a == pytest.approx(2 * max_degree / eps_a, rel=1e-15)  # Eq. 9, Lemma 1
+    assert noise.s == pytest.approx(2 / (math.exp(eps_b / (2 * max_degree)) + 1), rel=1e-14)  # Theorem 4
+    expected_keep = math.exp(eps_c) / (math.exp(eps_c) + num_classes - 1)  # Eq. 13
+    assert noise.label_keep_probability == pytest.approx(expected_keep, rel=1e-14)
+
+
+def test_reference_epsilon_charges_the_budgets_worst_case_and_the_bound_over_the_private_maximum() -> None:
+    # Eq. 11 at D_p = 4 on a star of 4 leaves: the centre β = D_p = 4, the leaves 1 (their centre has D_k = D_p)
+    weights = [4.0, 1.0, 1.0, 1.0, 1.0]
+    claimed = 8.0
+    same = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4,
+                                 largest_budget_weights=weights)
+    ratio = (4 * 4.0 + 4 * 1.0) / (2 * 4)  # the star itself: removing its centre costs 2.5·ε_A
+    assert same.charged_ratio == ratio
+    assert (same.nap, same.edges, same.labels) == (4.0 * ratio, 2.0, 2.0)
+    assert same.total == 14.0 > claimed
+    # noise sized at D_p = 4 on a graph bounded to D = 8: every part but the labels' grows by D/D_p = 2,
+    # and the worst case at D = 8 takes the 9 largest (here all 5) budgets
+    wider = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=8,
+                                  largest_budget_weights=list(reversed(weights)))
+    ratio8 = (8 * 4.0 + 4 * 1.0) / (2 * 8)
+    assert wider.charged_ratio == ratio8 and wider.epsilon_a_at_bound == 8.0
+    assert (wider.nap, wider.edges, wider.labels) == (8.0 * ratio8, 4.0, 2.0)
+    # uniform budgets at D_p = D (N > D): exactly the claim
+    uniform = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4,
+                                    largest_budget_weights=[1.0] * 5)
+    assert (uniform.charged_ratio, uniform.total) == (1.0, claimed)
+    # the edges' figure is Theorem 4's ε at the enforced bound for the s the paper sizes at D_p
+    noise = nip_paper_noise(claimed, (0.5, 0.25, 0.25), max_degree=4, num_classes=3)
+    assert edge_randomization_epsilon(noise.s, max_degree=8) == pytest.approx(wider.edges, rel=1e-12)
+    with pytest.raises(ValueError, match="cannot exceed the enforced bound"):
+        nip_reference_epsilon(claimed, (1, 1, 1), paper_max_degree=9, enforced_bound=8, largest_budget_weights=[1.0])
+
+
+def test_a_reference_aggregation_record_charges_a_ratio_above_one_and_verifies() -> None:
+    weights = [4.0, 1.0, 1.0, 1.0, 1.0]
+    actual = nip_reference_epsilon(8.0, (0.5, 0.25, 0.25), paper_max_degree=2, enforced_bound=4,
+                                   largest_budget_weights=weights)
+    record = nip_aggregation_record(epsilon_a=actual.epsilon_a_at_bound, max_degree=4, budget_scheme="paper",
+                                    largest_budget_weights=weights, worst_case_ratio_before_scaling=2.5,
+                                    budget_scale=1.0, reference=True)
+    assert record.params["charged_ratio"] == 2.5 and record.pure_epsilon == actual.nap == 4.0 * 2 * 2.5
+    assert record.params["laplace_scale_at_epsilon_a"] == pytest.approx(2 * 2 / 4.0, rel=1e-15)  # 2·D_p/ε_A
+    edges = nip_edge_record(epsilon_b=actual.edges, s=min_keep_parameter(2.0, 2), max_degree=4)
+    ledger = Ledger(level="node", target_epsilon=8.0, target_delta=0.0, claim=Claim(8.0, 0.0, "rule", "paper"),
+                    mechanisms=(record, edges, nip_label_record(epsilon_c=2.0, num_classes=3)))
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(actual.total, rel=1e-12)
+    assert actual.total > 8.0
+    with pytest.raises(ValueError, match="> 1"):  # the same budgets outside reference mode: refused
+        aggregation_record(weights, max_degree=4, scheme="paper")
+    with pytest.raises(ValueError, match="unscaled"):
+        aggregation_record([w / 2.5 for w in weights], before=2.5, scale=2.5, max_degree=4, reference=True)

@@ -332,6 +332,23 @@ def test_sampling_with_the_unbiased_probability_restores_every_expected_degree()
     assert abs(float((estimate - degree).sum() / se.pow(2).sum().sqrt())) < 4
 
 
+def test_eq12_on_private_degrees_has_no_finite_privacy_bound() -> None:
+    """Reference mode resamples with Eq. 12 on the private degrees (an uncharged read): a node of degree 0 keeps
+    none of its randomized edges, while in a neighbouring graph where it has one edge it keeps them with
+    probability > 0, so the likelihood ratio of some released graphs is infinite."""
+    n, s = 6, 0.5
+    alone = torch.tensor([0.0, 2, 2, 2, 1, 1])  # node 0 isolated
+    joined = torch.tensor([1.0, 2, 2, 2, 1, 2])  # a neighbour: node 5 now links to node 0
+    p_alone = paper_sampling_probability(alone, num_nodes=n, s=s)
+    p_joined = paper_sampling_probability(joined, num_nodes=n, s=s)
+    assert float(p_alone[0]) == 0.0 < float(p_joined[0])
+    assert float(p_joined[0]) == pytest.approx(2 / (1 + n - n * s + s))
+    randomized = torch.tensor([[0, 3], [3, 0]])  # a randomized edge at node 0 (present w.p. > 0 either way)
+    kept = [sample_randomized_edges(randomized, probs, torch.Generator().manual_seed(seed), rule="pair").size(1)
+            for probs in (p_alone, p_joined) for seed in range(40)]
+    assert sum(kept[:40]) == 0 < sum(kept[40:])
+
+
 def test_pair_sampling_is_symmetric_and_unbiased_when_probabilities_agree() -> None:
     n, s, trials = 240, 0.2, 40
     ring = torch.stack([torch.arange(n), (torch.arange(n) + 1) % n])

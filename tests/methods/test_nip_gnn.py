@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from nodedp.accounting import min_keep_parameter, split_budget, verify_ledger_dict
+from nodedp.accounting import Ledger, min_keep_parameter, split_budget, verify_ledger_dict
 from nodedp.accounting.nip import worst_case_budget_ratio
 from nodedp.data import bound_undirected_degree
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
@@ -31,9 +31,9 @@ def _inputs(tiny_inputs) -> RunInputs:
     return with_bound(tiny_inputs, "degree", D)
 
 
-def _run(inputs, epsilon: float, **hparams):
+def _run(inputs, epsilon: float, *, method: str = "nip-gnn", delta: float = 0.0, **hparams):
     info = get_method("nip-gnn")
-    spec = RunSpec(dataset="csbm-tiny", method="nip-gnn", seed=0, target_epsilon=epsilon, target_delta=0.0)
+    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon, target_delta=delta)
     return info.run(inputs, spec, info.parse_hparams({**FAST, **hparams}))
 
 
@@ -159,3 +159,78 @@ def test_aca_interpolates_between_the_noisy_aggregate_and_propagation():
     gamma = (1 - distance.median() / distance).clamp(min=0)
     assert torch.allclose(mid, (1 - gamma[:, None]) * h0 + gamma[:, None] * plain, atol=1e-6)
     assert math.isclose(float(gamma.min()), 0.0)  # nodes at or below the median keep H̄⁰
+
+
+# --- reference mode (`nip-gnn@paper`) ---------------------------------------------------------------------------
+
+
+def _paper_run(inputs, epsilon: float, **hparams):
+    # the suite's δ as the target (unused: every part is pure ε), the paper's δ = 0 in the claim
+    return _run(inputs, epsilon, method="nip-gnn@paper", delta=1e-5, accounting="paper", **hparams)
+
+
+def _hand_actual(epsilon: float, *, bound: int, private_max: int, largest: list[float]) -> float:
+    """Eq. 9/11 and Theorem 4's noise at the private D_p, costed over graphs with degrees ≤ the bound D, by hand."""
+    eps_a, eps_b, eps_c = epsilon / 2, epsilon / 4, epsilon / 4  # shares 0.5, 0.25, 0.25
+    top = sorted(largest, reverse=True)[: bound + 1]
+    ratio = (bound * top[0] + sum(top[1:])) / (2 * bound)  # the star centred at the largest budget
+    return eps_a * bound / private_max * ratio + eps_b * bound / private_max + eps_c
+
+
+def _check_reference_ledger(result, epsilon: float, *, resample: bool = True) -> Ledger:
+    ledger = result.ledger
+    assert ledger.reference and ledger.claim.epsilon == epsilon and ledger.claim.delta == 0.0  # pure ε claimed
+    assert "Theorem 3" in ledger.claim.rule and "NIP-GNN" in ledger.claim.source
+    d = ledger.to_dict()
+    assert Ledger.from_dict(d).to_dict() == d
+    assert verify_ledger_dict(d) == ledger.composed()[0] == ledger.actual_claim_epsilon()  # pure ε: δ plays no part
+    reads = {read.name for read in ledger.uncharged}
+    assert reads == ({"max-degree:nip-gnn@paper", "resampling-degrees:nip-gnn@paper"} if resample
+                     else {"max-degree:nip-gnn@paper"})
+    assert not ledger.fully_accounted and d["fully_accounted"] is False
+    return ledger
+
+
+def test_reference_mode_sizes_the_papers_noise_and_records_its_actual_epsilon(tiny_inputs):
+    """Eq. 11 as printed, unscaled, at D_p = the private max degree: the ledger claims ε and records more."""
+    assert get_method("nip-gnn").has_reference_mode
+    inputs = _inputs(tiny_inputs)
+    result = _paper_run(inputs, 4.0)
+    ledger = _check_reference_ledger(result, 4.0)
+    private_max = int(torch.bincount(inputs.structure["degree"]["edge_index"][0]).max())
+    assert result.details["paper_max_degree"] == private_max == D  # the bounding binds on this graph
+    edges, nap, labels = ledger.mechanisms
+    # the paper's rule, by hand: Laplace 2·D_p/ε_A (Lemma 1), s = 2/(e^{ε_B/2D_p} + 1) (Theorem 4), Eq. 13
+    assert nap.params["laplace_scale_at_epsilon_a"] == pytest.approx(2 * private_max / 2.0, rel=1e-12)
+    assert edges.params["s"] == pytest.approx(2 / (math.exp(1.0 / (2 * private_max)) + 1), rel=1e-12)
+    assert labels.params["keep_probability"] == pytest.approx(math.exp(1.0) / (math.exp(1.0) + 2), rel=1e-12)
+    assert nap.params["budget_scheme"] == "paper" and nap.params["budget_scale"] == 1.0
+    largest = nap.params["largest_budget_weights"]
+    assert len(largest) == D + 1 and nap.params["charged_ratio"] > 1  # Eq. 11 breaks Theorem 3's constraint
+    actual = ledger.composed()[0]
+    assert actual == pytest.approx(_hand_actual(4.0, bound=D, private_max=private_max, largest=largest), rel=1e-12)
+    assert actual > 4.0
+    # suite mode on the same inputs spends exactly the target, with scaled budgets
+    assert _run(inputs, 4.0).ledger.composed()[0] == 4.0
+
+
+def test_reference_mode_with_uniform_budgets_and_a_binding_bound_costs_what_the_paper_claims(tiny_inputs):
+    result = _paper_run(_inputs(tiny_inputs), 7.0, budgets="uniform")
+    ledger = _check_reference_ledger(result, 7.0)
+    assert ledger.mechanisms[1].params["charged_ratio"] == 1.0
+    assert ledger.composed()[0] <= 7.0 * (1 + 1e-12)
+
+
+def test_reference_mode_on_a_bound_above_every_degree_is_the_papers_unbounded_run_and_costs_more(tiny_inputs):
+    """With D above the graph's maximum degree the bounding is the identity (the paper's setting); the noise sized
+    at D_p < D costs D/D_p times more over the graphs with degrees ≤ D."""
+    raw_max = int(torch.bincount(tiny_inputs.graph.edge_index[0]).max())
+    bound = raw_max + 4
+    result = _paper_run(with_bound(tiny_inputs, "degree", bound), 12.0, budgets="uniform", resample=False)
+    ledger = _check_reference_ledger(result, 12.0, resample=False)
+    assert ledger.guarantee_class == "bounded-degree"  # no node over the bound: nothing was dropped
+    assert result.details["paper_max_degree"] == raw_max < bound
+    largest = ledger.mechanisms[1].params["largest_budget_weights"]
+    assert largest == [1.0] * (bound + 1)
+    expected = _hand_actual(12.0, bound=bound, private_max=raw_max, largest=largest)
+    assert ledger.composed()[0] == pytest.approx(expected, rel=1e-12) and expected > 12.0

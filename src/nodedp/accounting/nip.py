@@ -31,6 +31,14 @@ bound D = D_max, enforced by sampling edges (``nodedp.data.bound_undirected_degr
   dummy class, so removal is a substitution). Pure ε_C.
 
 The three compose to ε_A + ε_B + ε_C (Theorem 5, basic composition).
+
+Reference mode (``nip_paper_noise``, ``nip_reference_epsilon``): the paper sizes
+the noise with D_max = the private graph's maximum degree D_p and Eq. 11's β
+unscaled, and claims ε_A + ε_B + ε_C (pure ε, δ = 0). Recorded against the bound
+D ≥ D_p actually enforced, the same noise costs ε_A·(D/D_p)·(worst-case ratio of
+β at D) + ε_B·D/D_p + ε_C. That figure takes D_p (and Eq. 12's private degrees)
+as given: the ledger records them as uncharged reads, for which no finite ε
+exists (``nip_reference_epsilon``).
 Torch-free, like the rest of ``nodedp.accounting``.
 """
 
@@ -38,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from nodedp.accounting._checks import check_int, check_positive
@@ -45,6 +54,8 @@ from nodedp.accounting.ledger import MechanismRecord
 
 __all__ = [
     "BUDGET_SCHEMES",
+    "NipActualEpsilon",
+    "NipPaperNoise",
     "aggregation_sensitivity",
     "edge_randomization_epsilon",
     "label_keep_probability",
@@ -52,6 +63,8 @@ __all__ = [
     "nip_aggregation_record",
     "nip_edge_record",
     "nip_label_record",
+    "nip_paper_noise",
+    "nip_reference_epsilon",
     "split_budget",
     "worst_case_budget_ratio",
 ]
@@ -174,6 +187,7 @@ def nip_aggregation_record(
     budget_scale: float,
     method: str = "nip-gnn",
     caveat: str | None = None,
+    reference: bool = False,
 ) -> MechanismRecord:
     """The ledger record of NAP (Eq. 9): Laplace(2·D_max/ε_u) per row, ε_u = ε_A·β_u, pure ε_A.
 
@@ -188,6 +202,13 @@ def nip_aggregation_record(
     and ``largest_budget_weights`` alone: ``charged_ratio`` =
     ``worst_case_budget_ratio(largest_budget_weights, max_degree=max_degree)``
     ≤ 1, and the cost is ε_A·charged_ratio ≤ ε_A (the charge).
+
+    ``reference`` (a paper-mode run, ``nip_reference_epsilon``): the budgets
+    are the paper's, unscaled (``budget_scale`` = 1), so ``charged_ratio`` may
+    exceed 1, and the record charges what they cost, ε_A·charged_ratio. Here
+    ``max_degree`` is the bound actually enforced and ``epsilon_a`` the ε_A at
+    which Laplace(2·max_degree/ε_A) is the noise that ran (ε_A·D/D_p for noise
+    sized at the paper's D_p).
     """
     epsilon_a = check_positive(epsilon_a, "epsilon_a")
     sensitivity = aggregation_sensitivity(max_degree)
@@ -198,14 +219,16 @@ def nip_aggregation_record(
         raise ValueError(f"largest_budget_weights must be the ≤ D_max + 1 = {max_degree + 1} largest weights in "
                          f"descending order, got {len(weights)} values")
     ratio = worst_case_budget_ratio(weights, max_degree=max_degree)
-    if ratio > 1:
+    if ratio > 1 and not reference:
         raise ValueError(
             f"worst-case Theorem 3 ratio = {ratio:.6g} > 1: these budgets lose up to {ratio:.6g}·ε_A, not ε_A, "
             "on some graph with degrees ≤ D_max (divide them by the ratio)"
         )
     before = check_positive(worst_case_ratio_before_scaling, "worst_case_ratio_before_scaling")
     scale = check_positive(budget_scale, "budget_scale")
-    if scale < max(1.0, before) * (1 - _RTOL):
+    if reference and scale != 1.0:
+        raise ValueError(f"a reference record's budgets are the paper's, unscaled: budget_scale must be 1, got {scale!r}")
+    if not reference and scale < max(1.0, before) * (1 - _RTOL):
         raise ValueError(f"budget_scale = {scale!r} is below max(1, worst_case_ratio_before_scaling = {before!r})")
     if not math.isclose(ratio, before / scale, rel_tol=1e-9):
         raise ValueError(f"largest_budget_weights give worst-case ratio {ratio!r}, but "
@@ -224,11 +247,12 @@ def nip_aggregation_record(
             "node k zeroes its own row (≤ D_k unit vectors) and takes its unit vector from D_k neighbours' rows, "
             f"‖ΔH‖₁ ≤ 2·D_max = {sensitivity:g} (Lemma 1); row u gets Laplace(2·D_max/(ε_A·β_u)) per entry, so the "
             "loss is ε_A·(D_k·β_k + Σ_{i∈N(k)} β_i)/(2·D_max) ≤ ε_A·(D_max·β_(1) + Σ_{j=2}^{D_max+1} β_(j))/(2·D_max) "
-            f"= {ratio:.6g}·ε_A ≤ ε_A for every graph with degrees ≤ D_max and either direction of the pair "
+            f"= {ratio:.6g}·ε_A {'(charged as such: the paper claims ε_A)' if reference else '≤ ε_A'} for every "
+            "graph with degrees ≤ D_max and either direction of the pair "
             "(β is fixed by the earlier edge release; Theorem 3's constraint over all graphs)"
         ),
         dp_event=None,
-        pure_epsilon=epsilon_a,
+        pure_epsilon=epsilon_a * ratio if reference else epsilon_a,
         caveat=caveat,
     )
 
@@ -265,6 +289,96 @@ def nip_edge_record(
         pure_epsilon=epsilon_b,
         caveat=caveat,
     )
+
+
+@dataclass(frozen=True)
+class NipPaperNoise:
+    """The noise NIP-GNN's paper sizes for a claimed ε (``nip_paper_noise``)."""
+
+    epsilon_a: float  # NAP's ε_A
+    epsilon_b: float  # the edge randomization's ε_B
+    epsilon_c: float  # the labels' ε_C
+    max_degree: int  # the paper's D_max: the private graph's maximum degree
+    laplace_scale_at_epsilon_a: float  # 2·D_max/ε_A; row u gets this/β_u (Eq. 9, Lemma 1)
+    s: float  # 2/(e^{ε_B/2D_max} + 1) (Theorem 4)
+    label_keep_probability: float  # e^{ε_C}/(e^{ε_C} + M − 1) (Eq. 13)
+
+
+def nip_paper_noise(epsilon: float, shares: Sequence[float], *, max_degree: int, num_classes: int) -> NipPaperNoise:
+    """NIP-GNN's noise for a claimed pure ε, by the paper's rule (Theorems 3-5, Eq. 9, 13).
+
+    ε = ε_A + ε_B + ε_C (Theorem 5; the split is ``split_budget`` of the
+    suite's ``shares``, the paper gives none); NAP adds Laplace(2·D_max/ε_u),
+    ε_u = ε_A·β_u, to row u (Eq. 9 with Lemma 1's ΔH⁰ = 2·D_max; β from Eq. 11,
+    which Theorem 3 claims keeps the total at ε_A); the edges are randomized
+    with s = 2/(e^{ε_B/2D_max} + 1) (Theorem 4); the labels by M-ary randomized
+    response at ε_C (Eq. 13). ``max_degree`` is the paper's D_max, the
+    maximum degree of the private graph (§5.1: no degree bounding).
+    """
+    epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
+    return NipPaperNoise(
+        epsilon_a=epsilon_a, epsilon_b=epsilon_b, epsilon_c=epsilon_c, max_degree=max_degree,
+        laplace_scale_at_epsilon_a=aggregation_sensitivity(max_degree) / epsilon_a,
+        s=min_keep_parameter(epsilon_b, max_degree),
+        label_keep_probability=label_keep_probability(epsilon_c, num_classes),
+    )
+
+
+@dataclass(frozen=True)
+class NipActualEpsilon:
+    """What the paper's noise costs over graphs with degrees ≤ the enforced bound (``nip_reference_epsilon``)."""
+
+    epsilon_a_at_bound: float  # ε_A·D/D_p: the ε_A at which Laplace(2D/ε_A) is the noise that ran
+    charged_ratio: float  # the budgets' worst-case Theorem 3 ratio at D (> 1 for Eq. 11's budgets)
+    nap: float  # epsilon_a_at_bound·charged_ratio
+    edges: float  # ε_B·D/D_p = 2D·ln((2 − s)/s)
+    labels: float  # ε_C
+    total: float  # their sum (fsum, as the ledger adds pure ε)
+
+
+def nip_reference_epsilon(
+    epsilon: float,
+    shares: Sequence[float],
+    *,
+    paper_max_degree: int,
+    enforced_bound: int,
+    largest_budget_weights: Sequence[float],
+) -> NipActualEpsilon:
+    """The actual pure ε of NIP-GNN's noise sized by the paper for a claimed ``epsilon`` (``nip_paper_noise``).
+
+    The noise is sized at the paper's D_max = D_p (``paper_max_degree``, the
+    private graph's maximum degree); the graph has degrees ≤ D =
+    ``enforced_bound`` ≥ D_p (the public bound the suite's sampling enforces).
+    Over every neighbouring pair of graphs with degrees ≤ D:
+
+    * NAP: row u has Laplace(2·D_p/(ε_A·β_u)), so removing k costs
+      ε_A·(D_k·β_k + Σ_{i∈N(k)} β_i)/(2·D_p) ≤ ε_A·(D/D_p)·``worst_case_budget_ratio``(β, D),
+      not ε_A: Eq. 11's budgets (computed on one graph, unscaled) exceed
+      Theorem 3's constraint on others (a star, for one);
+    * edges: 2D·ln((2 − s)/s) with s sized at D_p, = ε_B·D/D_p;
+    * labels: ε_C.
+
+    ``largest_budget_weights`` are the min(N, D + 1) largest β used. With
+    D_p = D and uniform budgets this is ε (what the paper claims), otherwise
+    more. It is a figure *given* D_p and Eq. 12's private degrees: the noise
+    scales and s depend on D_p, so a neighbouring graph with another maximum
+    degree gets Laplace noise of another scale, whose privacy loss is unbounded
+    (as is that of Eq. 12's probabilities, 0 for an isolated node); no finite ε
+    covers those reads, which the ledger records as uncharged.
+    """
+    paper_max_degree = check_int(paper_max_degree, "paper_max_degree", minimum=1)
+    enforced_bound = check_int(enforced_bound, "enforced_bound", minimum=1)
+    if paper_max_degree > enforced_bound:
+        raise ValueError(f"the private maximum degree D_p = {paper_max_degree} cannot exceed the enforced bound "
+                         f"D = {enforced_bound}")
+    epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
+    factor = enforced_bound / paper_max_degree
+    weights = sorted(_check_weights(largest_budget_weights, "largest_budget_weights"), reverse=True)
+    ratio = worst_case_budget_ratio(weights[: enforced_bound + 1], max_degree=enforced_bound)
+    at_bound = epsilon_a * factor
+    nap, edges = at_bound * ratio, epsilon_b * factor
+    return NipActualEpsilon(epsilon_a_at_bound=at_bound, charged_ratio=ratio, nap=nap, edges=edges,
+                            labels=epsilon_c, total=math.fsum([nap, edges, epsilon_c]))
 
 
 def label_keep_probability(epsilon: float, num_classes: int) -> float:

@@ -35,7 +35,10 @@ Two places where the paper's formulas and its mechanism disagree:
 Both sampling probabilities read D_u, the degree *before* randomization: a
 sampling step that uses the private degrees is not post-processing of the
 ε_B release (Theorem 4's proof leaves it out). ``debiased_degree`` estimates
-D_u from the released graph alone, which keeps the sampling free.
+D_u from the released graph alone, which keeps the sampling free. A reference
+run (``nodedp.methods.nip_gnn``, `accounting: paper`) applies Eq. 12 as printed
+to the private degrees, an uncharged read with no finite ε: a node of degree 0
+has p_u = 0, so its randomized edges vanish, unlike in a neighbouring graph.
 """
 
 from __future__ import annotations

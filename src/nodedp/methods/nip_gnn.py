@@ -36,10 +36,23 @@
 5. ACA (Eq. 14-15) over the released graph (τ a public multiple of the median
    distance, not learned: see ``nodedp.models.nip``), then an MLP classifier
    trained on (H^K, Ỹ) of the training nodes without further noise.
+
+Reference mode (`accounting: paper`, run as `nip-gnn@paper`): the same steps
+with the noise the paper sizes for the claimed ε (``nip_paper_noise``): D_max
+is the maximum degree D_p of the private (bounded) graph, read without noise;
+s and the Laplace scales 2·D_p/ε_u use it; β is Eq. 11 as printed (`budgets:
+uniform` stays uniform), unscaled; Eq. 12 resamples with the private degrees.
+The ledger carries the paper's claim (ε, δ = 0) and records what ran against
+the bound D actually enforced (``nip_reference_epsilon``): NAP at ε_A·(D/D_p)
+times the budgets' worst-case ratio, the edges at ε_B·D/D_p. D_p and Eq. 12's
+degrees are uncharged reads: the recorded ε takes them as given, and no finite
+ε covers them (Laplace noise of a scale that depends on the private graph has
+an unbounded privacy loss; Eq. 12 gives an isolated node probability 0).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -48,13 +61,16 @@ from torch import Tensor
 
 from nodedp.accounting import (
     BUDGET_SCHEMES,
+    Claim,
     Ledger,
+    UnchargedRead,
     min_keep_parameter,
     nip_aggregation_record,
     nip_edge_record,
     nip_label_record,
     split_budget,
 )
+from nodedp.accounting.nip import nip_paper_noise, nip_reference_epsilon, worst_case_budget_ratio
 from nodedp.data import bound_undirected_degree
 from nodedp.mechanisms import (
     debiased_degree,
@@ -67,14 +83,14 @@ from nodedp.mechanisms import (
     theorem3_ratio,
     unbiased_sampling_probability,
 )
-from nodedp.mechanisms.nip import ScaledBudgets, scale_budgets_to_worst_case
+from nodedp.mechanisms.nip import ScaledBudgets, paper_sampling_probability, scale_budgets_to_worst_case
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import MLP, aca_propagate
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
-__all__ = ["AGGREGATIONS", "NipHparams", "nap_budgets", "run_nip_gnn", "tnie_scores"]
+__all__ = ["AGGREGATIONS", "NipHparams", "nap_budgets", "paper_budgets", "run_nip_gnn", "scheme_budgets", "tnie_scores"]
 
 AGGREGATIONS = ("aca", "plain")
 
@@ -97,6 +113,10 @@ class NipHparams(OptimHparams):
     tnie_layers: int = 2  # T
     tnie_lambda: float = 1.0
     tnie_phi: float = 0.0
+    # "suite": noise calibrated to the target ε by the suite's analysis; "paper": sized as the paper would for it
+    # (private D_max, Eq. 11 unscaled, Eq. 12 on private degrees), the ledger recording the claim and the actual ε.
+    # Set by the run name only (`nip-gnn@paper`, nodedp.config).
+    accounting: str = "suite"
 
     def check(self) -> None:
         super().check()
@@ -123,6 +143,18 @@ def tnie_scores(edge_index: Tensor, *, num_nodes: int, layers: int, lam: float, 
     return torch.sigmoid(lam * degree.clamp(min=1).log() + phi) * h
 
 
+def scheme_budgets(released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams,
+                   seed: int) -> tuple[Tensor, Tensor]:
+    """The released graph re-bounded to ``max_degree`` (public ``seed``) and the `budgets` scheme's β on it, unscaled."""
+    rebounded = bound_undirected_degree(released, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
+    if hp.budgets == "uniform":
+        return rebounded, torch.ones(num_nodes, dtype=torch.float64)
+    ranks = influence_ranks(tnie_scores(rebounded, num_nodes=num_nodes, layers=hp.tnie_layers,
+                                        lam=hp.tnie_lambda, phi=hp.tnie_phi))
+    return rebounded, nip_budget_weights(rebounded, num_nodes=num_nodes, ranks=ranks, max_degree=max_degree,
+                                         scheme=hp.budgets)
+
+
 def nap_budgets(
     released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams, seed: int
 ) -> tuple[Tensor, ScaledBudgets]:
@@ -132,15 +164,52 @@ def nap_budgets(
     scheme's β on it divided by its worst-case Theorem 3 ratio over all graphs
     with degrees ≤ D_max, so NAP costs ≤ ε_A whatever the private graph.
     """
-    rebounded = bound_undirected_degree(released, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
-    if hp.budgets == "uniform":
-        beta = torch.ones(num_nodes, dtype=torch.float64)
-    else:
-        ranks = influence_ranks(tnie_scores(rebounded, num_nodes=num_nodes, layers=hp.tnie_layers,
-                                            lam=hp.tnie_lambda, phi=hp.tnie_phi))
-        beta = nip_budget_weights(rebounded, num_nodes=num_nodes, ranks=ranks, max_degree=max_degree,
-                                  scheme=hp.budgets)
+    rebounded, beta = scheme_budgets(released, num_nodes=num_nodes, max_degree=max_degree, hp=hp, seed=seed)
     return rebounded, scale_budgets_to_worst_case(beta, max_degree=max_degree)
+
+
+def paper_budgets(
+    released: Tensor, *, num_nodes: int, max_degree: int, paper_max_degree: int, hp: NipHparams, seed: int
+) -> tuple[Tensor, ScaledBudgets]:
+    """Step 2 of a reference run: Eq. 11 as printed (or uniform β) at the paper's D_max, *not* scaled.
+
+    The released graph is re-bounded to the paper's D_max = ``paper_max_degree``
+    (Eq. 11 needs D_k ≤ D_max). ``largest`` and ``worst_case_ratio`` are taken
+    over every graph with degrees ≤ ``max_degree``, the bound actually enforced;
+    ``scale`` is 1, and the ratio may exceed 1 (the ledger charges it).
+    """
+    scheme = "uniform" if hp.budgets == "uniform" else "paper"
+    rebounded, beta = scheme_budgets(released, num_nodes=num_nodes, max_degree=paper_max_degree,
+                                     hp=dataclasses.replace(hp, budgets=scheme), seed=seed)
+    largest = tuple(beta.topk(min(max_degree + 1, num_nodes)).values.tolist())
+    ratio = worst_case_budget_ratio(largest, max_degree=max_degree)
+    return rebounded, ScaledBudgets(weights=beta, largest=largest, worst_case_ratio=ratio,
+                                    worst_case_ratio_before_scaling=ratio, scale=1.0)
+
+
+def _reference_reads(method: str, *, resample: bool) -> tuple[UnchargedRead, ...]:
+    """What a reference run reads of the private graph without charge (module docstring)."""
+    reads = [UnchargedRead(
+        name=f"max-degree:{method}",
+        touches=("edges",),
+        reason=("the paper's D_max is the private graph's maximum degree D_p, read without noise (Lemma 1, "
+                "Theorem 4; §5.1 bounds no degrees): it sets the Laplace scales 2·D_p/ε_u, the edge randomization's "
+                "s, Eq. 11's budgets and their re-bounding. The recorded ε takes D_p as given (noise at D_p costed "
+                "over all graphs with degrees ≤ the enforced bound); it does not cover this read, for which no "
+                "finite ε exists (a neighbour with another maximum degree gets Laplace noise of another scale, an "
+                "unbounded privacy loss)"),
+    )]
+    if resample:
+        reads.append(UnchargedRead(
+            name=f"resampling-degrees:{method}",
+            touches=("edges",),
+            reason=("Eq. 12's resampling probabilities 2D_u/(D_u + N − N·s + D_u·s) read every node's private "
+                    "degree D_u before randomization (Theorem 4's proof leaves the sampling out); no finite ε "
+                    "covers this read (an isolated node keeps none of its randomized edges, p_u = 0, while with "
+                    "one edge in a neighbouring graph it keeps them with probability > 0), and the recorded ε "
+                    "does not"),
+        ))
+    return tuple(reads)
 
 
 def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
@@ -154,42 +223,87 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         raise ValueError(f"max_degree is {hp.max_degree} but the degree artifact was bounded to {max_degree}; "
                          f"build it with `bound-degree --kind degree --bound {hp.max_degree}` (the workflow does)")
     bounded = artifact["edge_index"]
-    eps_a, eps_b, eps_c = split_budget(spec.target_epsilon, (hp.share_a, hp.share_b, hp.share_c))
+    shares = (hp.share_a, hp.share_b, hp.share_c)
+    paper = hp.accounting == "paper"
+    if paper:
+        # the paper's D_max: the private (bounded) graph's maximum degree, an uncharged read
+        noise_degree = max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1
+        noise = nip_paper_noise(spec.target_epsilon, shares, max_degree=noise_degree,
+                                num_classes=inputs.num_classes)
+        eps_a, eps_b, eps_c, s = noise.epsilon_a, noise.epsilon_b, noise.epsilon_c, noise.s
+    else:
+        noise_degree = max_degree
+        eps_a, eps_b, eps_c = split_budget(spec.target_epsilon, shares)
+        s = min_keep_parameter(eps_b, max_degree)
 
-    # 1. Edges (ε_B), then post-processing only.
-    s = min_keep_parameter(eps_b, max_degree)
+    # 1. Edges (ε_B), then post-processing only (in reference mode, Eq. 12 reads the private degrees).
     released = degree_preserving_randomization(bounded, num_nodes=n, s=s, generator=generator)
     if hp.resample:
-        # unbiased but noisy: clamped to [0, D_max], where every true (bounded) degree lies
-        estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
-        probs = unbiased_sampling_probability(estimate, num_nodes=n, s=s)
+        if paper:
+            private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
+            probs = paper_sampling_probability(private_degree, num_nodes=n, s=s)
+        else:
+            # unbiased but noisy: clamped to [0, D_max], where every true (bounded) degree lies
+            estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
+            probs = unbiased_sampling_probability(estimate, num_nodes=n, s=s)
         released = sample_randomized_edges(released, probs, generator, rule="pair")
-    # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max.
-    rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
+    # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max (the paper's: unscaled).
+    if paper:
+        rebounded, budgets = paper_budgets(released, num_nodes=n, max_degree=max_degree,
+                                           paper_max_degree=noise_degree, hp=hp, seed=spec.seed)
+    else:
+        rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
     epsilons = eps_a * budgets.weights
     released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a,
-                                    max_degree=max_degree)
-    # 3. NAP (ε_A) on the private bounded graph; 4. labels (ε_C).
-    h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=max_degree, generator=generator)
+                                    max_degree=noise_degree)
+    # 3. NAP (ε_A) on the private bounded graph, Laplace 2·D/ε_u (D the paper's D_p in reference mode); 4. labels.
+    h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree, generator=generator)
     noisy_y = randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=eps_c, generator=generator)
 
     bound_caveat = ("as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
                     "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
-    ledger = Ledger(
-        level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
-        degree_bound=degree_bound_of(artifact),
-        mechanisms=(
+    claim, uncharged, actual = None, (), None
+    if paper:
+        # what ran, costed over every graph with degrees ≤ the enforced bound (given D_p)
+        actual = nip_reference_epsilon(spec.target_epsilon, shares, paper_max_degree=noise_degree,
+                                       enforced_bound=max_degree, largest_budget_weights=budgets.largest)
+        records = (
+            nip_edge_record(epsilon_b=actual.edges, s=s, max_degree=max_degree, method=spec.method,
+                            caveat=bound_caveat),
+            nip_aggregation_record(epsilon_a=actual.epsilon_a_at_bound, max_degree=max_degree,
+                                   budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
+                                   largest_budget_weights=budgets.largest,
+                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+                                   budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat,
+                                   reference=True),
+        )
+        claim = Claim(
+            epsilon=spec.target_epsilon, delta=0.0,
+            rule=("ε = ε_A + ε_B + ε_C (Theorem 5): NAP's Laplace 2·D_max/(ε_A·β_u) with Eq. 11's β is ε_A-DP "
+                  "(Theorem 3), s = 2/(e^{ε_B/2D_max} + 1) is ε_B-DP (Theorem 4), label RR at ε_C (Eq. 13); "
+                  "D_max the private graph's maximum degree, pure ε"),
+            source="NIP-GNN §4.2-4.3 (Eq. 9, 11-13, Lemma 1, Theorems 3-5), Appendix A.2, §5.1; no public code",
+        )
+        uncharged = _reference_reads(spec.method, resample=hp.resample)
+    else:
+        records = (
             nip_edge_record(epsilon_b=eps_b, s=s, max_degree=max_degree, method=spec.method, caveat=bound_caveat),
             nip_aggregation_record(epsilon_a=eps_a, max_degree=max_degree, budget_scheme=hp.budgets,
                                    largest_budget_weights=budgets.largest,
                                    worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
                                    budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat),
-            nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method),
-        ),
+        )
+    ledger = Ledger(
+        level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
+        degree_bound=degree_bound_of(artifact),
+        mechanisms=(*records, nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method)),
+        uncharged=uncharged,
+        claim=claim,
     )
     ledger.check()
-    if not math.isclose(ledger.composed()[0], spec.target_epsilon, rel_tol=1e-12):
-        raise AssertionError("NIP-GNN's parts must add up to the target ε exactly")
+    expected = spec.target_epsilon if actual is None else actual.total
+    if not math.isclose(ledger.composed()[0], expected, rel_tol=1e-12):
+        raise AssertionError("NIP-GNN's parts must add up to the target ε (reference mode: the actual ε) exactly")
 
     features = aca_propagate(h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau,
                              adaptive=hp.aggregation == "aca")
@@ -221,6 +335,12 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         "budget_weight_mean": float(budgets.weights.mean()),
         "released_edges": int(released.size(1)),
     }
+    if actual is not None:
+        details.update({
+            "paper_max_degree": noise_degree,  # D_p, a private statistic: reference runs only (uncharged read)
+            "actual_epsilon_parts": {"nap": actual.nap, "edges": actual.edges, "labels": actual.labels},
+            "charged_ratio": actual.charged_ratio,
+        })
     return RunResult(val=result.val, test=result.test, ledger=ledger, train_seconds=result.train_seconds,
                      details={**result.details, **details})
 
