@@ -284,7 +284,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         "target_delta": spec.target_delta if info.private else None,
         "epsilon": epsilon if info.private else None,
         "delta": spent_delta if info.private else None,
-        "accountant": spec.accountant,
+        "accountant": ledger.accountant,  # the ledger's own (a reference run may fall back to rdp)
         "guarantee": ledger.guarantee(),  # what ε guarantees, and under which condition (the ledger's own)
         # Reference mode: the paper's claimed (ε, δ) for this noise and the actual ε at that δ (the ledger's).
         "claim": ledger.to_dict()["claim"],

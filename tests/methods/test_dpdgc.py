@@ -1,4 +1,5 @@
-"""DPDGC: the sensitivity the column normalization buys, the encoder's occurrence count, and its ledger."""
+"""DPDGC: the sensitivity the column normalization buys, the encoder's occurrence count, its ledger, and the
+reference mode (the public code's noise)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,23 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from dp_accounting.dp_event import GaussianDpEvent
 
-from nodedp.accounting import verify_ledger_dict
+from nodedp.accounting import Ledger, verify_ledger_dict
+from nodedp.accounting.mixture_pld import pld_of_event
 from nodedp.data import bound_out_degree
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.dpdgc import adjacency_rows, plan_dpdgc
+from nodedp.methods.dpdgc import (
+    PLD_MIN_NOISE_MULTIPLIER,
+    adjacency_rows,
+    plan_dpdgc,
+    public_code_delta,
+    public_code_epsilon,
+    public_code_noise,
+    reference_accountant,
+)
 from nodedp.models import AdjacencyEncoder
 from nodedp.train import PerSampleGradients
 from tests.methods._structure import with_bound
@@ -248,6 +259,7 @@ def test_released_noise_has_the_ledgers_std(tiny_inputs):
     ({"encoder_epochs": 0}, "encoder_share must be 0"),
     ({"encoder_share": 0.0}, "encoder_share must be 0"),
     ({"emb_share": 0.0}, "emb_share"),
+    ({"paper_max_degree": -1}, "paper_max_degree"),
 ])
 def test_bad_shares_are_refused_before_any_work(values, match):
     with pytest.raises(ValueError, match=match):
@@ -268,3 +280,89 @@ def test_standardizing_the_embedding_is_post_processing(tiny_inputs):
     scaled = _run(inputs, "dpdgc", 4.0, standardize_embedding=True)
     assert scaled.ledger.to_dict() == plain.ledger.to_dict()
     assert scaled.details["emb_noise_std"] == plain.details["emb_noise_std"] > 0
+
+
+# --- reference mode: the public code's noise (Chien et al. 2023, thupchnsky/dp-gnn) ------------------------------
+
+PAPER = {**FAST, "accounting": "paper"}
+
+
+def _paper_plan(inputs, epsilon: float = 4.0, **hparams):
+    hp = get_method("dpdgc").parse_hparams({**PAPER, **hparams})
+    return plan_dpdgc(inputs, _spec("dpdgc", epsilon), hp, private=True)
+
+
+def test_reference_run_records_the_claim_and_its_ledger_round_trips(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, "dpdgc", 4.0, accounting="paper")
+    ledger, n = result.ledger, inputs.split.train.numel()
+    assert (ledger.claim.epsilon, ledger.claim.delta) == (4.0, public_code_delta(n))
+    assert (ledger.target_epsilon, ledger.target_delta) == (4.0, 1e-4)
+    assert ledger.accountant == result.details["ledger_accountant"] == "rdp"
+    d = ledger.to_dict()
+    assert Ledger.from_dict(d).to_dict() == d
+    assert verify_ledger_dict(d) == pytest.approx(ledger.composed()[0])
+    # The same records as suite mode (kinds, params, sensitivities); only the noise differs.
+    suite = plan_dpdgc(inputs, _spec("dpdgc", 4.0), get_method("dpdgc").parse_hparams(FAST), private=True).ledger
+    for ours, theirs in zip(ledger.mechanisms, suite.mechanisms, strict=True):
+        assert (ours.name, ours.kind, ours.sensitivity) == (theirs.name, theirs.kind, theirs.sensitivity)
+        assert ours.params.keys() == theirs.params.keys()
+        assert ours.params["noise_multiplier"] != pytest.approx(theirs.params["noise_multiplier"])
+
+
+@pytest.mark.parametrize(("num_train_nodes", "delta"), [(1, 0.1), (150, 1e-3), (999, 1e-3), (1000, 1e-4),
+                                                        (2031, 1e-4), (100_000, 1e-6)])
+def test_public_delta_is_one_over_ten_to_the_digits(num_train_nodes, delta):
+    assert public_code_delta(num_train_nodes) == pytest.approx(delta, rel=1e-12)
+
+
+def test_public_sigma_reproduces_autodp_on_cora_sizes():
+    # The public code's own calibration (autodp 0.2.3.1: AmplificationBySampling(PoissonSampling=False) with the
+    # improved bound, 100·2031 // 64 steps a stage, ExactGaussianMechanism for DP-Emb, δ = 1e-4), run
+    # independently of this suite for Cora's 2031 training nodes, batch 64, 100 + 100 epochs, ε = 4: σ = 5.38216.
+    noise = public_code_noise(claimed_epsilon=4.0, num_train_nodes=2031, batch_size=64, encoder_epochs=100,
+                              epochs=100, max_degree=20)
+    assert noise.sigma == pytest.approx(5.38216, rel=2e-4)
+    assert noise.delta == pytest.approx(1e-4)
+
+
+def test_reference_noise_is_the_public_codes_rule(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    n = inputs.split.train.numel()
+    plan = _paper_plan(inputs)
+    sigma = plan.noise["public_sigma"]
+    # σ is what the code's accountant calls ε = 4 (its search: ε(σ) within 1e-4 below the claim).
+    claimed = public_code_epsilon(sigma, num_train_nodes=n, batch_size=32, encoder_epochs=1, epochs=1,
+                                  delta=public_code_delta(n))
+    assert 4.0 * (1 - 1e-4) <= claimed <= 4.0
+    encoder, emb, classifier = plan.ledger.mechanisms
+    # The literal noise of dpdgc_ndp.py: DPOptimizer(σ·2√(D+1)), PMA std σ·norm_scale·√(2D), DPOptimizer(σ·2).
+    assert encoder.params["noise_multiplier"] == pytest.approx(sigma * 2 * math.sqrt(D + 1))
+    assert emb.params["noise_std"] == pytest.approx(sigma * 1e-8 * math.sqrt(2 * D))
+    assert plan.nap.noise_std == pytest.approx(sigma * 1e-8 * math.sqrt(2 * D))
+    assert classifier.params["noise_multiplier"] == pytest.approx(2 * sigma)
+    # The public scripts' D = 100 in the noise, the structure's D = 4 in the sensitivities.
+    wide = _paper_plan(inputs, paper_max_degree=100)
+    encoder, emb, _ = wide.ledger.mechanisms
+    assert wide.noise["public_sigma"] == sigma
+    assert encoder.params["noise_multiplier"] == pytest.approx(sigma * 2 * math.sqrt(101))
+    assert emb.params["noise_std"] == pytest.approx(sigma * 1e-8 * math.sqrt(200))
+    assert emb.sensitivity == pytest.approx(math.sqrt(2 * D)) and encoder.params["max_occurrences"] == D + 1
+
+
+def test_reference_actual_epsilon_is_dp_embs_near_noiseless_gaussian(tiny_inputs):
+    ledger = _paper_plan(_inputs(tiny_inputs)).ledger
+    z = ledger.mechanisms[1].params["noise_multiplier"]
+    assert z < PLD_MIN_NOISE_MULTIPLIER
+    with pytest.raises(ValueError):  # no PLD of it can be built: hence RDP for the whole ledger
+        pld_of_event(GaussianDpEvent(z))
+    actual = ledger.actual_claim_epsilon()
+    # RDP's least order, 1.1, dominates: ε = 1.1/(2z²) + terms below 1e3 (the conversion, the DP-SGD stages).
+    assert actual == pytest.approx(1.1 / (2 * z * z), rel=1e-9)
+    assert actual > 1e10 * ledger.claim.epsilon
+
+
+def test_reference_accountant_falls_back_to_rdp_only_below_the_pld_floor():
+    assert reference_accountant(PLD_MIN_NOISE_MULTIPLIER, "pld") == "pld"
+    assert reference_accountant(0.5 * PLD_MIN_NOISE_MULTIPLIER, "pld") == "rdp"
+    assert reference_accountant(0.5 * PLD_MIN_NOISE_MULTIPLIER, "rdp") == "rdp"

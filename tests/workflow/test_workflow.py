@@ -19,7 +19,7 @@ TINY = {
     "studies": {
         "demo": {
             "datasets": ["csbm-tiny"],
-            "methods": ["mlp", "dp-mlp", "mlp-1layer"],
+            "methods": ["mlp", "dp-mlp", "mlp-1layer", "dp-mlp@paper"],
             "epsilons": [1, 8],
             "seeds": [0, 1],
         }
@@ -101,7 +101,7 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
     for path in ("tables/accuracy.md", "tables/accuracy.tex", "figures/accuracy_vs_epsilon.png"):
         assert (paper / path).stat().st_size > 0
     runs = sorted((tmp_path / "results/runs").glob("*/*/*/*/metrics.json"))
-    assert len(runs) == 2 * 2 + 2 + 2  # dp-mlp at two ε, mlp and its variant at ∞; two seeds each
+    assert len(runs) == 2 * 2 * 2 + 2 + 2  # dp-mlp and dp-mlp@paper at two ε, mlp and its variant at ∞; 2 seeds
     for metrics_path in runs:
         metrics = json.loads(metrics_path.read_text())
         if metrics["method"] == "mlp-1layer":
@@ -109,16 +109,24 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
             assert metrics["hyperparameters"]["num_layers"] == 1
             assert metrics["hyperparameters"]["epochs"] == 3  # the base's block, under the variant's keys
         ledger = json.loads((metrics_path.parent / "ledger.json").read_text())
-        if metrics["private"]:
-            assert ledger["epsilon"] <= metrics["target_epsilon"]
+        if metrics["method"] == "dp-mlp@paper":  # reference mode: the paper's claim beside the actual ε
+            assert metrics["hyperparameters"]["accounting"] == "paper" and metrics["claim"] == ledger["claim"]
+            assert ledger["claim"]["epsilon"] == metrics["target_epsilon"] and ledger["claim"]["actual_epsilon"] > 0
+        elif metrics["private"]:
+            assert ledger["epsilon"] <= metrics["target_epsilon"] and ledger["claim"] is None
     assert "dp-mlp" in (paper / "tables/accuracy.md").read_text()
     assert "mlp-1layer" in (paper / "tables/accuracy.md").read_text()
+    assert "dp-mlp@paper" in (paper / "tables/claims.md").read_text()
+    assert "¶" in (paper / "tables/accuracy.md").read_text()
+    assert "| csbm-tiny | dp-mlp |" not in (paper / "tables/crossover.md").read_text()  # the baseline itself
 
     # Redrawing the figure touches only the paper stage.
     (paper / "figures/accuracy_vs_epsilon.png").unlink()
-    redraw = snakemake(tmp_path, "demo", "--allowed-rules", "collect", "summarize", "tables", "figures", config=config)
+    (paper / "tables/claims.md").unlink()
+    redraw = snakemake(tmp_path, "demo", "--allowed-rules", "collect", "summarize", "tables", "figures",
+                       "reproduction_tables", config=config)
     assert redraw.returncode == 0, redraw.stderr[-4000:]
-    assert (paper / "figures/accuracy_vs_epsilon.png").exists()
+    assert (paper / "figures/accuracy_vs_epsilon.png").exists() and (paper / "tables/claims.md").exists()
     assert "rule train" not in redraw.stdout + redraw.stderr
 
 

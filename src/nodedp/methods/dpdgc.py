@@ -32,19 +32,49 @@ M1 (a random table from the run seed, free) and needs ``encoder_share: 0``.
 Model selection is the final model (the public code checkpoints on
 validation accuracy, an uncharged read). Inductive splits aggregate over each
 part's own edges.
+
+Reference mode (``accounting: paper``, run as ``dpdgc@paper``) sizes the
+noise as the public code does for the claimed ε (``public_code_noise``; the
+paper's text is not part of the spec): one noise scale σ for all three
+stages, calibrated so that the RDP composition of two DP-SGD stages (each
+node one record: batches drawn without replacement, replace-one neighbours,
+Wang et al. 2019 Thm. 27, as the code's autodp computes it) and one
+sensitivity-1 Gaussian (DP-Emb) gives ε at the code's δ = 10^-k, k the
+number of digits of the training-node count. The code then adds σ·2√(D+1)·C
+to the encoder's gradient sums, σ·2·C to the classifier's, and
+σ·1e-8·√(2D) to the released X_A (noise sized for embeddings of norm 1e-8);
+D there is the enforced bound unless ``paper_max_degree`` names another (the
+public scripts use 100). Our implementation runs with that noise (unit-norm embeddings, Poisson
+batches, the same records as suite mode), so the ledger's ε is the honest
+figure for it; DP-Emb's noise multiplier is then ~1e-8·σ, whose privacy loss
+distribution cannot be represented, so such a ledger is accounted by RDP
+(``reference_accountant``), and its ε is astronomically large.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass
 
 import torch
+from dp_accounting import dp_event
+from dp_accounting.privacy_accountant import NeighboringRelation
+from dp_accounting.rdp import RdpAccountant
 from torch import Tensor
 
-from nodedp.accounting import Ledger, MechanismRecord, calibrate_ledger, nap_event, poisson_occurrence_gaussian_params
+from nodedp.accounting import (
+    RDP_ORDERS,
+    Claim,
+    Ledger,
+    MechanismRecord,
+    calibrate,
+    calibrate_ledger,
+    nap_event,
+    poisson_occurrence_gaussian_params,
+)
 from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP
@@ -55,12 +85,142 @@ from nodedp.methods.registry import register_method
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything, train_model
 
-__all__ = ["DpdgcHparams", "adjacency_rows", "in_neighbours", "plan_dpdgc", "run_dpdgc"]
+__all__ = [
+    "PLD_MIN_NOISE_MULTIPLIER",
+    "PUBLIC_NORM_SCALE",
+    "DpdgcHparams",
+    "PublicCodeNoise",
+    "adjacency_rows",
+    "in_neighbours",
+    "plan_dpdgc",
+    "public_code_delta",
+    "public_code_epsilon",
+    "public_code_noise",
+    "public_code_sigma",
+    "public_code_steps",
+    "reference_accountant",
+    "run_dpdgc",
+]
 
 _SAME_EDGE_LISTS = ("as in GAP, neighbouring graphs are compared on the same sampled edge lists: re-running the "
                     "out-degree sampling without a node could let its in-neighbours keep other edges instead")
 # The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
 _HEAD_STREAM = 1 << 41
+
+# --- reference mode: the public code's accounting (module docstring) ---------------------------------------------
+# --norm-scale of every public DPDGC script (train_scripts/real/DPDGC-node.sh): DP-Emb's noise is sized for
+# embeddings of this norm, which the code's no-op normalization never enforces.
+PUBLIC_NORM_SCALE = 1e-8
+# Below this noise multiplier a Gaussian's privacy loss distribution is too wide to build: it spans losses up to
+# ~1/(2z²) + 10/z on the 1e-3 grid (8·10⁵ points and ~1 s at 0.05; at 1e-8 dp_accounting refuses it, "Maximum
+# allowed size exceeded"). A reference ledger holding one is accounted by RDP (``reference_accountant``).
+PLD_MIN_NOISE_MULTIPLIER = 0.05
+# Stop the search for the public σ once its ε is within this relative distance below the claim (the code's
+# own search stops within 1e-3 absolute).
+_PUBLIC_TOLERANCE = 1e-4
+_PUBLIC_RULE = (
+    "one noise scale σ for all three stages, calibrated (autodp, RDP) so that two DP-SGD stages with each node one "
+    "record (batches drawn without replacement, replace-one neighbours) and DP-Emb as one sensitivity-1 Gaussian "
+    "compose to ε at δ = 10^-(digits of the training-node count); the encoder then adds σ·2√(D+1)·C, the "
+    "classifier σ·2·C, and DP-Emb σ·1e-8·√(2D) (sized for embeddings of norm 1e-8)"
+)
+_PUBLIC_SOURCE = (
+    "Chien et al. (NeurIPS 2023), public code (thupchnsky/dp-gnn): core/methods/node/dpdgc/dpdgc_ndp.py "
+    "(calibrate, perturb, configure_*_optimizer), core/privacy/algorithms/noisy_sgd.py, "
+    "train_scripts/real/DPDGC-node.sh (--norm-scale 1e-8); the paper's text is not in the spec"
+)
+
+
+def public_code_delta(num_train_nodes: int) -> float:
+    """The public code's δ ('auto'): 1/10^k, k the number of decimal digits of the training-node count."""
+    if isinstance(num_train_nodes, bool) or not isinstance(num_train_nodes, int) or num_train_nodes < 1:
+        raise ValueError(f"num_train_nodes must be an integer >= 1, got {num_train_nodes!r}")
+    return 1.0 / 10 ** len(str(num_train_nodes))
+
+
+def public_code_steps(*, num_train_nodes: int, batch_size: int, epochs: int) -> int:
+    """The steps the public code charges a DP-SGD stage: epochs·N // B."""
+    return epochs * num_train_nodes // batch_size
+
+
+def public_code_epsilon(sigma: float, *, num_train_nodes: int, batch_size: int, encoder_epochs: int, epochs: int,
+                        delta: float) -> float:
+    """The ε the public code states for noise scale σ (its ``ComposedNoisyMechanism``, via autodp).
+
+    RDP of the encoder's and the classifier's DP-SGD, each ``public_code_steps`` draws of B of the N training
+    nodes without replacement under replace-one neighbours (Wang, Balle & Kasiviswanathan 2019, Thm. 27, what
+    autodp's ``AmplificationBySampling(PoissonSampling=False)`` with the improved bound computes), plus one
+    Gaussian of noise multiplier σ (DP-Emb), converted at ``delta`` (dp_accounting at ``RDP_ORDERS``; it
+    reproduces autodp's σ to ~1e-5 relative on Cora's sizes). A stage with 0 epochs is free (its ZeroMechanism).
+    """
+    accountant = RdpAccountant(orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    # Both stages are the same sampled Gaussian (same σ, N and B): their RDP adds as one of the summed steps.
+    steps = sum(public_code_steps(num_train_nodes=num_train_nodes, batch_size=batch_size, epochs=e)
+                for e in (encoder_epochs, epochs) if e)
+    if steps:
+        sampled = dp_event.SampledWithoutReplacementDpEvent(num_train_nodes, batch_size, dp_event.GaussianDpEvent(sigma))
+        accountant.compose(dp_event.SelfComposedDpEvent(sampled, steps))
+    accountant.compose(dp_event.GaussianDpEvent(sigma))
+    return float(accountant.get_epsilon(delta))
+
+
+@dataclass(frozen=True)
+class PublicCodeNoise:
+    """The noise the public code adds for a claimed ε (``public_code_noise``)."""
+
+    sigma: float  # the one noise scale of the three stages
+    delta: float  # the code's δ
+    encoder_noise_multiplier: float  # encoder DP-SGD noise std / C: 2√(D+1)·σ
+    emb_noise_std: float  # DP-Emb noise std per entry: σ·norm_scale·√(2D)
+    classifier_noise_multiplier: float  # classifier DP-SGD noise std / C: 2σ
+
+
+@functools.lru_cache(maxsize=64)  # pure, and each call is a search over a slow RDP curve (~1 s)
+def public_code_sigma(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
+                      epochs: int) -> float:
+    """The public code's one noise scale for ``claimed_epsilon``: the smallest σ with ``public_code_epsilon`` ≤
+    the claim (to a relative 1e-4) at the code's δ (``public_code_delta``)."""
+    if isinstance(claimed_epsilon, bool) or not (math.isfinite(claimed_epsilon) and claimed_epsilon > 0):
+        raise ValueError(f"claimed_epsilon must be a finite number > 0, got {claimed_epsilon!r}")
+    if not 1 <= batch_size <= num_train_nodes:
+        raise ValueError(f"batch_size {batch_size} must be in [1, {num_train_nodes}] (training nodes)")
+    if min(encoder_epochs, epochs) < 0:
+        raise ValueError(f"epochs must be >= 0, got {encoder_epochs} and {epochs}")
+    delta = public_code_delta(num_train_nodes)
+    return calibrate(
+        target_epsilon=claimed_epsilon, tolerance=_PUBLIC_TOLERANCE,
+        epsilon_of_sigma=lambda s: public_code_epsilon(s, num_train_nodes=num_train_nodes, batch_size=batch_size,
+                                                       encoder_epochs=encoder_epochs, epochs=epochs, delta=delta),
+    )
+
+
+def public_code_noise(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
+                      epochs: int, max_degree: int, norm_scale: float = PUBLIC_NORM_SCALE) -> PublicCodeNoise:
+    """The noise the public DPDGC code adds when asked for ``claimed_epsilon`` (module docstring).
+
+    σ is ``public_code_sigma``. The noise factors are the code's: 2√(D+1) on the encoder (its count of the
+    D + 1 rows a node changes), 2 on the classifier (replace-one), and DP-Emb's std σ·norm_scale·√(2D) (its
+    sensitivity for embeddings of norm ``norm_scale`` when replacing a node moves 2D rows). Pure: public sizes
+    and hyperparameters only.
+    """
+    if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+        raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+    if not (math.isfinite(norm_scale) and norm_scale > 0):
+        raise ValueError(f"norm_scale must be a finite number > 0, got {norm_scale!r}")
+    sigma = public_code_sigma(claimed_epsilon=float(claimed_epsilon), num_train_nodes=num_train_nodes,
+                              batch_size=batch_size, encoder_epochs=encoder_epochs, epochs=epochs)
+    return PublicCodeNoise(
+        sigma=sigma, delta=public_code_delta(num_train_nodes),
+        encoder_noise_multiplier=2.0 * math.sqrt(max_degree + 1) * sigma,
+        emb_noise_std=sigma * norm_scale * math.sqrt(2 * max_degree),
+        classifier_noise_multiplier=2.0 * sigma,
+    )
+
+
+def reference_accountant(emb_noise_multiplier: float, accountant: str) -> str:
+    """A reference ledger's accountant: the run's, or "rdp" where DP-Emb's noise multiplier is below
+    ``PLD_MIN_NOISE_MULTIPLIER`` (no PLD of it can be built; RDP bounds it soundly, if more loosely)."""
+    return "rdp" if emb_noise_multiplier < PLD_MIN_NOISE_MULTIPLIER else accountant
 
 
 @dataclass(frozen=True)
@@ -83,9 +243,17 @@ class DpdgcHparams(OptimHparams):
     # Divide the released embedding by its noise std (post-processing; ours, not the paper's): LINKX's
     # residual adds x̃_A unweighted, so at node-level noise it would swamp the feature channel.
     standardize_embedding: bool = False
+    # "suite": every noise calibrated to the target by the suite's accountant; "paper": the public code's noise
+    # for the claimed ε (module docstring, ``public_code_noise``), the ledger recording what it actually spends.
+    accounting: str = "suite"
+    # Reference mode: the D in the public code's noise factors; 0: the enforced bound (the structure's D).
+    # The public scripts run D = 100 on every dataset.
+    paper_max_degree: int = 0
 
     def check(self) -> None:
         super().check()
+        if self.paper_max_degree < 0:
+            raise ValueError(f"need paper_max_degree ≥ 0 (0: the enforced D), got {self.paper_max_degree}")
         if min(self.hidden_dim, self.base_layers, self.mix_layers, self.batch_size) < 1:
             raise ValueError("hidden_dim, base_layers, mix_layers and batch_size must be ≥ 1")
         if self.encoder_epochs < 0 or not self.encoder_lr > 0 or self.encoder_weight_decay < 0:
@@ -217,20 +385,35 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
                                 "sum by ≤ C"),
         )
 
-    def ledger_of(*records: MechanismRecord) -> Ledger:
+    def ledger_of(*records: MechanismRecord, accountant: str = spec.accountant, claim: Claim | None = None) -> Ledger:
         return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                      mechanisms=records, accountant=spec.accountant, degree_bound=degree_bound_of(bounded))
+                      mechanisms=records, accountant=accountant, degree_bound=degree_bound_of(bounded), claim=claim)
 
     eps = spec.target_epsilon
     first: tuple[MechanismRecord, ...] = ()
     noise: dict[str, float] = {}
-    if encoder_steps:
-        z_a = calibrate_ledger(target_epsilon=hp.encoder_share * eps, ledger_of=lambda s: ledger_of(encoder_record(s)))
-        first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
-    z_e = calibrate_ledger(target_epsilon=hp.emb_share * eps, ledger_of=lambda s: ledger_of(emb_record(s)))
-    first += (emb_record(z_e),)
-    z_c = calibrate_ledger(target_epsilon=eps, ledger_of=lambda s: ledger_of(*first, classifier_record(s)))
-    ledger = ledger_of(*first, classifier_record(z_c))
+    if hp.accounting == "paper":  # the public code's noise, the same records (module docstring)
+        public = public_code_noise(claimed_epsilon=eps, num_train_nodes=n, batch_size=hp.batch_size,
+                                   encoder_epochs=hp.encoder_epochs, epochs=hp.epochs,
+                                   max_degree=hp.paper_max_degree or max_degree)
+        z_e = public.emb_noise_std / math.sqrt(max_degree + row_clip**2)
+        z_c = public.classifier_noise_multiplier
+        if encoder_steps:
+            first, noise["encoder_noise_multiplier"] = ((encoder_record(public.encoder_noise_multiplier),),
+                                                        public.encoder_noise_multiplier)
+        accountant = reference_accountant(z_e, spec.accountant)
+        claim = Claim(epsilon=eps, delta=public.delta, rule=_PUBLIC_RULE, source=_PUBLIC_SOURCE)
+        ledger = ledger_of(*first, emb_record(z_e), classifier_record(z_c), accountant=accountant, claim=claim)
+        noise |= {"public_sigma": public.sigma, "public_delta": public.delta}
+    else:
+        if encoder_steps:
+            z_a = calibrate_ledger(target_epsilon=hp.encoder_share * eps,
+                                   ledger_of=lambda s: ledger_of(encoder_record(s)))
+            first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
+        z_e = calibrate_ledger(target_epsilon=hp.emb_share * eps, ledger_of=lambda s: ledger_of(emb_record(s)))
+        first += (emb_record(z_e),)
+        z_c = calibrate_ledger(target_epsilon=eps, ledger_of=lambda s: ledger_of(*first, classifier_record(s)))
+        ledger = ledger_of(*first, classifier_record(z_c))
     ledger.check()
     nap = NAP(level="node", row_clip=row_clip, noise_multiplier=z_e, max_degree=max_degree)
     noise |= {"emb_noise_multiplier": z_e, "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": z_c}
@@ -288,7 +471,7 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     )
     return dataclasses.replace(result, train_seconds=time.perf_counter() - start, details={
         **result.details, **plan.noise, "encoder_steps": plan.encoder_steps, "max_degree": plan.max_degree,
-        "row_clip": plan.row_clip, "emb_queries": plan.nap.calls,
+        "row_clip": plan.row_clip, "emb_queries": plan.nap.calls, "ledger_accountant": plan.ledger.accountant,
     })
 
 
