@@ -87,7 +87,7 @@ def test_claims_rows_give_the_actual_epsilon_at_both_deltas(summary: pl.DataFram
 
 
 def test_crossover_finds_the_first_epsilon_above_the_baseline(summary: pl.DataFrame) -> None:
-    header, rows = crossover_rows(summary)
+    _, rows = crossover_rows(summary)
     (row,) = [r for r in rows if r[1] == "dpar-em0"]
     assert row[2] == "1, 8" and row[3] == "1" and row[4] == "1"  # 54 vs 51 at ε = 1, intervals apart
     assert not [r for r in rows if r[1].endswith("@paper")]  # reference runs are not the suite's accounting
