@@ -128,3 +128,37 @@ def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inpu
     assert ledger.degree_bound is not None and ledger.degree_bound.kind == kind and ledger.degree_bound.bound == 3
     assert ledger.guarantee_class == "conditional"  # csbm-tiny has nodes over 3
     assert ledger.to_dict()["guarantee"]["degree_bound"]["nodes_over"] > 0
+
+
+_REFERENCE = sorted(m for m in method_names() if get_method(m).has_reference_mode)
+
+
+def test_every_node_level_private_method_has_a_reference_mode():
+    node_level = {m for m in method_names() if get_method(m).level == "node"}
+    assert set(_REFERENCE) == node_level, "a node-level method without its paper's accounting (`accounting` field)"
+    assert not [m for m in method_names() if not get_method(m).private and get_method(m).has_reference_mode]
+
+
+@pytest.mark.parametrize("method", [m for m in _REFERENCE if "dp-appr" not in get_method(m).needs])
+def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(tiny_inputs, method):
+    """`<method>@paper` on a tiny graph: the ledger carries the claim at the target, verifies, and the paper's
+    rule never spends less than it claims (test_dpar.py runs DPAR's, which needs its DP-APPR artifact)."""
+    from nodedp.accounting import verify_ledger_dict
+    from nodedp.cli import check_reference_name
+    from nodedp.methods import RunSpec
+    from tests.methods._structure import with_bound
+
+    info = get_method(method)
+    inputs = tiny_inputs
+    for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
+        inputs = with_bound(inputs, kind, 3)
+    fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
+    hp = info.parse_hparams({**{k: v for k, v in _QUICK.items() if k in fields}, "accounting": "paper"})
+    check_reference_name(f"{method}@paper", hp)
+    spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-4,
+                   accountant=info.auto_accountant)
+    ledger = info.run(inputs, spec, hp).ledger
+    assert ledger.claim is not None and ledger.claim.epsilon == 4.0 and ledger.target_epsilon == 4.0
+    actual = verify_ledger_dict(ledger.to_dict())
+    assert actual == pytest.approx(ledger.composed()[0])
+    assert ledger.actual_claim_epsilon() >= 4.0 * 0.99  # the papers' rules never over-noise
