@@ -95,3 +95,27 @@ def test_conditional_points_are_hollow_and_the_legend_explains_the_mark(tmp_path
     assert any(label.startswith("hollow ‡") for label in labels)
     hollow = [line for ax in fig.axes for line in ax.get_lines() if line.get_markerfacecolor() == "white"]
     assert len(hollow) == 1 and len(hollow[0].get_xdata()) == 2  # gap's two points, not dp-mlp's
+
+
+def test_reference_runs_are_drawn_at_the_epsilon_they_actually_spend(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from nodedp.analysis.figures import ACTUAL_EPSILON_CAP
+
+    saved = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self))
+    rows = [
+        {"dataset": "cora", "method": m, "target_epsilon": e, "test_accuracy_mean": 0.5, "test_accuracy_ci_low": 0.4,
+         "test_accuracy_ci_high": 0.6, "reference": ref, "epsilon_max": actual}
+        for m, ref, pairs in (("dp-mlp", False, ((1.0, 1.0), (8.0, 8.0))),
+                              ("dpar-em0@paper", True, ((1.0, 154.0), (8.0, 2277.0))))
+        for e, actual in pairs
+    ]
+    plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    (fig,) = saved
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert len(dotted) == 1 and list(dotted[0].get_xdata()) == [154.0, ACTUAL_EPSILON_CAP]  # never at 1 or 8
+    assert [t.get_text() for t in ax.texts] == ["ε = 2.28e+03"]
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "dpar-em0@paper ¶ at its actual ε" in labels

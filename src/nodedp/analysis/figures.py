@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from nodedp.analysis.tables import GUARANTEE_MARKS, NON_PRIVATE, metric_label
+from nodedp.analysis.tables import GUARANTEE_MARKS, NON_PRIVATE, REFERENCE_MARK, format_epsilon_value, metric_label
 from nodedp.io import atomic_write
 
 COL_WRAP = 3
@@ -21,6 +21,8 @@ _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "p"]
 _DASHES = [(5, 2), (1, 1.5), (6, 2, 1, 2), (3, 3)]
 # Short forms of the tables' guarantee notes, for the legend.
 _MARK_LEGEND = {"§": "DP within the degree bound (graph within it)", "‡": "DP given the sampled edge list"}
+# Reference-mode points sit at the ε they actually spend; beyond this they are drawn at it, labelled.
+ACTUAL_EPSILON_CAP = 1e3
 
 
 def _save(fig: Figure, path: Path, *, fmt: str) -> None:
@@ -42,7 +44,9 @@ def plot_accuracy_vs_epsilon(
     Each method keeps one colour across panels, and one legend serves all panels.
     Where the summary has a ``guarantee`` column, points whose guarantee is weaker than
     unconditional node-level DP are hollow, the method's legend entry carries the mark of
-    its weakest cell (as the tables do), and the legend explains the marks.
+    its weakest cell (as the tables do), and the legend explains the marks. Reference-mode methods
+    (``<method>@paper``, the summary's ``reference`` column) are dotted and drawn at the ε they actually
+    spend (``epsilon_max``), never at the claimed one; past ``ACTUAL_EPSILON_CAP`` at the cap, labelled.
     """
     if summary.is_empty():
         raise ValueError("summary is empty: nothing to plot")
@@ -77,9 +81,14 @@ def plot_accuracy_vs_epsilon(
         for m in private_methods
     }
 
-    epsilons = sorted(set(private["target_epsilon"].to_list()))
+    is_reference = pl.col("reference").fill_null(False) if "reference" in summary.columns else pl.lit(False)
+    paper_methods = set(private.filter(is_reference)["method"].to_list())
+    epsilons = sorted(set(private.filter(~is_reference)["target_epsilon"].to_list()))
+    actual = sorted(min(e, ACTUAL_EPSILON_CAP) for e in private.filter(is_reference)["epsilon_max"].to_list()
+                    ) if paper_methods else []
     # Without private runs there is no ε axis to speak of; draw the references over a nominal range.
-    x_min, x_max = (epsilons[0] / 1.6, epsilons[-1] * 1.6) if epsilons else (0.1, 10.0)
+    span = epsilons + actual
+    x_min, x_max = (min(span) / 1.6, max(span) * 1.6) if span else (0.1, 10.0)
 
     # Balanced grid: 4 panels as 2x2 rather than 3+1.
     n_rows = math.ceil(len(datasets) / COL_WRAP)
@@ -95,9 +104,19 @@ def plot_accuracy_vs_epsilon(
                 rows = cell.filter(pl.col("method") == method).sort("target_epsilon")
                 finite = rows.filter(pl.col("target_epsilon").is_finite())
                 if method in private_methods and finite.height:
-                    x = finite["target_epsilon"].to_numpy()
+                    paper = method in paper_methods
+                    if paper:  # at the ε the paper's noise actually spends
+                        finite = finite.sort("epsilon_max")
+                    x = finite["epsilon_max" if paper else "target_epsilon"].to_numpy()
                     y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
-                    ax.plot(x, y, color=colours[method], marker=markers[method], markersize=5, linewidth=1.5)
+                    if paper:
+                        for xi, yi in zip(x, y):
+                            if xi > ACTUAL_EPSILON_CAP:
+                                ax.annotate(f"ε = {format_epsilon_value(xi)}", (ACTUAL_EPSILON_CAP, yi), fontsize=7,
+                                            xytext=(-4, 4), textcoords="offset points", ha="right")
+                        x = x.clip(max=ACTUAL_EPSILON_CAP)
+                    ax.plot(x, y, color=colours[method], marker=markers[method], markersize=5, linewidth=1.5,
+                            linestyle=":" if paper else "-")
                     hollow = finite.select(weak).to_series().to_numpy()
                     if hollow.any():  # a conditional guarantee: the point is hollow
                         ax.plot(x[hollow], y[hollow], linestyle="none", marker=markers[method], markersize=5,
@@ -115,7 +134,8 @@ def plot_accuracy_vs_epsilon(
             ax.set_xscale("log")
             ax.set_xlim(x_min, x_max)
             # Ticks at the budgets actually run, labelled plainly rather than as powers of ten.
-            ticks = epsilons or [x_min, 1.0, x_max]
+            ticks = sorted(set(epsilons + ([ACTUAL_EPSILON_CAP] if actual and actual[-1] == ACTUAL_EPSILON_CAP
+                                           else []))) or [x_min, 1.0, x_max]
             ax.xaxis.set_major_locator(FixedLocator(ticks))
             ax.xaxis.set_major_formatter(FixedFormatter([f"{e:g}" for e in ticks]))
             ax.xaxis.set_minor_locator(NullLocator())
@@ -127,7 +147,8 @@ def plot_accuracy_vs_epsilon(
 
         handles = [
             Line2D([], [], color=colours[m], marker=markers[m], markersize=5, linewidth=1.5,
-                   label=m + method_marks[m])
+                   linestyle=":" if m in paper_methods else "-",
+                   label=m + method_marks[m] + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""))
             for m in private_methods
         ] + [
             Line2D([], [], color=colours[m], dashes=dashes[m], linewidth=1.3, label=f"{m} ({NON_PRIVATE})")
