@@ -83,7 +83,7 @@ def test_claims_rows_give_the_actual_epsilon_at_both_deltas(summary: pl.DataFram
     assert set(by) == {("cora-ml", "dpar-em0@paper"), ("fb100-reed98", "progap@paper"), ("cora", "nip-gnn@paper")}
     em0 = by[("cora-ml", "dpar-em0@paper")]
     assert em0["Claimed ε"] == "8" and em0["Paper δ"] == "2e-03" and em0["Actual ε at paper δ"] == "60"
-    assert em0["Actual ε at suite δ"] == "82" and em0["Actual / claimed"] == "7.50×"
+    assert em0["Actual ε at suite δ"] == "82" and em0["Actual / claimed"] == "7.5×"
 
 
 def test_crossover_finds_the_first_epsilon_above_the_baseline(summary: pl.DataFrame) -> None:

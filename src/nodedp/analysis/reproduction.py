@@ -87,6 +87,10 @@ def reproduction_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]
     return header, rows
 
 
+def _delta_text(delta: float | None) -> str:
+    return f"{delta:.0e}" if delta else "0 (pure ε)"
+
+
 def claims_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the claimed-vs-actual ε table (module docstring)."""
     header = ["Dataset", "Method", "Claimed ε", "Paper δ", "Actual ε at paper δ", "Suite δ",
@@ -96,10 +100,10 @@ def claims_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     for r in ref.sort("dataset", "method", "target_epsilon").iter_rows(named=True):
         claimed, actual = r["target_epsilon"], r["claim_actual_epsilon_max"]
         mark = "" if r["fully_accounted"] else DAGGER
-        rows.append([r["dataset"], r["method"], f"{claimed:g}", f"{r['claimed_delta']:.0e}" if r["claimed_delta"]
-                     else "0 (pure ε)", format_epsilon_value(actual) + mark,
-                     f"{r['delta']:.0e}", format_epsilon_value(r["epsilon_max"]) + mark,
-                     "∞" if math.isinf(actual) else f"{actual / claimed:.2f}×"])
+        rows.append([r["dataset"], r["method"], f"{claimed:g}", _delta_text(r["claimed_delta"]),
+                     format_epsilon_value(actual) + mark, _delta_text(r["delta"]),
+                     format_epsilon_value(r["epsilon_max"]) + mark,
+                     "∞" if math.isinf(actual) else f"{format_epsilon_value(actual / claimed)}×"])
     return header, rows
 
 
