@@ -32,6 +32,7 @@ from scipy.special import gammaln, logsumexp
 
 from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.calibration import calibrate_noise_multiplier
+from nodedp.accounting.delta import default_delta
 from nodedp.accounting.events import check_delta, compose, epsilon_of, gaussian_event, subsampled_gaussian_event
 
 __all__ = [
@@ -113,8 +114,7 @@ def gap_paper_delta(num_nodes: int) -> float:
     the largest power of ten below 1/N (there N is the training nodes; the paper
     states the rule for the dataset's nodes, which this takes).
     """
-    n = check_int(num_nodes, "num_nodes", minimum=1)
-    return 10.0 ** -len(str(n))
+    return default_delta(check_int(num_nodes, "num_nodes", minimum=1))  # the suite's 'auto' rule is the same
 
 
 class GapPaperNoise(NamedTuple):

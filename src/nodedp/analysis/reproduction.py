@@ -25,6 +25,7 @@ import polars as pl
 
 from nodedp.analysis.published import PAPERS, published_for
 from nodedp.analysis.tables import DAGGER, _latex_unicode, format_epsilon_value, latex_escape
+from nodedp.config import REFERENCE_SUFFIX
 from nodedp.io import atomic_write
 
 __all__ = ["CROSSOVER_BASELINE", "REPRODUCTION_TOLERANCE", "claims_rows", "crossover_rows", "reproduction_rows",
@@ -32,7 +33,6 @@ __all__ = ["CROSSOVER_BASELINE", "REPRODUCTION_TOLERANCE", "claims_rows", "cross
 
 CROSSOVER_BASELINE = "dp-mlp"
 
-REFERENCE_SUFFIX = "@paper"  # nodedp.config.REFERENCE_SUFFIX (not imported: it needs no config)
 REPRODUCTION_TOLERANCE = 3.0  # points: within max(this, the paper's ±) counts as reproduced
 STAND_IN_MARK = "≈"
 STAND_IN_NOTE = (f"{STAND_IN_MARK} a single school stands in for the paper's FB-100 (the union of 100 schools): "

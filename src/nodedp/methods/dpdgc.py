@@ -72,6 +72,7 @@ from nodedp.accounting import (
     MechanismRecord,
     calibrate,
     calibrate_ledger,
+    default_delta,
     nap_event,
     poisson_occurrence_gaussian_params,
 )
@@ -135,7 +136,7 @@ def public_code_delta(num_train_nodes: int) -> float:
     """The public code's δ ('auto'): 1/10^k, k the number of decimal digits of the training-node count."""
     if isinstance(num_train_nodes, bool) or not isinstance(num_train_nodes, int) or num_train_nodes < 1:
         raise ValueError(f"num_train_nodes must be an integer >= 1, got {num_train_nodes!r}")
-    return 1.0 / 10 ** len(str(num_train_nodes))
+    return default_delta(num_train_nodes)  # the suite's 'auto' rule is the same, applied to training nodes
 
 
 def public_code_steps(*, num_train_nodes: int, batch_size: int, epochs: int) -> int:
