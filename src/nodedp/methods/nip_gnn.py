@@ -48,6 +48,16 @@ times the budgets' worst-case ratio, the edges at ε_B·D/D_p. D_p and Eq. 12's
 degrees are uncharged reads: the recorded ε takes them as given, and no finite
 ε covers them (Laplace noise of a scale that depends on the private graph has
 an unbounded privacy loss; Eq. 12 gives an isolated node probability 0).
+
+Diagnosis (`exact`, variants `nip-gnn-exact-*`, study `nip-gnn-diagnosis`): a
+comma-separated subset of ``EXACT_PARTS`` ("features", "edges", "labels")
+released without its mechanism: the true sum aggregation, the bounded graph
+itself (no randomization or resampling; budgets and ACA then run on it), the
+true labels. The other parts keep exactly the noise of the full method at the
+same ε (their shares of it). Such a run is not private in the exact parts: its
+ledger drops their records and lists each as an uncharged read, so it is
+marked † (not fully accounted) everywhere, and its ε is the other parts'.
+It measures which mechanism puts NIP-GNN at chance, never a private result.
 """
 
 from __future__ import annotations
@@ -80,6 +90,7 @@ from nodedp.mechanisms import (
     nip_budget_weights,
     randomize_labels,
     sample_randomized_edges,
+    sum_aggregate,
     theorem3_ratio,
     unbiased_sampling_probability,
 )
@@ -90,9 +101,29 @@ from nodedp.methods.registry import register_method
 from nodedp.models import MLP, aca_propagate
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
-__all__ = ["AGGREGATIONS", "NipHparams", "nap_budgets", "paper_budgets", "run_nip_gnn", "scheme_budgets", "tnie_scores"]
+__all__ = ["AGGREGATIONS", "EXACT_PARTS", "NipHparams", "exact_parts", "nap_budgets", "paper_budgets", "run_nip_gnn",
+           "scheme_budgets", "tnie_scores"]
 
 AGGREGATIONS = ("aca", "plain")
+# The parts a diagnosis run (`exact`) may release without their mechanism, and what each reads uncharged.
+EXACT_PARTS: dict[str, str] = {
+    "features": "NAP's sum aggregation of the features without its Laplace noise (ε_A not spent)",
+    "edges": "the degree-bounded private graph itself, not randomized or resampled (ε_B not spent)",
+    "labels": "the true training labels, no randomized response (ε_C not spent)",
+}
+
+
+def exact_parts(value: str) -> tuple[str, ...]:
+    """The parts named by an `exact` hyperparameter ("" or a comma-separated subset of ``EXACT_PARTS``)."""
+    parts = tuple(p.strip() for p in value.split(",")) if value.strip() else ()
+    unknown = [p for p in parts if p not in EXACT_PARTS]
+    if unknown or len(set(parts)) != len(parts):
+        raise ValueError(f"exact must be a comma-separated subset of {list(EXACT_PARTS)} without repeats, "
+                         f"got {value!r}")
+    if len(parts) == len(EXACT_PARTS):
+        raise ValueError("exact may not name every part: at least one mechanism must run (the run would "
+                         "not be private at all)")
+    return parts
 
 
 @dataclass(frozen=True)
@@ -113,6 +144,8 @@ class NipHparams(OptimHparams):
     tnie_layers: int = 2  # T
     tnie_lambda: float = 1.0
     tnie_phi: float = 0.0
+    # Diagnosis only: parts released without their mechanism (module docstring); "" for the method itself.
+    exact: str = ""
     # "suite": noise calibrated to the target ε by the suite's analysis; "paper": sized as the paper would for it
     # (private D_max, Eq. 11 unscaled, Eq. 12 on private degrees), the ledger recording the claim and the actual ε.
     # Set by the run name only (`nip-gnn@paper`, nodedp.config).
@@ -128,6 +161,8 @@ class NipHparams(OptimHparams):
             raise ValueError("share_a, share_b and share_c must be > 0 (each part of ε is spent)")
         if self.tau < 0:
             raise ValueError(f"tau must be >= 0, got {self.tau}")
+        if exact_parts(self.exact) and self.accounting != "suite":
+            raise ValueError("exact (a diagnosis) runs under the suite's accounting only, not in reference mode")
         if min(self.batch_size, self.hidden_dim, self.tnie_layers) < 1 or self.hops < 0 or self.max_degree < 0:
             raise ValueError("batch_size, hidden_dim, tnie_layers ≥ 1; hops ≥ 0; max_degree ≥ 0 (0: the dataset's)")
 
@@ -236,9 +271,11 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         eps_a, eps_b, eps_c = split_budget(spec.target_epsilon, shares)
         s = min_keep_parameter(eps_b, max_degree)
 
+    exact = exact_parts(hp.exact)
     # 1. Edges (ε_B), then post-processing only (in reference mode, Eq. 12 reads the private degrees).
-    released = degree_preserving_randomization(bounded, num_nodes=n, s=s, generator=generator)
-    if hp.resample:
+    released = bounded if "edges" in exact else degree_preserving_randomization(bounded, num_nodes=n, s=s,
+                                                                                 generator=generator)
+    if hp.resample and "edges" not in exact:
         if paper:
             private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
             probs = paper_sampling_probability(private_degree, num_nodes=n, s=s)
@@ -257,8 +294,13 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a,
                                     max_degree=noise_degree)
     # 3. NAP (ε_A) on the private bounded graph, Laplace 2·D/ε_u (D the paper's D_p in reference mode); 4. labels.
-    h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree, generator=generator)
-    noisy_y = randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=eps_c, generator=generator)
+    if "features" in exact:
+        h0 = sum_aggregate(graph.x, bounded)
+    else:
+        h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree,
+                                   generator=generator)
+    noisy_y = graph.y if "labels" in exact else randomize_labels(graph.y, num_classes=inputs.num_classes,
+                                                                  epsilon=eps_c, generator=generator)
 
     bound_caveat = ("as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
                     "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
@@ -293,15 +335,25 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
                                    worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
                                    budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat),
         )
+    records = (*records, nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method))
+    if exact:  # diagnosis: the parts released exactly spend nothing and are read uncharged
+        parts = dict(zip(("edges", "features", "labels"), records, strict=True))  # the order built above
+        records = tuple(record for part, record in parts.items() if part not in exact)
+        uncharged = tuple(UnchargedRead(name=f"exact-{part}:{spec.method}", touches=(part,),
+                                        reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}")
+                          for part in exact)
     ledger = Ledger(
         level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
         degree_bound=degree_bound_of(artifact),
-        mechanisms=(*records, nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method)),
+        mechanisms=records,
         uncharged=uncharged,
         claim=claim,
     )
     ledger.check()
     expected = spec.target_epsilon if actual is None else actual.total
+    if exact:  # suite mode only (NipHparams.check): the parts that ran
+        expected = math.fsum(eps for part, eps in (("features", eps_a), ("edges", eps_b), ("labels", eps_c))
+                             if part not in exact)
     if not math.isclose(ledger.composed()[0], expected, rel_tol=1e-12):
         raise AssertionError("NIP-GNN's parts must add up to the target ε (reference mode: the actual ε) exactly")
 
@@ -334,6 +386,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         "budget_scale": budgets.scale,
         "budget_weight_mean": float(budgets.weights.mean()),
         "released_edges": int(released.size(1)),
+        "exact": list(exact),
     }
     if actual is not None:
         details.update({
