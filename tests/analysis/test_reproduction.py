@@ -8,7 +8,7 @@ import pytest
 
 from nodedp.analysis.bootstrap import summarize
 from nodedp.analysis.collect import RUNS_SCHEMA
-from nodedp.analysis.published import PUBLISHED, published_for
+from nodedp.analysis.published import PUBLISHED, published_for, stands_in_for
 from nodedp.analysis.reproduction import claims_rows, crossover_rows, reproduction_rows, write_reproduction_tables
 
 
@@ -77,6 +77,35 @@ def test_reproduction_rows_set_reference_and_suite_runs_beside_the_paper(summary
     assert by[("cora", "nip-gnn", "4")]["Verdict"] == "miss"  # 41.0 vs 53.21 ± 1.16
 
 
+def test_a_stand_in_and_the_real_dataset_share_one_summary_without_clashing(tmp_path: Path) -> None:
+    # DPAR's Cora-ML: the real dataset (inductive) and its transductive ablation, plus an FB-100 stand-in.
+    summary = summarize(runs({
+        ("cora-ml", "gap-nodp", math.inf): [0.76, 0.77, 0.78],
+        ("cora-ml-transductive", "gap-nodp", math.inf): [0.87, 0.88, 0.89],
+        ("cora-ml", "gap", 8): [0.50, 0.51, 0.52],
+        ("cora-ml-transductive", "gap", 8): [0.56, 0.57, 0.58],
+        ("fb100-reed98", "gap", 8): [0.40, 0.41, 0.42],
+    }), n_resamples=1000)
+    header, rows = reproduction_rows(summary)
+    by = {(r[1], r[2], r[3]): dict(zip(header, r, strict=True)) for r in rows}
+    assert len(by) == len(rows) == 5
+    real, ablation = by[("cora-ml", "gap-nodp", "∞")], by[("cora-ml-transductive≈", "gap-nodp", "∞")]
+    assert real["Paper"] == ablation["Paper"] == "88.8"  # both against DPAR's GAPNoDP cell
+    assert real["Verdict"] == "miss" and ablation["Verdict"] == "within"  # 77.0 vs 88.0 against 88.83
+    assert by[("cora-ml-transductive≈", "gap", "8")]["Suite accounting"].startswith("57.0 (")
+    assert ("fb100-reed98≈", "gap", "8") in by and ("cora-ml≈", "gap", "8") not in by
+    assert [p.accuracy for p, _ in published_for("cora-ml-transductive", "gap-nodp", math.inf)] == [88.83]
+    assert published_for("cora-ml-transductive", "gap-nodp", math.inf)[0][1] is True
+    assert published_for("cora-ml", "gap-nodp", math.inf)[0][1] is False
+    assert stands_in_for("cora-ml-transductive") == "cora-ml" and stands_in_for("fb100-reed98") == "fb-100"
+    assert stands_in_for("cora-ml") is None and stands_in_for("cora-ml-inductive") is None
+    paths = {f"{n}_{e}": tmp_path / f"{n}.{e}" for n in ("reproduction", "claims", "crossover") for e in ("md", "tex")}
+    write_reproduction_tables(summary, **paths, regenerate_command="snakemake x")
+    text = paths["reproduction_md"].read_text()
+    assert "≈ a single school" in text and "≈ cora-ml-transductive stands in for the paper's Cora-ML" in text
+    assert "| cora-ml | gap-nodp |" in text and "| cora-ml-transductive≈ | gap-nodp |" in text
+
+
 def test_claims_rows_give_the_actual_epsilon_at_both_deltas(summary: pl.DataFrame) -> None:
     header, rows = claims_rows(summary)
     by = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in rows}
@@ -99,6 +128,7 @@ def test_write_reproduction_tables_writes_markdown_and_latex(summary: pl.DataFra
     assert counts[0] >= 4 and counts[1] == 3 and counts[2] == 1
     text = paths["reproduction_md"].read_text()
     assert "dpar-t1: DPAR" in text and "≈ a single school" in text and "snakemake x" in text
+    assert "stands in for the paper's Cora-ML" not in text  # a stand-in's note only where it has rows
     tex = paths["claims_tex"].read_text()
     body = [line for line in tex.splitlines() if not line.startswith("%")]
     assert "\\begin{tabular}" in tex and all(line.isascii() for line in body), body

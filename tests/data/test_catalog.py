@@ -40,21 +40,45 @@ def test_catalog_entries_name_real_upstream_files(name):
         assert remote.sha256 == PINNED_SHA256.get(remote.url)  # pinned only where vouched for
 
 
+def test_cora_ml_transductive_is_cora_ml_under_the_transductive_ablation(tmp_path):
+    from tests.data.test_formats import write_npz_graph
+
+    real, ablation = get_dataset("cora-ml"), get_dataset("cora-ml-transductive")
+    assert ablation.files == real.files  # the same upstream file: the mirror serves it, the lock entry is shared
+    assert (ablation.protocol, real.protocol) == ("dpar-transductive", "dpar")
+    assert (ablation.out_degree_bound, ablation.in_degree_bound, ablation.citation) == (
+        real.out_degree_bound, real.in_degree_bound, real.citation)
+    raw_dir = tmp_path / "raw"
+    raw_dir.mkdir()
+    write_npz_graph(raw_dir / real.files[0].filename)
+    splits = {}
+    for name in ("cora-ml", "cora-ml-transductive"):
+        build_dataset(name, tmp_path / name, raw_dir=raw_dir)
+        splits[name] = make_split(tmp_path / name, seed=0)
+    graphs = {name: load_graph(tmp_path / name) for name in splits}
+    assert torch.equal(graphs["cora-ml"].edge_index, graphs["cora-ml-transductive"].edge_index)
+    assert torch.equal(graphs["cora-ml"].x, graphs["cora-ml-transductive"].x)
+    assert splits["cora-ml"].setting == "inductive" and splits["cora-ml-transductive"].setting == "transductive"
+    for part in ("train", "val", "test"):
+        assert torch.equal(getattr(splits["cora-ml"], part), getattr(splits["cora-ml-transductive"], part))
+
+
 def test_fb100_downloads_all_hundred_schools():
     files = get_dataset("fb-100").files
     assert len(files) == 100 and len({f.url for f in files}) == 100
 
 
 # Node / feature / class counts and (undirected) edges as the papers print them:
-# Cora (NIP-GNN Table 5), Cora-ML (DPAR Table 4: 8,416 directed citations);
+# Cora (NIP-GNN Table 5), Cora-ML (DPAR Table 4: 8,416 directed citations; also its transductive ablation);
 # Facebook100 schools: Traud, Mucha, Porter (2012).
 PAPERS = {
-    "cora": dict(nodes=2708, features=1433, classes=7, undirected_edges=5278),
-    "cora-ml": dict(nodes=2995, features=2879, classes=7, raw_edges=8416),
-    "fb100-caltech36": dict(raw_nodes=769, raw_undirected_edges=16656),
-    "fb100-reed98": dict(raw_nodes=962, raw_undirected_edges=18812),
-    "fb100-haverford76": dict(raw_nodes=1446, raw_undirected_edges=59589),
-    "fb100-swarthmore42": dict(raw_nodes=1659, raw_undirected_edges=61050),
+    "cora": {"nodes": 2708, "features": 1433, "classes": 7, "undirected_edges": 5278},
+    "cora-ml": {"nodes": 2995, "features": 2879, "classes": 7, "raw_edges": 8416},
+    "cora-ml-transductive": {"nodes": 2995, "features": 2879, "classes": 7, "raw_edges": 8416},  # the same file
+    "fb100-caltech36": {"raw_nodes": 769, "raw_undirected_edges": 16656},
+    "fb100-reed98": {"raw_nodes": 962, "raw_undirected_edges": 18812},
+    "fb100-haverford76": {"raw_nodes": 1446, "raw_undirected_edges": 59589},
+    "fb100-swarthmore42": {"raw_nodes": 1659, "raw_undirected_edges": 61050},
 }
 
 

@@ -320,6 +320,37 @@ def test_apply_protocol_refuses_an_output_that_breaks_the_canonical_format() -> 
         apply_protocol(raw, "planetoid")
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_dpar_transductive_splits_the_nodes_of_dpar_but_keeps_the_cross_edges(seed: int, tmp_path: Path) -> None:
+    from nodedp.data.graph import save_graph
+    from nodedp.data.registry import make_split
+    from nodedp.data.splits import remove_cross_split_edges
+
+    # 53 nodes: a ring (both directions), a few chords and a self-loop; labels 0..2.
+    edges = [(i, (i + 1) % 53) for i in range(53)] + [(i, (i + 17) % 53) for i in range(0, 53, 5)] + [(4, 4)]
+    raw = graph(edges, [i % 3 for i in range(53)])
+    splits, graphs = {}, {}
+    for name in ("dpar", "dpar-transductive"):
+        data, report = apply_protocol(raw, name)
+        save_graph(data, tmp_path / name, name=name, source={"kind": "download", "protocol": name})
+        splits[name], graphs[name] = make_split(tmp_path / name, seed=seed), data
+        assert report["steps"] == apply_protocol(raw, "dpar")[1]["steps"]  # the same preprocessing
+    dpar, transductive = splits["dpar"], splits["dpar-transductive"]
+    assert torch.equal(graphs["dpar"].edge_index, graphs["dpar-transductive"].edge_index)
+    assert (dpar.setting, transductive.setting) == ("inductive", "transductive")
+    assert torch.equal(dpar.train, transductive.train) and torch.equal(dpar.test, transductive.test)
+    assert transductive.val.numel() == 0 and (transductive.train.numel(), transductive.test.numel()) == (42, 11)
+    # The ablation's point: edges between train and test exist (the inductive view drops them).
+    assert remove_cross_split_edges(graphs["dpar"].edge_index, dpar).size(1) < graphs["dpar"].edge_index.size(1)
+
+
+def test_dpar_transductive_is_dpar_with_the_transductive_setting_and_says_it_is_an_ablation() -> None:
+    dpar, ablation = PROTOCOLS["dpar"], PROTOCOLS["dpar-transductive"]
+    assert ablation.steps == dpar.steps
+    assert ablation.split == SplitProtocol(kind="random", setting="transductive", train=0.8, val=0.0, test=0.2)
+    assert "Ablation, not DPAR's protocol" in ablation.description and "GAP" in ablation.description
+
+
 # --------------------------------------------------------------------------- real files (../shared)
 
 

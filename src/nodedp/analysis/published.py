@@ -7,17 +7,20 @@ facts about the papers, read off the tables in ``../shared/papers`` (DPAR Table 
 Tables 1-3, ProGAP Table 2); reproduction tables (``nodedp.analysis.reproduction``) set the
 suite's runs beside them.
 
-Datasets are suite dataset ids. The ProGAP paper's "FB-100" (``fb-100``) is the union of the 100
-Facebook schools, which only a machine with all of them builds; ``STAND_INS`` lets single schools
-(``fb100-*``, four are in the offline mirror) stand in for it, marked as such in every table.
+Datasets are suite dataset ids. ``STAND_INS`` lets other suite datasets stand in for a paper's,
+marked as such in every table: single schools (``fb100-*``, four are in the offline mirror) for the
+ProGAP paper's "FB-100" (``fb-100``, the union of the 100 Facebook schools, which only a machine with
+all of them builds); ``cora-ml-transductive`` (the ablation of DPAR's split in GAP's transductive
+setting) for DPAR's Cora-ML, beside the real ``cora-ml`` rows.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
-__all__ = ["PAPERS", "PUBLISHED", "STAND_INS", "Published", "published_for"]
+__all__ = ["PAPERS", "PUBLISHED", "STAND_INS", "Published", "StandIn", "published_for", "stands_in_for"]
 
 INF = math.inf
 
@@ -30,14 +33,26 @@ PAPERS: dict[str, str] = {
     "progap-t2": "ProGAP Table 2 (node level ε = 8, edge level ε = 1, non-private)",
 }
 
-# Published dataset -> prefix of the suite datasets that stand in for it (a different graph).
-STAND_INS: dict[str, str] = {"fb-100": "fb100-"}
+@dataclass(frozen=True)
+class StandIn:
+    pattern: str  # suite dataset ids that stand in (fnmatch, case-sensitive: "fb100-*", or one exact id)
+    note: str  # how they differ from the paper's dataset, for the tables' notes
+
+
+# Published dataset -> the suite datasets that stand in for it (a different graph or setting).
+STAND_INS: dict[str, StandIn] = {
+    "fb-100": StandIn("fb100-*", "a single school stands in for the paper's FB-100 (the union of 100 schools): "
+                                 "a different graph, shown for orientation only."),
+    "cora-ml": StandIn("cora-ml-transductive", "cora-ml-transductive stands in for the paper's Cora-ML: the same "
+                                               "graph and 80/20 split, but transductive (GAP's setting; DPAR's is "
+                                               "inductive), an ablation."),
+}
 
 
 @dataclass(frozen=True)
 class Published:
     paper: str  # a key of PAPERS
-    dataset: str  # suite dataset id (or a STAND_INS key)
+    dataset: str  # suite dataset id (stood in for by the STAND_INS entry of that id, if any)
     method: str  # suite method id reimplementing the paper's column
     epsilon: float  # INF: non-private
     accuracy: float  # percent
@@ -102,15 +117,25 @@ PUBLISHED: tuple[Published, ...] = tuple(
 )
 
 
+def stands_in_for(dataset: str) -> str | None:
+    """The published dataset that suite ``dataset`` stands in for (``STAND_INS``), None if none."""
+    for published, stand_in in STAND_INS.items():
+        if dataset != published and fnmatchcase(dataset, stand_in.pattern):
+            return published
+    return None
+
+
 def published_for(dataset: str, method: str, epsilon: float) -> list[tuple[Published, bool]]:
     """Published cells for a suite (dataset, method, ε), each with whether the dataset only stands in
-    for the paper's (a different graph, ``STAND_INS``). ``method`` is the suite id without ``@paper``."""
+    for the paper's (a different graph or setting, ``STAND_INS``). ``method`` is the suite id without
+    ``@paper``."""
+    target = stands_in_for(dataset)
     out = []
     for p in PUBLISHED:
         if p.method != method or p.epsilon != epsilon:
             continue
         if p.dataset == dataset:
             out.append((p, False))
-        elif p.dataset in STAND_INS and dataset.startswith(STAND_INS[p.dataset]):
+        elif p.dataset == target:
             out.append((p, True))
     return out

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from nodedp.analysis.published import PAPERS, published_for
+from nodedp.analysis.published import PAPERS, STAND_INS, published_for, stands_in_for
 from nodedp.analysis.tables import DAGGER, _latex_unicode, format_epsilon_value, latex_escape
 from nodedp.config import REFERENCE_SUFFIX
 from nodedp.io import atomic_write
@@ -35,8 +35,6 @@ CROSSOVER_BASELINE = "dp-mlp"
 
 REPRODUCTION_TOLERANCE = 3.0  # points: within max(this, the paper's ±) counts as reproduced
 STAND_IN_MARK = "≈"
-STAND_IN_NOTE = (f"{STAND_IN_MARK} a single school stands in for the paper's FB-100 (the union of 100 schools): "
-                 "a different graph, shown for orientation only.")
 UNACCOUNTED_NOTE = (f"{DAGGER} the paper's rule read private data without charge (see the ledger's uncharged reads): "
                     "the actual ε does not cover those reads.")
 
@@ -173,8 +171,8 @@ def write_reproduction_tables(summary: pl.DataFrame, *, reproduction_md: Path, r
              f"and suite accounting, mean over {seeds} seeds with bootstrap interval. Within: |Δ| ≤ max("
              f"{REPRODUCTION_TOLERANCE:g}, the paper's ±) points.")
     notes = [f"{key}: {text}" for key, text in PAPERS.items() if any(r[0] == key for r in rows)]
-    if any(STAND_IN_MARK in r[1] for r in rows):
-        notes.append(STAND_IN_NOTE)
+    stood_in = {stands_in_for(r[1].removesuffix(STAND_IN_MARK)) for r in rows if r[1].endswith(STAND_IN_MARK)}
+    notes += [f"{STAND_IN_MARK} {s.note}" for key, s in STAND_INS.items() if key in stood_in]
     if any(DAGGER in r[5] for r in rows):
         notes.append(UNACCOUNTED_NOTE)
     c_header, c_rows = claims_rows(summary)

@@ -173,6 +173,17 @@ for _name, (_url, _file, _description, _protocol, _citation) in _NPZ.items():
         protocol=_protocol, out_degree_bound=20, in_degree_bound=10, citation=_citation,
     )
 
+# An ablation, not a paper's dataset: Cora-ML under DPAR's random 80/20 split (the same train/test
+# nodes per seed) but transductive, GAP's own setting, to test whether DPAR's GAPNoDP ran that way.
+# Same file as cora-ml (the workflow downloads it under this id too; the lock file is keyed by URL).
+_url, _file, _, _, _citation = _NPZ["cora-ml"]
+_register(
+    "cora-ml-transductive",
+    description="Cora-ML as cora-ml, DPAR's 80/20 split made transductive (ablation: GAP's setting)",
+    files=[remote(_url)], reader=lambda raw, _f=_file: read_npz_graph(raw / _f),
+    protocol="dpar-transductive", out_degree_bound=20, in_degree_bound=10, citation=_citation,
+)
+
 _GRAPHMINING = {
     "facebook-pagepage": ("facebook.npz", "Facebook page-page graph (PyG FacebookPagePage)", "nip-gnn"),
     "lastfm-asia": ("lastfm_asia.npz", "LastFM Asia social graph, 10 largest classes (PyG LastFMAsia)",
