@@ -136,8 +136,11 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
     epsilons = tuple(sorted(set(summary["target_epsilon"].to_list())))  # inf sorts last
     # Bold only where at least two private methods compete for the same (dataset, ε).
     has_reference = "reference" in summary.columns
-    # Reference-mode cells are not private at their column's ε: they never compete for bold.
+    # Reference-mode cells are not private at their column's ε, and a cell with uncharged reads (†) is not
+    # covered by its ε: neither competes for bold.
     competing = summary.filter(~pl.col("reference").fill_null(False)) if has_reference else summary
+    if "fully_accounted" in summary.columns:
+        competing = competing.filter(pl.col("fully_accounted").fill_null(True))
     contests = (
         competing.filter(pl.col("target_epsilon").is_finite())
         .group_by("dataset", "target_epsilon")
@@ -155,7 +158,8 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             low=r[low],
             high=r[high],
             n_runs=r["n_runs"],
-            best=r[mean] == best_mean.get((r["dataset"], eps)) and not (has_reference and r["reference"]),
+            best=(r[mean] == best_mean.get((r["dataset"], eps)) and not (has_reference and r["reference"])
+                  and (not has_accounted or bool(r["fully_accounted"]))),
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
             guarantee=r.get("guarantee"),
             actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
@@ -175,7 +179,8 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
     if best_mean:
-        caption += " Bold: best private method per dataset and ε."
+        caption += (" Bold: best private method per dataset and ε among cells whose ε covers every read "
+                    "(not reference mode, no uncharged reads).")
     return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption)
 
 
