@@ -221,3 +221,21 @@ def test_reference_mode_is_node_level_only(tiny_inputs):
             info.parse_hparams({"accounting": "paper"})
     # Suite mode is the default and carries no claim.
     assert _run(_inputs(tiny_inputs), "progap", 4.0).ledger.claim is None
+
+
+@pytest.mark.parametrize("method", ["gap", "progap"])
+def test_an_out_degree_bound_of_its_own_must_match_the_artifact(tiny_inputs, method):
+    with pytest.raises(ValueError, match=f"out_degree_bound is {D + 1} but the out-degree artifact was bounded to "
+                                         f"D={D}"):
+        _run(_inputs(tiny_inputs), method, 4.0, out_degree_bound=D + 1)
+    nap = _run(_inputs(tiny_inputs), method, 4.0, out_degree_bound=D).ledger.mechanisms[0]
+    assert nap.sensitivity == pytest.approx(math.sqrt(2 * D))  # Δ = √(D + R²), R = √D
+
+
+def test_out_degree_bound_is_a_checked_hyperparameter_under_the_key_the_workflow_reads():
+    from nodedp.config import DEGREE_BOUND_KEYS
+
+    assert DEGREE_BOUND_KEYS["out-degree"] == "out_degree_bound"
+    assert get_method("gap").parse_hparams({"out_degree_bound": 168}).out_degree_bound == 168
+    with pytest.raises(ValueError, match="out_degree_bound"):
+        get_method("gap").parse_hparams({"out_degree_bound": -1})

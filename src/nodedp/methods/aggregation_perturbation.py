@@ -57,9 +57,13 @@ class ApHparams(OptimHparams):
     # R: aggregated rows are clipped to ℓ2 ≤ R; at node level Δ = √(D + R²). 0: R = √D (Δ = √(2D)).
     row_clip: float = 0.0
     normalization: str = "auto"  # "auto": group at node level, batch otherwise; or group | batch | none
+    # D, public (node level): the out-degree bound of the NAP graph; 0: the dataset's (the workflow bounds to it)
+    out_degree_bound: int = 0
 
     def check(self) -> None:
         super().check()
+        if self.out_degree_bound < 0:
+            raise ValueError(f"out_degree_bound (D) must be ≥ 1, or 0 for the dataset's; got {self.out_degree_bound}")
         if self.hops < 1:
             raise ValueError(f"hops (K) must be ≥ 1, got {self.hops}")
         if min(self.hidden_dim, self.base_layers, self.batch_size) < 1:
@@ -117,6 +121,10 @@ def plan_aggregation_perturbation(
     if level == "node":
         bounded = inputs.structure["out-degree"]
         edges, max_degree, degree_bound = bounded["edge_index"], int(bounded["bound"]), degree_bound_of(bounded)
+        if hp.out_degree_bound and hp.out_degree_bound != max_degree:
+            raise ValueError(f"out_degree_bound is {hp.out_degree_bound} but the out-degree artifact was bounded to "
+                             f"D={max_degree}; build it with `bound-degree --kind out-degree --bound "
+                             f"{hp.out_degree_bound}` (the workflow does)")
     if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
         edges = remove_cross_split_edges(edges, split)
     row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
