@@ -290,3 +290,33 @@ def test_reference_dpsgd_accountant_is_the_public_codes_by_hand() -> None:
                                       steps=steps)
     assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=rate, steps=steps,
                                    delta=1e-3 / q) == pytest.approx((1 - ratio) * eps / q, rel=1e-9)
+
+
+def test_paper_dp_sgd_budget_gives_features_the_whole_claim() -> None:
+    """The paper's rule with DP-APPR's share ratio: DP-SGD gets (1 − ratio)·ε and half of δ, each over q' on the
+    sample; the Features baseline (no DP-APPR, ratio FEATURES_RATIO = 0) gets all of ε and all of δ."""
+    from nodedp.accounting.dpar import (
+        FEATURES_RATIO,
+        PAPER_DELTA_SHARE,
+        paper_dp_sgd_budget,
+        paper_dp_sgd_noise_multiplier,
+        reference_dpsgd_epsilon,
+    )
+
+    eps, delta, q = 1.0, 2e-3, 0.09
+    assert FEATURES_RATIO == 0.0
+    assert paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=FEATURES_RATIO) == pytest.approx(
+        (eps / q, delta / q), rel=1e-15)
+    assert paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5) == pytest.approx(
+        (0.5 * eps / q, (1 - PAPER_DELTA_SHARE) * delta / q), rel=1e-15)
+    for bad in (-0.1, 1.0, True):
+        with pytest.raises(ValueError, match="ratio"):
+            paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=bad)
+    rate, steps = 60 / (q * 2396), 200 * 4
+    z = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=FEATURES_RATIO,
+                                      sampling_rate=rate, steps=steps)
+    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=rate, steps=steps,
+                                   delta=delta / q) == pytest.approx(eps / q, rel=1e-9)
+    half = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5, sampling_rate=rate,
+                                         steps=steps)
+    assert z < half

@@ -269,3 +269,33 @@ def test_dpar_rule_charges_the_node_that_takes_a_source_row() -> None:
                                                                      "occurrence_rule": "own_plus_rows"}, RDP_ORDERS))
     with pytest.raises(ValueError, match="max_occurrences"):
         poisson_occurrence_gaussian_rdp_of_params({**params, "max_occurrences": 3}, (2.0,))
+
+
+def test_self_only_rule_charges_one_example_and_needs_no_rows() -> None:
+    """DPAR's Features baseline: every example is its node alone, so d = 1 and max_rows must be 0."""
+    from nodedp.accounting.hypergeometric import (
+        OWN_PLUS_ROWS,
+        SELF_ONLY,
+        occurrence_bound,
+        poisson_occurrence_gaussian_params,
+        poisson_occurrence_gaussian_rdp,
+        poisson_occurrence_gaussian_rdp_of_params,
+    )
+
+    assert occurrence_bound(rule=SELF_ONLY, max_rows=0) == 1
+    with pytest.raises(ValueError, match="max_rows must be 0"):
+        occurrence_bound(rule=SELF_ONLY, max_rows=2)
+    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=0, noise_multiplier=3.0, clip_norm=1.0,
+                                                steps=10, occurrence_rule=SELF_ONLY)
+    assert params["max_occurrences"] == 1 and params["occurrence_rule"] == "self_only"
+    curve = poisson_occurrence_gaussian_rdp_of_params(params, RDP_ORDERS)
+    assert curve == pytest.approx(10 * poisson_occurrence_gaussian_rdp(
+        orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=1, noise_multiplier=3.0), rel=1e-12)
+    # the same d as own_plus_rows with no rows, but a record cannot claim self_only with rows
+    assert curve == pytest.approx(poisson_occurrence_gaussian_rdp_of_params(
+        {**params, "occurrence_rule": OWN_PLUS_ROWS}, RDP_ORDERS), rel=1e-12)
+    for change, match in [({"max_rows": 2}, "max_rows must be 0"), ({"max_rows": 2, "max_occurrences": 3},
+                                                                   "max_rows must be 0"),
+                          ({"max_occurrences": 2}, "d = 1")]:
+        with pytest.raises(ValueError, match=match):
+            poisson_occurrence_gaussian_rdp_of_params({**params, **change}, (2.0,))

@@ -49,7 +49,7 @@ def _run(tiny_inputs, method: str, epsilon: float, artifact=None, seed: int = 0,
     return info.run(inputs, spec, info.parse_hparams({**FAST, **hparams}))
 
 
-@pytest.mark.parametrize("method", list(OPTIONS))
+@pytest.mark.parametrize("method", [m for m, option in OPTIONS.items() if option != "features"])
 def test_artifact_rows_have_k_entries_within_the_sample_and_the_cap(tiny_inputs, method):
     epsilon = math.inf if method == "dpar-nodp" else 4.0
     artifact, hp = _artifact(tiny_inputs, method, epsilon)
@@ -395,3 +395,190 @@ def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
         _run(tiny_inputs, "dpar-em0", 1.0, artifact=artifact)
     with pytest.raises(ValueError, match="built for other settings"):
         _run(tiny_inputs, "dpar-em0", 1.0, artifact=_artifact(tiny_inputs, "dpar-em0", 1.0)[0], accounting="paper")
+
+
+# Features (dpar-features): §4's baseline, Algorithm 2 with one-hot APPR rows, no DP-APPR.
+
+@pytest.mark.parametrize("accounting", ["suite", "paper"])
+def test_features_artifact_is_em0s_node_sample_alone_and_every_example_is_a_self_row(tiny_inputs, accounting):
+    features, hp = _artifact(tiny_inputs, "dpar-features", 4.0, accounting=accounting)
+    em0, _ = _artifact(tiny_inputs, "dpar-em0", 4.0, accounting=accounting)
+    assert torch.equal(features["sample"], em0["sample"])  # the same draws of the artifact's stream
+    other_seed, _ = _artifact(tiny_inputs, "dpar-features", 4.0, seed=1, accounting=accounting)
+    assert not torch.equal(features["sample"], other_seed["sample"])
+    assert features["sources"].numel() == 0 and features["index"].numel() == features["value"].numel() == 0
+    assert features["noise"] == {} and features["source_rule"] == "self_only"
+    ledger = Ledger.from_dict(json.loads(features["ledger"]))
+    assert ledger.mechanisms == () and ledger.node_sample_rate == hp.sample_rate
+    assert ledger.composed()[0] == 0.0 and (ledger.claim is not None) == (accounting == "paper")
+    nbr, weight = _training_rows(features, num_nodes=tiny_inputs.graph.num_nodes, k=1, tau=hp.tau)
+    n = features["sample"].numel()
+    assert nbr.shape == weight.shape == (n, 1)
+    assert torch.equal(nbr[:, 0], torch.arange(n)) and (weight == 1).all()
+
+
+def test_features_settings_are_the_node_sample_rate_alone():
+    from nodedp.methods.dpar import appr_spec
+
+    info = get_method("dpar-features")
+    base = info.parse_hparams({})
+    assert appr_spec("dpar-features", base) == {"option": "features", "sample_rate": base.sample_rate}
+    # no DP-APPR hyperparameter (ratio included: all of ε goes to DP-SGD) names its artifact
+    other = info.parse_hparams({"ratio": 0.2, "k": 5, "num_sources": 10, "max_rows": 7, "em_clip": 0.1, "lr": 0.1})
+    assert appr_spec("dpar-features", base) == appr_spec("dpar-features", other)
+    assert appr_spec("dpar-features", base) != appr_spec("dpar-features", info.parse_hparams({"sample_rate": 0.2}))
+    paper = appr_spec("dpar-features", info.parse_hparams({"accounting": "paper"}))
+    assert paper == {**appr_spec("dpar-features", base), "accounting": "paper"}
+    assert get_method("dpar-features").private and get_method("dpar-features").level == "node"
+    assert get_method("dpar-features").has_reference_mode
+
+
+def test_features_every_removal_from_the_sample_changes_exactly_one_training_example():
+    """Remove each sampled node in turn (no sources, no rows: nothing to couple) and rebuild every example:
+    exactly one changes, the removed node's own, so d = 1 is attained and never exceeded."""
+    from nodedp.methods.dpar import dp_sgd_record
+
+    hp = get_method("dpar-features").parse_hparams({"sample_rate": 0.6, "max_rows": 3, "k": 4})
+    record = dp_sgd_record("dp-sgd:dpar-features", hp, option="features", sampling_rate=0.1, steps=1,
+                           noise_multiplier=1.0)
+    d = record.params["max_occurrences"]
+    assert d == 1 and record.params["occurrence_rule"] == "self_only" and record.params["max_rows"] == 0
+    assert record.sensitivity == 2 * hp.clip_norm
+    removals = 0
+    for seed, (kind, n, shape) in enumerate(GRAPHS):
+        rng = random.Random(seed)
+        edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
+        graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
+        art = build_dp_appr(graph, split, method="dpar-features", hp=hp, target_epsilon=1.0, target_delta=DELTA,
+                            seed=seed)
+        sample, sources, index, value = (art[key] for key in ("sample", "sources", "index", "value"))
+        common = {"num_nodes": n, "k": 1, "tau": hp.tau}
+        before = _examples(sample, sources, index, value, **common)
+        assert before == {u: ((u, 1.0),) for u in sample.tolist()}
+        for v in sample.tolist():
+            rest = sample[sample != v]
+            after = _examples(rest, sources, index, value, **common)
+            assert _changed(before, after) == d, (kind, n, v)
+            assert after == {u: ((u, 1.0),) for u in rest.tolist()}
+            removals += 1
+    assert removals > 50
+
+
+def test_features_one_node_moves_the_clipped_gradient_sum_by_at_most_2c(tiny_inputs):
+    artifact, hp = _artifact(tiny_inputs, "dpar-features", 4.0)
+    graph = tiny_inputs.graph
+    torch.manual_seed(0)
+    model = PPRGo(graph.num_features, 8, tiny_inputs.num_classes)
+    clip = 0.05
+
+    def clipped_sum(sample: torch.Tensor) -> torch.Tensor:
+        nbr, weight = training_examples(sample, artifact["sources"], artifact["index"], artifact["value"],
+                                        num_nodes=graph.num_nodes, k=1, tau=hp.tau)
+        hooks = PerSampleGradients(model)
+        with hooks.capture():
+            out = model((graph.x[sample][nbr], weight))
+        hooks.backward(torch.nn.functional.cross_entropy(out, graph.y[sample], reduction="none"))
+        hooks.write_clipped_sum((clip / hooks.norms().clamp(min=1e-12)).clamp(max=1.0))
+        flat = torch.cat([p.grad.flatten() for p in hooks.parameters])
+        hooks.remove()
+        return flat
+
+    sample = artifact["sample"]
+    base = clipped_sum(sample)
+    moves = [float((clipped_sum(sample[sample != v]) - base).norm()) for v in sample.tolist()]
+    assert max(moves) <= 2 * clip * (1 + 1e-5)  # d = 1 example, ≤ 2C (here C: the example goes)
+    assert min(moves) > 0
+
+
+def test_features_suite_run_spends_all_of_the_target_on_dp_sgd_at_one_occurrence(tiny_inputs):
+    result = _run(tiny_inputs, "dpar-features", 4.0)
+    ledger = result.ledger
+    spent, delta = ledger.composed()
+    assert 0.99 * 4.0 <= spent <= 4.0 and delta == DELTA and ledger.node_sample_rate == FAST["sample_rate"]
+    (sgd,) = ledger.mechanisms
+    assert sgd.name == "dp-sgd:dpar-features" and sgd.kind == "poisson_occurrence_gaussian"
+    assert sgd.params["max_occurrences"] == 1 and sgd.params["occurrence_rule"] == "self_only"
+    assert sgd.params["max_rows"] == 0 and sgd.sensitivity == 2 * sgd.params["clip_norm"]
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(spent)
+    assert result.details["noise_std"] == pytest.approx(sgd.params["noise_std"])
+    assert result.details["num_sources"] == 0 and result.details["empty_source_rows"] == 0
+    assert result.details["dp_appr_noise"] == {}
+    parts = result.details["claimed_epsilon_parts_on_sample"]
+    assert parts["dp_appr"] == 0.0 and result.details["claimed_epsilon"] == pytest.approx(
+        FAST["sample_rate"] * parts["dp_sgd"])
+    # the whole budget on d = 1: less noise than em0's DP-SGD (half the budget, d = max_rows + 2)
+    em0 = _run(tiny_inputs, "dpar-em0", 4.0).ledger.mechanisms[-1]
+    assert sgd.params["noise_multiplier"] < em0.params["noise_multiplier"]
+    # a forged d is refused by the verifier, which recomputes it from the rule and max_rows
+    for change in ({"max_occurrences": 4}, {"occurrence_rule": "ranked_sources"}, {"max_rows": 2}):
+        forged = ledger.to_dict()
+        forged["mechanisms"][0]["params"].update(change)
+        with pytest.raises(ValueError, match="max_occurrences|max_rows"):
+            verify_ledger_dict(forged)
+
+
+def test_features_reference_run_puts_the_whole_claim_on_dp_sgd(tiny_inputs):
+    from nodedp.accounting.dpar import PAPER_FEATURES_RULE, paper_dp_sgd_noise_multiplier, reference_dpsgd_epsilon
+    from nodedp.methods.dpar import paper_noise, reference_ledger
+
+    q, eps = FAST["sample_rate"], 4.0
+    num_train = tiny_inputs.split.train.numel()
+    delta = _rule_delta(num_train, q)
+    result = _run(tiny_inputs, "dpar-features", eps, accounting="paper")
+    ledger = result.ledger
+    assert ledger.claim is not None and ledger.claim.epsilon == eps and ledger.claim.delta == pytest.approx(delta)
+    assert ledger.claim.rule == PAPER_FEATURES_RULE
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(ledger.composed()[0])
+    (sgd,) = ledger.mechanisms
+    assert sgd.params["max_occurrences"] == 1
+    hp = get_method("dpar-features").parse_hparams(FAST)
+    noise = paper_noise("dpar-features", hp, num_train=num_train, epsilon=eps, delta=delta)
+    assert noise["dp_appr"] == {}
+    z = sgd.params["noise_multiplier"]
+    assert z == pytest.approx(noise["sgd_noise_multiplier"], rel=1e-12)
+    # literally the paper's rule with DP-APPR's share 0: the public accountant gives ε/q' at δ/q' (not δ/2q')
+    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=sgd.params["sampling_rate"],
+                                   steps=sgd.params["steps"], delta=delta / q) == pytest.approx(eps / q, rel=1e-9)
+    # and less noise than DP-SGD's half of a DP-APPR option (ratio 0.5, δ/2)
+    half = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5,
+                                         sampling_rate=sgd.params["sampling_rate"], steps=sgd.params["steps"])
+    assert z < half
+    actual = ledger.actual_claim_epsilon()
+    assert actual >= eps and result.details["actual_epsilon_at_claimed_delta"] == pytest.approx(actual)
+    assert result.details["claimed_epsilon_parts_on_sample"] == {"dp_appr": 0.0, "dp_sgd": pytest.approx(eps / q)}
+    offline = reference_ledger("dpar-features", hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA,
+                               claimed_delta=delta)
+    assert offline.actual_claim_epsilon() == pytest.approx(actual, rel=1e-9)
+    assert offline.claim == ledger.claim and len(offline.mechanisms) == 1
+    assert verify_ledger_dict(offline.to_dict()) == pytest.approx(offline.composed()[0])
+
+
+def _direct_empty_rows(artifact, *, num_nodes: int, tau: float) -> int:
+    """Source rows whose every entry is outside the sample or zero once Π's columns are clipped to ℓ1 ≤ τ."""
+    index, value = artifact["index"], artifact["value"]
+    column_l1 = torch.zeros(num_nodes)
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            column_l1[index[i, j]] += abs(float(value[i, j]))
+    in_sample = set(artifact["sample"].tolist())
+    empty = 0
+    for i in range(artifact["sources"].numel()):
+        weights = [float(value[i, j]) * min(1.0, tau / float(column_l1[index[i, j]])) if value[i, j] else 0.0
+                   for j in range(index.shape[1]) if int(index[i, j]) in in_sample]
+        empty += not any(weights)
+    return empty
+
+
+@pytest.mark.parametrize(("method", "epsilon"), [("dpar-em0", 0.5), ("dpar-gm", 4.0), ("dpar-em1", 2.0)])
+def test_empty_source_rows_count_the_source_examples_of_zero_weight(tiny_inputs, method, epsilon):
+    from nodedp.methods.dpar import empty_source_rows
+
+    artifact, hp = _artifact(tiny_inputs, method, epsilon, k=2)
+    num_nodes = tiny_inputs.graph.num_nodes
+    _, weight = _training_rows(artifact, num_nodes=num_nodes, k=hp.k, tau=hp.tau)
+    count = empty_source_rows(artifact["sample"], artifact["sources"], weight)
+    assert 0 <= count <= artifact["sources"].numel() <= hp.num_sources
+    assert count == _direct_empty_rows(artifact, num_nodes=num_nodes, tau=hp.tau)
+    if method == "dpar-em0":  # noisy selections: about (1 − q')^K of the rows miss the sample entirely
+        assert count > 0
+    assert _run(tiny_inputs, method, epsilon, artifact=artifact, k=2).details["empty_source_rows"] == count

@@ -47,8 +47,10 @@ from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
 __all__ = [
     "EM_OPTIONS",
     "EM_VALUE_SHARE",
+    "FEATURES_RATIO",
     "PAPER_DELTAS",
     "PAPER_DELTA_SHARE",
+    "PAPER_FEATURES_RULE",
     "PAPER_RULE",
     "PAPER_SOURCE",
     "REFERENCE_SGD_ORDERS",
@@ -69,6 +71,7 @@ __all__ = [
     "paper_composition_epsilon",
     "paper_delta",
     "paper_dp_appr_noise",
+    "paper_dp_sgd_budget",
     "paper_dp_sgd_noise_multiplier",
     "paper_row_epsilon",
     "reference_dpsgd_epsilon",
@@ -364,6 +367,11 @@ def reference_understated(epsilon: float, *, rate: float) -> float:
 # Laplace(K·C2/ε2) values, the public code's ε2 = ε1) or the classic Gaussian σ = √(2 ln(1.25/δ_row))·C1/ε_row
 # (GM, sensitivity C1). DP-SGD's part is the public code's RDP accountant (TF Privacy's, one example per
 # node). The functions below invert that: from the claimed ε and δ, the noise the paper would use.
+#
+# DPAR's "Features" baseline (§4: "utilizes the original DP-SGD to achieve node DP ... equal to the case where
+# we use a one-hot vector as each node's APPR vector in Algorithm 2") runs no DP-APPR: its DP-APPR share is
+# ``FEATURES_RATIO`` = 0, so by the same rule DP-SGD spends the whole claimed ε and the whole δ (δ_APPR = 0):
+# ε/q' and δ/q' on the sample (``paper_dp_sgd_budget``).
 
 # Table 1's δ for the paper's datasets, by the suite's dataset ids.
 PAPER_DELTAS: dict[str, float] = {
@@ -387,6 +395,13 @@ PAPER_RULE = (
 PAPER_SOURCE = (
     "DPAR (Zhang et al., KDD 2024): Corollary 1, Theorems 1-3, Appendices A-C, §4.1 and Table 1 (δ); "
     "public code (Emory-AIMS/DPAR main.py: ×q' per part, EM report_val_eps = ε1, DP-SGD accountant)"
+)
+# DP-APPR's share of ε in the Features baseline: none (no DP-APPR runs; module section above).
+FEATURES_RATIO = 0.0
+PAPER_FEATURES_RULE = (
+    "ε = q'·ε_SGD: the Features baseline (Algorithm 2 with one-hot APPR rows, no DP-APPR), so DP-SGD spends "
+    "the whole ε and δ, computed on the q'-sample by the public code's RDP accountant with one example per node "
+    "and multiplied by q' (never amplified)"
 )
 
 
@@ -491,20 +506,31 @@ def reference_dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, st
     return float(np.nanmin(rdp - math.log(delta) / (orders - 1)))
 
 
+def paper_dp_sgd_budget(*, epsilon: float, delta: float, sample_rate: float, ratio: float) -> tuple[float, float]:
+    """DP-SGD's (ε, δ) on the q'-sample in a run DPAR claims is (``epsilon``, ``delta``)-DP, DP-APPR taking
+    ``ratio`` of ε: ((1 − ratio)·ε/q', (1 − PAPER_DELTA_SHARE)·δ/q') when DP-APPR runs (0 < ratio < 1), and
+    (ε/q', δ/q') for ratio = ``FEATURES_RATIO`` = 0, the Features baseline, where no DP-APPR runs and DP-SGD
+    gets the whole claimed budget, δ included (module section above)."""
+    check_positive(epsilon, "epsilon")
+    if isinstance(ratio, bool) or not 0 <= ratio < 1:
+        raise ValueError(f"ratio must be in (0, 1), or {FEATURES_RATIO} for no DP-APPR (Features), got {ratio!r}")
+    if isinstance(sample_rate, bool) or not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+    delta_share = 1.0 if ratio == FEATURES_RATIO else 1 - PAPER_DELTA_SHARE
+    inner_delta = delta_share * delta / sample_rate
+    check_delta(inner_delta, "δ_SGD/q'")
+    return (1 - ratio) * epsilon / sample_rate, inner_delta
+
+
 @functools.lru_cache(maxsize=256)  # pure, and each ε of the search costs ~0.1 s
 def paper_dp_sgd_noise_multiplier(
     *, epsilon: float, delta: float, sample_rate: float, ratio: float, sampling_rate: float, steps: int
 ) -> float:
     """DP-SGD's noise multiplier as DPAR sizes it for a claimed run (``epsilon``, ``delta``): the z whose
-    ``reference_dpsgd_epsilon`` at δ_SGD/q' is (1 − ratio)·ε/q' (the part's ε and δ on the sample)."""
-    check_positive(epsilon, "epsilon")
-    if not 0 < ratio < 1:
-        raise ValueError(f"ratio must be in (0, 1), got {ratio!r}")
-    if isinstance(sample_rate, bool) or not 0 < sample_rate <= 1:
-        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
-    target = (1 - ratio) * epsilon / sample_rate
-    inner_delta = (1 - PAPER_DELTA_SHARE) * delta / sample_rate
-    check_delta(inner_delta, "δ_SGD/q'")
+    ``reference_dpsgd_epsilon`` at δ_SGD/q' is ε_SGD/q', the part's ε and δ on the sample
+    (``paper_dp_sgd_budget``: (1 − ratio)·ε/q' at half of δ/q', or with ``ratio`` = ``FEATURES_RATIO`` = 0, the
+    Features baseline, all of ε/q' at all of δ/q')."""
+    target, inner_delta = paper_dp_sgd_budget(epsilon=epsilon, delta=delta, sample_rate=sample_rate, ratio=ratio)
 
     def gap(log_z: float) -> float:
         return math.log(reference_dpsgd_epsilon(noise_multiplier=math.exp(log_z), sampling_rate=sampling_rate,

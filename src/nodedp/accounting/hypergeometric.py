@@ -18,7 +18,9 @@ There d follows from ``max_rows`` by the record's ``occurrence_rule``
 example and the ≤ max_rows examples holding it; DPDGC's encoder), or
 "ranked_sources", d = max_rows + 2 (DPAR: the same, plus the one sampled node
 that takes a removed source's DP-APPR row; ``nodedp.methods.dpar`` proves
-it). A removed node's own example then counts as one whose gradient became 0,
+it), or "self_only", d = 1 with max_rows = 0 (every example is its own node
+alone, so no example holds another node: DPAR's "Features" baseline, Algorithm
+2 with one-hot APPR rows). A removed node's own example then counts as one whose gradient became 0,
 so the number of examples never enters, unlike fixed-size batches. The curve
 is not a dp_accounting DpEvent, so it is computed here and converted to
 (ε, δ) with dp_accounting's RDP conversion.
@@ -44,6 +46,7 @@ __all__ = [
     "POISSON",
     "RANKED_SOURCES",
     "SAMPLING",
+    "SELF_ONLY",
     "dpar_occurrences",
     "hypergeometric_gaussian_epsilon",
     "hypergeometric_gaussian_params",
@@ -65,7 +68,8 @@ POISSON = "poisson"
 # ≤ max_rows examples that hold it. A record names its rule so that a verifier recomputes d from params.
 OWN_PLUS_ROWS = "own_plus_rows"  # its own example: d = max_rows + 1
 RANKED_SOURCES = "ranked_sources"  # its own and the node that takes its source row: d = max_rows + 2
-OCCURRENCE_RULES: dict[str, int] = {OWN_PLUS_ROWS: 1, RANKED_SOURCES: 2}
+SELF_ONLY = "self_only"  # its own only; no example holds another node, so max_rows must be 0: d = 1
+OCCURRENCE_RULES: dict[str, int] = {OWN_PLUS_ROWS: 1, RANKED_SOURCES: 2, SELF_ONLY: 1}
 
 # noise_std must equal noise_multiplier · clip_norm to this relative precision.
 _NOISE_RTOL = 1e-9
@@ -136,10 +140,16 @@ def occurrence_bound(*, rule: str, max_rows: int) -> int:
     "own_plus_rows": its own example and those holding it, d = max_rows + 1.
     "ranked_sources": DPAR's, d = max_rows + 2: the same plus the one sampled
     node that takes a removed source's DP-APPR row (``nodedp.methods.dpar``).
+    "self_only": every example is its node alone (DPAR's "Features" baseline),
+    so no example holds another node: ``max_rows`` must be 0 and d = 1.
     """
     if not isinstance(rule, str) or rule not in OCCURRENCE_RULES:
         raise ValueError(f"unknown occurrence_rule {rule!r}; valid choices: {list(OCCURRENCE_RULES)}")
-    return check_int(max_rows, "max_rows", minimum=0) + OCCURRENCE_RULES[rule]
+    rows = check_int(max_rows, "max_rows", minimum=0)
+    if rule == SELF_ONLY and rows != 0:
+        raise ValueError(f"occurrence_rule {SELF_ONLY!r} means no example holds another node, so max_rows must "
+                         f"be 0, got {max_rows!r}")
+    return rows + OCCURRENCE_RULES[rule]
 
 
 def dpar_occurrences(*, max_rows: int) -> int:

@@ -1,7 +1,8 @@
 """DPAR (Zhang et al., KDD 2024): DP top-K approximate personalized PageRank + DP-SGD.
 
-`dpar-em0`, `dpar-em1`, `dpar-gm` and the non-private `dpar-nodp`, in two
-stages, which are two rules of the DAG:
+`dpar-em0`, `dpar-em1`, `dpar-gm`, the paper's "Features" baseline
+`dpar-features` (below) and the non-private `dpar-nodp`, in two stages, which
+are two rules of the DAG:
 
 1. ``build_dp_appr`` (verb ``dp-appr``; a structure artifact with its own
    ledger, shared by every run with the same DP-APPR settings):
@@ -72,16 +73,36 @@ ln(1 + (e^ε − 1)/q') goes to DP-APPR, calibrated alone; DP-SGD's noise is
 then calibrated on the whole ledger (artifact records + DP-SGD) to the target.
 The public reference code multiplies each part's ε by q' and never composes
 them; its figures are recorded as ``claimed_epsilon`` in ``details``.
+``details`` also counts ``empty_source_rows``: the released source rows whose
+K entries are all outside the sample or zero after the column clip, i.e.
+source examples of total weight 0 (``empty_source_rows``).
+
+Features (``dpar-features``, option "features"). §4's baseline "utilizes the
+original DP-SGD to achieve node DP. Note that it is equal to the case where we
+use a one-hot vector as each node's APPR vector in Algorithm 2": DPAR's own
+pipeline (node sample at rate q', PPRGo's MLP, Poisson DP-SGD on the sample,
+power-iteration inference) with no DP-APPR at all. Its artifact carries the
+node sample alone, drawn from the artifact's stream exactly as the other
+options draw it (the same sample as theirs for the same seed and q'), no
+sources and no released rows, and a ledger with no mechanisms; its settings
+are q' alone (``APPR_KEYS``). Every example is its node's self row (weight 1;
+``training_examples`` with no sources, K = 1). Removing a node changes exactly
+one example, its own (no row holds a column, no source is replaced): DP-SGD's
+record charges d = 1 (``occurrence_rule`` "self_only", ``max_rows`` = 0), and
+all of ε goes to DP-SGD (``ratio`` is not read): suite mode calibrates it on
+the ledger alone; reference mode sizes it with DP-APPR's share 0
+(``FEATURES_RATIO``: ε/q' and the whole δ/q' on the sample, ``PAPER_FEATURES_RULE``).
 
 Reference mode (``accounting: paper``, runs ``dpar-*@paper``). The noise is
 what the paper's own accounting gives the claimed (ε, δ): ``paper_noise``
 (``nodedp.accounting.dpar``: Theorems 1 and 3 for DP-APPR at ratio·ε/q', the
 public code's DP-SGD accountant, one example per node, at (1 − ratio)·ε/q';
-δ from ``paper_delta``, half to each part). The mechanisms that run are
-those of suite mode and the ledgers record them alike (Gumbel / Laplace /
-Gaussian DP-APPR, d = max_rows + 2 occurrences, amplification by the node
-sample), with the paper's ``Claim``, so their ε is the actual one for that
-noise (``reference_ledger`` computes it without running).
+δ from ``paper_delta``, half to each part; Features: ε/q' and all of δ to
+DP-SGD). The mechanisms that run are those of suite mode and the ledgers
+record them alike (Gumbel / Laplace / Gaussian DP-APPR, d = max_rows + 2
+occurrences (Features: no DP-APPR, d = 1), amplification by the node sample),
+with the paper's ``Claim``, so their ε is the actual one for that noise
+(``reference_ledger`` computes it without running).
 """
 
 from __future__ import annotations
@@ -110,7 +131,9 @@ from nodedp.accounting import (
     subsampled_gaussian_event,
 )
 from nodedp.accounting.dpar import (
+    FEATURES_RATIO,
     PAPER_DELTA_SHARE,
+    PAPER_FEATURES_RULE,
     PAPER_RULE,
     PAPER_SOURCE,
     dp_appr_em_records,
@@ -119,7 +142,7 @@ from nodedp.accounting.dpar import (
     paper_dp_appr_noise,
     paper_dp_sgd_noise_multiplier,
 )
-from nodedp.accounting.hypergeometric import RANKED_SOURCES, occurrence_bound
+from nodedp.accounting.hypergeometric import RANKED_SOURCES, SELF_ONLY, occurrence_bound
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
@@ -133,12 +156,14 @@ from nodedp.train import make_generator, poisson_batches, resolve_device, seed_e
 __all__ = [
     "APPR_KEYS",
     "ARTIFACT_KIND",
+    "FEATURES",
     "OPTIONS",
     "SOURCE_RULE",
     "DparHparams",
     "appr_spec",
     "build_dp_appr",
     "dp_sgd_record",
+    "empty_source_rows",
     "paper_claim",
     "paper_noise",
     "rank_sources",
@@ -150,7 +175,10 @@ __all__ = [
 ]
 
 ARTIFACT_KIND = "dp-appr"
-OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-nodp": "nodp"}
+OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-features": "features",
+                           "dpar-nodp": "nodp"}
+# §4's Features baseline: Algorithm 2 with one-hot APPR rows, no DP-APPR (module docstring).
+FEATURES = "features"
 # The artifact's own stream: never the training seed's (batches must not correlate with the node sample).
 _ARTIFACT_STREAM = 1 << 40
 # How sources are chosen and how many examples one removal changes (module docstring).
@@ -210,6 +238,7 @@ APPR_KEYS: dict[str, tuple[str, ...]] = {
     "em1": (*_SHARED_KEYS, "ratio", "em_clip", "value_share"),
     "gm": (*_SHARED_KEYS, "ratio", "gm_clip"),
     "nodp": _SHARED_KEYS,
+    FEATURES: ("sample_rate",),  # the node sample only: no DP-APPR, and all of ε goes to DP-SGD
 }
 
 
@@ -242,6 +271,22 @@ def _private_option(method: str) -> str:
     return OPTIONS[method]
 
 
+def _row_width(option: str, hp: DparHparams) -> int:
+    """Entries per training example: K, or 1 for Features (every example is its node's self row)."""
+    return 1 if option == FEATURES else hp.k
+
+
+def _occurrence_rule(option: str, hp: DparHparams) -> tuple[str, int]:
+    """DP-SGD's (``occurrence_rule``, ``max_rows``): Features' examples are self rows only, so no example holds
+    another node (max_rows 0, d = 1); the DP-APPR options' ``SOURCE_RULE`` with the cap (d = max_rows + 2)."""
+    return (SELF_ONLY, 0) if option == FEATURES else (SOURCE_RULE, hp.max_rows)
+
+
+def _paper_ratio(option: str, hp: DparHparams) -> float:
+    """DP-APPR's share of the claimed ε in the paper's accounting: ``ratio``, or none for Features."""
+    return FEATURES_RATIO if option == FEATURES else hp.ratio
+
+
 def _paper_dp_appr_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
                          delta: float) -> dict[str, float]:
     return paper_dp_appr_noise(option=_private_option(method), epsilon=epsilon, delta=delta, k=hp.k,
@@ -254,21 +299,28 @@ def paper_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
 
     Pure: hyperparameters and the public number of training nodes only. "dp_appr": DP-APPR's noise
     (``paper_dp_appr_noise``: per-selection ``epsilon`` and em1's ``epsilon_value``, or GM's
-    ``noise_multiplier`` of √2·C1); "sgd_noise_multiplier": DP-SGD's (``paper_dp_sgd_noise_multiplier``)
-    at the run's public Poisson rate and steps.
+    ``noise_multiplier`` of √2·C1; empty for Features, which runs none); "sgd_noise_multiplier": DP-SGD's
+    (``paper_dp_sgd_noise_multiplier``) at the run's public Poisson rate and steps, with DP-APPR's share
+    ``ratio`` of ε, or for Features ``FEATURES_RATIO`` = 0 (the whole ε and δ on DP-SGD).
     """
+    option = _private_option(method)
     rate, steps = _sgd_schedule(hp, num_train)
+    appr = ({} if option == FEATURES
+            else _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta))
     return {
-        "dp_appr": _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta),
+        "dp_appr": appr,
         "sgd_noise_multiplier": paper_dp_sgd_noise_multiplier(epsilon=epsilon, delta=delta,
-                                                              sample_rate=hp.sample_rate, ratio=hp.ratio,
+                                                              sample_rate=hp.sample_rate,
+                                                              ratio=_paper_ratio(option, hp),
                                                               sampling_rate=rate, steps=steps),
     }
 
 
-def paper_claim(epsilon: float, delta: float) -> Claim:
-    """What the paper states for a reference run's noise: (ε, δ) by ``PAPER_RULE``."""
-    return Claim(epsilon=epsilon, delta=delta, rule=PAPER_RULE, source=PAPER_SOURCE)
+def paper_claim(epsilon: float, delta: float, *, option: str | None = None) -> Claim:
+    """What the paper states for a reference run's noise: (ε, δ) by ``PAPER_RULE`` (Features:
+    ``PAPER_FEATURES_RULE``, DP-SGD alone)."""
+    rule = PAPER_FEATURES_RULE if option == FEATURES else PAPER_RULE
+    return Claim(epsilon=epsilon, delta=delta, rule=rule, source=PAPER_SOURCE)
 
 
 def _dp_appr_records(option: str, noise: dict[str, float], *, k: int, m: int,
@@ -280,26 +332,33 @@ def _dp_appr_records(option: str, noise: dict[str, float], *, k: int, m: int,
                               epsilon_value=noise.get("epsilon_value"))
 
 
-def dp_sgd_record(name: str, hp: DparHparams, *, sampling_rate: float, steps: int,
+def dp_sgd_record(name: str, hp: DparHparams, *, option: str, sampling_rate: float, steps: int,
                   noise_multiplier: float) -> MechanismRecord:
-    """DP-SGD's ledger record: the Gaussian mixed over ρ ~ Binomial(d, γ) changed examples (module docstring)."""
-    occurrences = occurrence_bound(rule=SOURCE_RULE, max_rows=hp.max_rows)
+    """DP-SGD's ledger record of a run of DPAR ``option``: the Gaussian mixed over ρ ~ Binomial(d, γ) changed
+    examples, d = max_rows + 2 ("ranked_sources"), or d = 1 for Features ("self_only"; module docstring)."""
+    rule, max_rows = _occurrence_rule(option, hp)
+    occurrences = occurrence_bound(rule=rule, max_rows=max_rows)
+    if option == FEATURES:
+        reason = ("every training example is its node's own features and label with weight 1 (Algorithm 2 with "
+                  "one-hot APPR rows: no DP-APPR matrix, no sources, no example holds another node), so "
+                  "removing a node changes exactly d = 1 example, its own; it is clipped to C, so the gradient "
+                  "sum moves by ≤ 2·C·ρ, ρ ~ Binomial(1, γ) in a Poisson batch")
+    else:
+        reason = (f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
+                  f"{occurrences} training examples: its own, the ≤ {max_rows} whose DP-APPR rows hold its "
+                  "column, and that of the one node that takes its source row (sources: the sampled nodes of "
+                  "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
+                  "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
+                  "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch")
     return MechanismRecord(
         name=name,
         kind="poisson_occurrence_gaussian",
         touches=("features", "labels"),
-        params=poisson_occurrence_gaussian_params(sampling_rate=sampling_rate, max_rows=hp.max_rows,
+        params=poisson_occurrence_gaussian_params(sampling_rate=sampling_rate, max_rows=max_rows,
                                                   noise_multiplier=noise_multiplier, clip_norm=hp.clip_norm,
-                                                  steps=steps, occurrence_rule=SOURCE_RULE),
+                                                  steps=steps, occurrence_rule=rule),
         sensitivity=2 * hp.clip_norm * occurrences,
-        sensitivity_reason=(
-            f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
-            f"{occurrences} training examples: its own, the ≤ {hp.max_rows} whose DP-APPR rows hold its "
-            "column, and that of the one node that takes its source row (sources: the sampled nodes of "
-            "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
-            "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
-            "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
-        ),
+        sensitivity_reason=reason,
         dp_event=None,
     )
 
@@ -312,13 +371,14 @@ def reference_ledger(method: str, hp: DparHparams, *, num_train: int, target_eps
     option = _private_option(method)
     noise = paper_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claimed_delta)
     rate, steps = _sgd_schedule(hp, num_train)
-    records = _dp_appr_records(option, noise["dp_appr"], k=hp.k, m=_num_rows(hp, num_train),
-                               clip=hp.gm_clip if option == "gm" else hp.em_clip)
-    sgd = dp_sgd_record(f"dp-sgd:{method}@paper", hp, sampling_rate=rate, steps=steps,
+    records = () if option == FEATURES else _dp_appr_records(option, noise["dp_appr"], k=hp.k,
+                                                             m=_num_rows(hp, num_train),
+                                                             clip=hp.gm_clip if option == "gm" else hp.em_clip)
+    sgd = dp_sgd_record(f"dp-sgd:{method}@paper", hp, option=option, sampling_rate=rate, steps=steps,
                         noise_multiplier=noise["sgd_noise_multiplier"])
     return Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(*records, sgd),
                   accountant=accountant, node_sample_rate=hp.sample_rate,
-                  claim=paper_claim(target_epsilon, claimed_delta))
+                  claim=paper_claim(target_epsilon, claimed_delta, option=option))
 
 
 def source_priority(num_train: int, *, generator: torch.Generator) -> Tensor:
@@ -371,6 +431,10 @@ def build_dp_appr(
     In reference mode (``hp.accounting == "paper"``) the noise is ``paper_noise``'s for the claimed
     (``target_epsilon``, ``paper_delta(dataset, …)``), ``dataset`` naming Table 1's δ (without it, §4.1's
     rule), and the ledger carries the claim; training reads the claimed δ from it.
+
+    Features (``dpar-features``): the node sample alone, drawn exactly as the other options draw it; no
+    sources, no released rows (``sources``, ``index`` and ``value`` empty) and a ledger with no mechanisms
+    (with the claim in reference mode): all of ε is DP-SGD's.
     """
     spec = appr_spec(method, hp)
     option = spec["option"]
@@ -380,11 +444,38 @@ def build_dp_appr(
     generator = make_generator(seed + _ARTIFACT_STREAM)
     train = split.train
     num_train, num_rows = train.numel(), _num_rows(hp, split.train.numel())
-    if hp.k > num_train:
+    if hp.k > num_train and option != FEATURES:
         raise ValueError(f"k = {hp.k} exceeds the {num_train} training nodes (the column universe)")
     priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
     kept = torch.rand(num_train, generator=generator) < hp.sample_rate
     sample, sample_priority = train[kept], priority[kept]
+    if option == FEATURES:
+        claim = None
+        if hp.accounting == "paper":
+            claim = paper_claim(target_epsilon, paper_delta(dataset, num_train=num_train, sample_rate=hp.sample_rate),
+                                option=option)
+        # Nothing is released but the sample, whose rate the ledger carries; DP-SGD's record joins it in training.
+        ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(),
+                        accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
+        width = _row_width(option, hp)
+        return {
+            "kind": ARTIFACT_KIND,
+            "method": method,
+            "spec": spec,
+            "seed": seed,
+            "target_epsilon": target_epsilon,
+            "target_delta": target_delta,
+            "accountant": accountant,
+            "sample": sample,
+            "source_rule": SELF_ONLY,
+            "sources": sample[:0],
+            "index": torch.zeros(0, width, dtype=torch.long),
+            "value": torch.zeros(0, width),
+            "noise": {},
+            "claimed_epsilon_on_sample": 0.0,
+            "ledger": json.dumps(ledger.to_dict()),
+            "appr_seconds": 0.0,
+        }
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
@@ -458,7 +549,8 @@ def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Ten
 
     ``sources`` are the node ids of the first rows' sources, in row order;
     ``index`` / ``value`` [M, K] the released matrix (node ids, values). A
-    source's example is its row, any other node's is itself with weight 1.
+    source's example is its row, any other node's is itself with weight 1
+    (with no sources, as for Features, every example is its self row).
     Algorithm 2, line 3: the columns of Π, the released matrix and all its M
     rows, to ℓ1 ≤ τ; the factors depend on the release alone, so removing a
     node moves no example except those the module docstring counts.
@@ -475,6 +567,20 @@ def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Ten
     nbr[rows] = torch.where(cols >= 0, cols, rows.unsqueeze(1))
     weight[rows] = clipped[: rows.numel()] * (cols >= 0)  # entries outside the sample hold no data: dropped
     return nbr, weight
+
+
+def empty_source_rows(sample: Tensor, sources: Tensor, weight: Tensor) -> int:
+    """How many of the released source rows give their source an example of total weight 0: all K entries
+    dropped (outside the sample) or zero after the column clip. ``weight`` is ``training_examples``'
+    (rows in ``sample`` order); rows beyond |S|, which have no source, are not counted."""
+    if sources.numel() == 0:
+        return 0
+    position = torch.full((int(max(sample.max(), sources.max())) + 1,), -1, dtype=torch.long)
+    position[sample] = torch.arange(sample.numel())
+    rows = position[sources]
+    if (rows < 0).any():
+        raise ValueError("every source must be in the sample")
+    return int((weight[rows.to(weight.device)].abs().sum(1) == 0).sum())
 
 
 def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
@@ -505,13 +611,15 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     n = sample.numel()
     if n == 0:
         raise ValueError(f"the node sample (rate {hp.sample_rate}) of {split.train.numel()} training nodes is empty")
-    nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau)
+    option = OPTIONS[method]
+    nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=_row_width(option, hp), tau=hp.tau)
+    empty_rows = empty_source_rows(sample, artifact["sources"], weight)
     x_sample = graph.x[sample].to(device)
     nbr, weight = nbr.to(device), weight.to(device)
     model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
 
     rate, steps = _sgd_schedule(hp, split.train.numel())
-    private = OPTIONS[method] != "nodp"
+    private = option != "nodp"
     appr_ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     privacy, details = None, {}
     if private:
@@ -522,7 +630,8 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
                              f"with accounting {hp.accounting!r} at ε = {spec.target_epsilon}")
 
         def ledger_of(z: float) -> Ledger:
-            sgd = dp_sgd_record(f"dp-sgd:{spec.method}", hp, sampling_rate=rate, steps=steps, noise_multiplier=z)
+            sgd = dp_sgd_record(f"dp-sgd:{spec.method}", hp, option=option, sampling_rate=rate, steps=steps,
+                                noise_multiplier=z)
             return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
                           mechanisms=(*appr_ledger.mechanisms, sgd), accountant=spec.accountant,
                           node_sample_rate=hp.sample_rate, claim=claim)
@@ -531,8 +640,8 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
             z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
         else:  # reference mode: DP-SGD's noise as the paper sizes it, at the claimed δ the artifact carries
             z = paper_dp_sgd_noise_multiplier(epsilon=spec.target_epsilon, delta=claim.delta,
-                                              sample_rate=hp.sample_rate, ratio=hp.ratio, sampling_rate=rate,
-                                              steps=steps)
+                                              sample_rate=hp.sample_rate, ratio=_paper_ratio(option, hp),
+                                              sampling_rate=rate, steps=steps)
         ledger = ledger_of(z)
         privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
         details = {"sgd_noise_multiplier": z, "epsilon_on_sample": ledger.composed_on_sample()[0]}
@@ -549,12 +658,13 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
                 "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
             }
         else:
+            ratio = _paper_ratio(option, hp)
             details |= {
                 "claimed_epsilon": claim.epsilon,
                 "claimed_delta": claim.delta,
                 "actual_epsilon_at_claimed_delta": ledger.actual_claim_epsilon(),
-                "claimed_epsilon_parts_on_sample": {"dp_appr": hp.ratio * claim.epsilon / hp.sample_rate,
-                                                    "dp_sgd": (1 - hp.ratio) * claim.epsilon / hp.sample_rate},
+                "claimed_epsilon_parts_on_sample": {"dp_appr": ratio * claim.epsilon / hp.sample_rate,
+                                                    "dp_sgd": (1 - ratio) * claim.epsilon / hp.sample_rate},
             }
     else:
         ledger = Ledger.non_private()
@@ -591,6 +701,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     details |= {
         "sample_size": n,
         "num_sources": int(artifact["sources"].numel()),
+        "empty_source_rows": empty_rows,
         "sampling_rate": rate,
         "dp_appr_noise": dict(artifact["noise"]),
         "appr_seconds": artifact["appr_seconds"],
@@ -603,8 +714,11 @@ for _method, _option in OPTIONS.items():
     register_method(
         MethodInfo(
             name=_method,
-            description=(f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"
-                         if _option != "nodp" else "DPAR without privacy: top-K APPR + SGD (PPRGo)"),
+            description=(
+                "DPAR without privacy: top-K APPR + SGD (PPRGo)" if _option == "nodp"
+                else "DPAR's Features baseline (§4): one-hot APPR rows, DP-SGD on the node sample, no DP-APPR"
+                if _option == FEATURES
+                else f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"),
             private=_option != "nodp",
             level="node" if _option != "nodp" else "none",
             hparams=DparHparams,
