@@ -449,6 +449,12 @@ def build_dp_appr(
     priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
     kept = torch.rand(num_train, generator=generator) < hp.sample_rate
     sample, sample_priority = train[kept], priority[kept]
+
+    def artifact(ledger: Ledger, **released: Any) -> dict[str, Any]:
+        return {"kind": ARTIFACT_KIND, "method": method, "spec": spec, "seed": seed, "target_epsilon": target_epsilon,
+                "target_delta": target_delta, "accountant": accountant, "sample": sample, **released,
+                "ledger": json.dumps(ledger.to_dict())}
+
     if option == FEATURES:
         claim = None
         if hp.accounting == "paper":
@@ -458,24 +464,9 @@ def build_dp_appr(
         ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(),
                         accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
         width = _row_width(option, hp)
-        return {
-            "kind": ARTIFACT_KIND,
-            "method": method,
-            "spec": spec,
-            "seed": seed,
-            "target_epsilon": target_epsilon,
-            "target_delta": target_delta,
-            "accountant": accountant,
-            "sample": sample,
-            "source_rule": SELF_ONLY,
-            "sources": sample[:0],
-            "index": torch.zeros(0, width, dtype=torch.long),
-            "value": torch.zeros(0, width),
-            "noise": {},
-            "claimed_epsilon_on_sample": 0.0,
-            "ledger": json.dumps(ledger.to_dict()),
-            "appr_seconds": 0.0,
-        }
+        return artifact(ledger, source_rule=SELF_ONLY, sources=sample[:0],
+                        index=torch.zeros(0, width, dtype=torch.long), value=torch.zeros(0, width), noise={},
+                        claimed_epsilon_on_sample=0.0, appr_seconds=0.0)
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
@@ -522,25 +513,10 @@ def build_dp_appr(
     ledger.check()
     rows = cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
     columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
-    return {
-        "kind": ARTIFACT_KIND,
-        "method": method,
-        "spec": spec,
-        "seed": seed,
-        "target_epsilon": target_epsilon,
-        "target_delta": target_delta,
-        "accountant": accountant,
-        "sample": sample,
-        "source_priority": sample_priority,  # the sources are ``rank_sources`` of it, in row order
-        "source_rule": SOURCE_RULE,
-        "sources": sample[sources],
-        "index": train[columns],
-        "value": rows.gather(1, columns).float(),
-        "noise": noise,
-        "claimed_epsilon_on_sample": claimed,
-        "ledger": json.dumps(ledger.to_dict()),
-        "appr_seconds": appr_seconds,
-    }
+    # the sources are ``rank_sources`` of ``source_priority``, in row order
+    return artifact(ledger, source_priority=sample_priority, source_rule=SOURCE_RULE, sources=sample[sources],
+                    index=train[columns], value=rows.gather(1, columns).float(), noise=noise,
+                    claimed_epsilon_on_sample=claimed, appr_seconds=appr_seconds)
 
 
 def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Tensor, *, num_nodes: int,
