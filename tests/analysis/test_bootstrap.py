@@ -156,3 +156,29 @@ def test_a_cell_is_fully_accounted_only_if_all_its_runs_are() -> None:
     expected = set(runs.filter(one_bad).select("dataset", "method", "target_epsilon").iter_rows())
     assert bad_cells == expected and len(flags) > len(bad_cells)
     assert summarize(runs)["fully_accounted"].all()  # runs without the column: nothing to flag
+
+
+def test_a_cell_carries_its_runs_settings() -> None:
+    runs = fake_runs()
+    hp = pl.when(pl.col("method") == "dp-mlp").then(pl.lit('{"lr": 0.01}')).otherwise(pl.lit('{"lr": 0.1}'))
+    summary = summarize(runs.with_columns(hp.alias("hyperparameters"), pl.col("method").alias("base_method")))
+    for row in summary.iter_rows(named=True):
+        assert row["base_method"] == row["method"]
+        assert row["hyperparameters"] == ('{"lr": 0.01}' if row["method"] == "dp-mlp" else '{"lr": 0.1}')
+    plain = summarize(runs)  # runs collected without them
+    assert plain["hyperparameters"].null_count() == plain.height and plain["base_method"].null_count() == plain.height
+
+
+def test_a_run_without_settings_does_not_hide_the_others() -> None:
+    runs = fake_runs().with_columns(
+        pl.when(pl.col("seed") == 0).then(None).otherwise(pl.lit('{"lr": 0.01}')).alias("hyperparameters"))
+    assert set(summarize(runs)["hyperparameters"]) == {'{"lr": 0.01}'}
+
+
+def test_a_cell_mixing_settings_is_refused_by_name() -> None:
+    runs = fake_runs()
+    stale = (pl.col("dataset") == "a-graph") & (pl.col("method") == "gcn") & (pl.col("seed") == 2)
+    runs = runs.with_columns(pl.when(stale).then(pl.lit('{"lr": 0.1}')).otherwise(pl.lit('{"lr": 0.01}'))
+                             .alias("hyperparameters"))
+    with pytest.raises(ValueError, match=r"'a-graph'.*'gcn'.*different hyperparameters.*lr"):
+        summarize(runs)

@@ -41,6 +41,8 @@ def write_run(
     drop: str | None = None,
     guarantee: str = "unconditional",
     claim: dict[str, Any] | None = None,
+    hyperparameters: Any = None,
+    base_method: str | None = None,
 ) -> Path:
     """One run directory; ``eps=None`` is a non-private run. Returns its metrics.json."""
     private = eps is not None
@@ -59,10 +61,12 @@ def write_run(
         "test": {"accuracy": 0.7 + 0.01 * seed, "macro_f1": 0.6},
         "val": {"accuracy": 0.72, "macro_f1": 0.61},
         "timings": {"total_s": 3.0, "train_s": 2.5},
-        "hyperparameters": {},
+        "hyperparameters": {} if hyperparameters is None else hyperparameters,
         "version": {"nodedp": "0.1.0", "git_commit": "abc"},
         "claim": claim,
     }
+    if base_method is not None:
+        metrics["base_method"] = base_method
     if drop is not None:
         *parents, leaf = drop.split(".")
         node = metrics
@@ -281,3 +285,34 @@ def test_metrics_and_ledger_must_state_the_same_claim(tmp_path: Path) -> None:
     wrong = write_run(tmp_path / "b", method="x@paper", eps=4.0, spent=50.0, claim=claim)
     with pytest.raises(InvalidRunError, match="claimed"):
         collect_runs([wrong], verify_ledger=reference_verify)
+
+
+def test_hyperparameters_and_base_method_travel_as_columns(tmp_path: Path) -> None:
+    hp = {"ratio": 0.25, "k": 2, "accounting": "suite"}
+    paths = [write_run(tmp_path, method="dpar-em0-r25", eps=1.0, hyperparameters=hp, base_method="dpar-em0"),
+             write_run(tmp_path, method="gcn", eps=None, drop="hyperparameters")]
+    runs = collect_runs(paths, verify_ledger=fake_verify)
+    assert runs["base_method"].to_list() == ["dpar-em0", None]  # runs recorded before base_method: null
+    stored = runs["hyperparameters"][0]
+    assert json.loads(stored) == hp and list(json.loads(stored)) == sorted(hp)  # one key order for every run
+    assert runs["hyperparameters"][1] is None
+
+
+def test_refuses_hyperparameters_that_are_not_an_object(tmp_path: Path) -> None:
+    path = write_run(tmp_path, eps=1.0, hyperparameters=[0.5])
+    with pytest.raises(InvalidRunError, match="'hyperparameters' must be an object, got list"):
+        collect_runs([path], verify_ledger=fake_verify)
+
+
+def test_a_swept_hyperparameter_reaches_the_figures(tmp_path: Path) -> None:
+    from nodedp.analysis.bootstrap import summarize
+    from nodedp.analysis.figures import sweep_cells
+
+    paths = [write_run(tmp_path, method=f"dpar-em0-r{ratio}", eps=1.0, seed=s, base_method="dpar-em0",
+                       hyperparameters={"ratio": ratio / 100, "k": 2})
+             for ratio in (25, 50, 75) for s in range(2)]
+    summary = summarize(collect_runs(paths, verify_ledger=fake_verify), n_resamples=1000)
+    cells = sweep_cells(summary, parameter="ratio")
+    assert cells["line"].unique().to_list() == ["dpar-em0"]
+    assert cells["value"].to_list() == [0.25, 0.5, 0.75]
+    assert cells["mean"].to_list() == summary.sort("method")["test_accuracy_mean"].to_list()

@@ -1,14 +1,48 @@
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
-from nodedp.analysis.figures import plot_accuracy_vs_epsilon
+from nodedp.analysis.figures import (
+    ACTUAL_EPSILON_CAP,
+    FRONTIER_GID,
+    PUBLISHED_GID,
+    figure_interval_text,
+    frontier_cells,
+    pareto_frontier,
+    plot_accuracy_vs_epsilon,
+    plot_frontier,
+    plot_sweep,
+    published_points,
+    sweep_cells,
+)
+from nodedp.analysis.published import published_for
+from nodedp.analysis.tables import DAGGER
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def cell(dataset: str, method: str, eps: float, mean: float, **extra: Any) -> dict[str, Any]:
+    """One summary row as `summarize` writes it (the columns figures read), ``extra`` on top."""
+    return {
+        "dataset": dataset,
+        "method": method,
+        "target_epsilon": eps,
+        "n_runs": 3,
+        "epsilon_max": eps if math.isfinite(eps) else math.inf,
+        "test_accuracy_mean": mean,
+        "test_accuracy_ci_low": mean - 0.02,
+        "test_accuracy_ci_high": mean + 0.02,
+        "confidence": 0.95,
+        "n_resamples": 1000,
+        **extra,
+    }
 
 
 def fake_summary() -> pl.DataFrame:
@@ -21,23 +55,34 @@ def fake_summary() -> pl.DataFrame:
             ("gap", 4.0, 0.7),
             ("gcn", math.inf, 0.8),
         ):
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "method": method,
-                    "target_epsilon": eps,
-                    "n_runs": 3,
-                    "test_accuracy_mean": mean,
-                    "test_accuracy_ci_low": mean - 0.02,
-                    "test_accuracy_ci_high": mean + 0.02,
-                }
-            )
+            rows.append(cell(dataset, method, eps, mean))
     return pl.DataFrame(rows)
+
+
+@pytest.fixture
+def saved(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The figures that would have been saved (nothing is written)."""
+    import matplotlib.figure
+
+    figures: list = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    return figures
+
+
+def visible_axes(fig) -> list:
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def legend_labels(fig) -> list[str]:
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
 
 
 def assert_png(path: Path) -> None:
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
+
+
+# --- accuracy against ε -----------------------------------------------------------------------------------
 
 
 def test_writes_png_and_pdf_without_leftovers(tmp_path: Path) -> None:
@@ -78,44 +123,295 @@ def test_names_missing_metric_columns(tmp_path: Path) -> None:
         plot_accuracy_vs_epsilon(fake_summary(), tmp_path / "f1.png", metric="test_macro_f1")
 
 
-def test_conditional_points_are_hollow_and_the_legend_explains_the_mark(tmp_path, monkeypatch):
-    import matplotlib.figure
-
-    saved = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self))
-    rows = [
-        {"dataset": "cora", "method": m, "target_epsilon": e, "test_accuracy_mean": 0.5, "test_accuracy_ci_low": 0.4,
-         "test_accuracy_ci_high": 0.6, "guarantee": g}
-        for m, g in (("gap", "conditional"), ("dp-mlp", "unconditional")) for e in (1.0, 8.0)
-    ]
-    plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+def test_the_epsilon_axis_is_logarithmic_with_ticks_at_the_budgets(tmp_path: Path, saved: list) -> None:
+    plot_accuracy_vs_epsilon(fake_summary(), tmp_path / "f.png")
     (fig,) = saved
-    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    axes = visible_axes(fig)
+    assert len(axes) == 2
+    for ax in axes:
+        assert ax.get_xscale() == "log"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4"]
+
+
+def test_conditional_points_are_hollow_and_the_legend_explains_the_mark(tmp_path: Path, saved: list) -> None:
+    rows = [cell("cora", m, e, 0.5, guarantee=g)
+            for m, g in (("gap", "conditional"), ("dp-mlp", "unconditional")) for e in (1.0, 8.0)]
+    caption = plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    (fig,) = saved
+    labels = legend_labels(fig)
     assert "gap‡" in labels and "dp-mlp" in labels
     assert any(label.startswith("hollow ‡") for label in labels)
     hollow = [line for ax in fig.axes for line in ax.get_lines() if line.get_markerfacecolor() == "white"]
     assert len(hollow) == 1 and len(hollow[0].get_xdata()) == 2  # gap's two points, not dp-mlp's
+    assert "‡" in caption and "§" not in caption
 
 
-def test_reference_runs_are_drawn_at_the_epsilon_they_actually_spend(tmp_path, monkeypatch):
-    import matplotlib.figure
+def test_points_with_uncharged_reads_carry_a_dagger(tmp_path: Path, saved: list) -> None:
+    rows = [cell("csbm", "dp-gcn", e, 0.6, fully_accounted=e != 8.0) for e in (1.0, 8.0)]
+    rows += [cell("csbm", "dp-mlp", e, 0.5, fully_accounted=True) for e in (1.0, 8.0)]
+    caption = plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    (fig,) = saved
+    (ax,) = visible_axes(fig)
+    daggers = [t for t in ax.texts if t.get_text() == DAGGER]
+    assert len(daggers) == 1 and daggers[0].xy == pytest.approx((8.0, 60.0))  # at dp-gcn's uncharged cell only
+    labels = legend_labels(fig)
+    assert f"dp-gcn{DAGGER}" in labels and "dp-mlp" in labels
+    assert any(label.startswith(DAGGER) for label in labels)
+    assert DAGGER in caption
 
-    from nodedp.analysis.figures import ACTUAL_EPSILON_CAP
 
-    saved = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self))
+def test_reference_runs_are_drawn_at_the_epsilon_they_actually_spend(tmp_path: Path, saved: list) -> None:
     rows = [
-        {"dataset": "cora", "method": m, "target_epsilon": e, "test_accuracy_mean": 0.5, "test_accuracy_ci_low": 0.4,
-         "test_accuracy_ci_high": 0.6, "reference": ref, "epsilon_max": actual}
+        cell("cora", m, e, 0.5, reference=ref, epsilon_max=actual)
         for m, ref, pairs in (("dp-mlp", False, ((1.0, 1.0), (8.0, 8.0))),
                               ("dpar-em0@paper", True, ((1.0, 154.0), (8.0, 2277.0))))
         for e, actual in pairs
     ]
-    plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    caption = plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
     (fig,) = saved
-    (ax,) = [a for a in fig.axes if a.get_visible()]
+    (ax,) = visible_axes(fig)
     dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
     assert len(dotted) == 1 and list(dotted[0].get_xdata()) == [154.0, ACTUAL_EPSILON_CAP]  # never at 1 or 8
     assert [t.get_text() for t in ax.texts] == ["ε = 2.28e+03"]
-    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
-    assert "dpar-em0@paper ¶ at its actual ε" in labels
+    assert "dpar-em0@paper ¶ at its actual ε" in legend_labels(fig)
+    assert "¶" in caption and "actually spends" in caption
+
+
+def published_lines(fig) -> list:
+    return [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == PUBLISHED_GID]
+
+
+def test_published_points_match_the_summary_cells() -> None:
+    summary = pl.DataFrame([
+        cell("cora", "gap", 4.0, 0.4),
+        cell("cora", "gap@paper", 4.0, 0.3, reference=True, epsilon_max=40.0),  # the same printed cell
+        cell("fb100-swarthmore42", "progap", 8.0, 0.5),  # stands in for ProGAP's FB-100
+        cell("csbm-homophilous", "dp-mlp", 1.0, 0.5),  # no paper prints a synthetic graph
+    ])
+    points = published_points(summary)
+    expected = {(d, p.accuracy / 100, s) for d, m, e in (("cora", "gap", 4.0), ("fb100-swarthmore42", "progap", 8.0))
+                for p, s in published_for(d, m, e)}
+    assert expected and set(zip(points["dataset"], points["value"], points["stand_in"])) == expected
+    assert points.height == len(expected)  # gap@paper adds nothing: its cell is gap's
+    assert points.filter(pl.col("dataset") == "cora")["method"].to_list() == ["gap"]
+    assert points.filter(pl.col("dataset") == "fb100-swarthmore42")["stand_in"].to_list() == [True]
+    assert published_points(summary, metric="test_macro_f1").is_empty()
+
+
+def test_published_points_are_overlaid_as_stars(tmp_path: Path, saved: list) -> None:
+    summary = pl.DataFrame([cell("cora", "gap", e, 0.4) for e in (1.0, 4.0)]
+                           + [cell("fb100-swarthmore42", "progap", 8.0, 0.5)])
+    caption = plot_accuracy_vs_epsilon(summary, tmp_path / "f.png")
+    (fig,) = saved
+    lines = published_lines(fig)
+    points = published_points(summary)
+    drawn = sorted((float(x), float(y)) for line in lines for x, y in zip(line.get_xdata(), line.get_ydata()))
+    assert drawn == sorted(zip(points["epsilon"], 100 * points["value"]))
+    hollow = [line for line in lines if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [8.0]  # the stand-in
+    assert "Stars" in caption and "stands in" in caption
+    assert any(label.startswith("published") for label in legend_labels(fig))
+
+    saved.clear()
+    caption = plot_accuracy_vs_epsilon(summary, tmp_path / "f.png", published=False)
+    assert published_lines(saved[0]) == [] and "Stars" not in caption
+
+
+def test_no_published_overlay_without_a_matching_cell(tmp_path: Path, saved: list) -> None:
+    caption = plot_accuracy_vs_epsilon(pl.DataFrame([cell("csbm", "dp-mlp", 1.0, 0.5)]), tmp_path / "f.png")
+    assert published_lines(saved[0]) == [] and "Stars" not in caption
+
+
+# --- captions ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("confidence", "runs", "text"), [
+    (0.95, (5, 5), "mean over 5 seeds per cell with 95% percentile-bootstrap intervals (1000 resamples)"),
+    (0.9, (3, 5), "mean over 3–5 seeds per cell with 90% percentile-bootstrap intervals (1000 resamples)"),
+])
+def test_captions_state_the_confidence_and_the_seeds(tmp_path: Path, saved: list, confidence: float,
+                                                     runs: tuple[int, int], text: str) -> None:
+    summary = pl.DataFrame([cell("cora", "dp-mlp", e, 0.5, n_runs=n, confidence=confidence)
+                            for e, n in zip((1.0, 4.0), runs)]
+                           + [cell("cora", "mlp", math.inf, 0.7, n_runs=runs[1], confidence=confidence)])
+    assert figure_interval_text(summary) == text
+    hp = json.dumps({"lr": 0.01})
+    swept = summary.with_columns(pl.lit(hp).alias("hyperparameters"))
+    for caption in (plot_accuracy_vs_epsilon(summary, tmp_path / "a.png"),
+                    plot_frontier(summary, tmp_path / "b.png"),
+                    plot_sweep(swept, tmp_path / "c.png", parameter="lr")):
+        assert text in caption
+        assert "non-private" in caption  # the mlp reference is explained
+
+
+def test_a_caption_says_when_a_cell_has_no_interval() -> None:
+    summary = pl.DataFrame([cell("cora", "dp-mlp", 1.0, 0.5, n_runs=1), cell("cora", "dp-mlp", 2.0, 0.5)])
+    assert "1–3 seeds" in figure_interval_text(summary) and "one seed has no interval" in figure_interval_text(summary)
+
+
+def test_a_figure_refuses_mixed_confidence_levels_or_no_confidence(tmp_path: Path) -> None:
+    mixed = pl.DataFrame([cell("cora", "dp-mlp", 1.0, 0.5), cell("cora", "dp-mlp", 2.0, 0.5, confidence=0.9)])
+    with pytest.raises(ValueError, match="confidence values"):
+        plot_accuracy_vs_epsilon(mixed, tmp_path / "f.png")
+    with pytest.raises(ValueError, match=r"lacks columns \['confidence'\]"):
+        plot_frontier(fake_summary().drop("confidence"), tmp_path / "f.png")
+    assert not (tmp_path / "f.png").exists()
+
+
+# --- the frontier -----------------------------------------------------------------------------------------
+
+
+def test_pareto_frontier_drops_dominated_points() -> None:
+    eps = [8.0, 1.0, 2.0, 2.0, 4.0, 16.0, 0.5]
+    acc = [0.70, 0.50, 0.40, 0.60, 0.55, 0.70, 0.30]
+    # 2.0/0.40 loses to 2.0/0.60 at the same ε; 4.0/0.55 to 2.0/0.60; 16.0 only ties 8.0.
+    assert pareto_frontier(eps, acc) == [6, 1, 3, 0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pareto_frontier_is_the_best_accuracy_at_most_epsilon(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    eps = rng.choice([0.5, 1.0, 2.0, 4.0, 8.0], size=30)
+    acc = rng.uniform(0.2, 0.9, size=30).round(2)
+    front = pareto_frontier(eps, acc)
+    assert list(eps[front]) == sorted(eps[front]) and list(acc[front]) == sorted(acc[front])
+    for e in np.unique(eps):
+        reachable = [i for i in front if eps[i] <= e]
+        assert acc[reachable[-1]] == acc[eps <= e].max()  # the envelope read at e is the best at ≤ e
+    for i in set(range(eps.size)) - set(front):  # every other point is dominated by one on it
+        assert any(eps[j] <= eps[i] and acc[j] >= acc[i] for j in front)
+
+
+def test_pareto_frontier_refuses_mismatched_input() -> None:
+    with pytest.raises(ValueError, match="as many accuracies"):
+        pareto_frontier([1.0, 2.0], [0.5])
+
+
+def frontier_summary() -> pl.DataFrame:
+    return pl.DataFrame([
+        cell("cora", "dp-mlp", 1.0, 0.50, epsilon_max=0.98),
+        cell("cora", "dp-mlp", 8.0, 0.60, epsilon_max=7.9),
+        cell("cora", "gap", 1.0, 0.45, epsilon_max=1.0),  # dominated by dp-mlp at 1
+        cell("cora", "gap", 8.0, 0.70, epsilon_max=8.0),
+        cell("cora", "dp-gcn", 4.0, 0.90, epsilon_max=4.0, fully_accounted=False),  # best, but †
+        cell("cora", "dpar-em0@paper", 1.0, 0.80, epsilon_max=150.0, reference=True),  # at its actual ε
+        cell("cora", "mlp", math.inf, 0.75),
+        cell("csbm", "dp-mlp", 1.0, 0.65, epsilon_max=1.0),
+        cell("csbm", "gap", 8.0, 0.60, epsilon_max=8.0),  # worse at more ε: off the frontier
+    ])
+
+
+def test_frontier_cells_per_dataset() -> None:
+    front = frontier_cells(frontier_summary())
+    assert front.select("dataset", "method", "epsilon").rows() == [
+        ("cora", "dp-mlp", 0.98), ("cora", "dp-mlp", 7.9), ("cora", "gap", 8.0), ("cora", "dpar-em0@paper", 150.0),
+        ("csbm", "dp-mlp", 1.0),
+    ]
+    assert "mlp" not in front["method"] and "dp-gcn" not in front["method"]
+
+
+def test_plot_frontier_draws_the_envelope_labelled_by_method(tmp_path: Path, saved: list) -> None:
+    summary = frontier_summary()
+    caption = plot_frontier(summary, tmp_path / "f.png")
+    (fig,) = saved
+    axes = {ax.get_title(): ax for ax in visible_axes(fig)}
+    assert sorted(axes) == ["cora", "csbm"]
+    front = frontier_cells(summary)
+    for dataset, ax in axes.items():
+        assert ax.get_xscale() == "log"
+        (line,) = [line for line in ax.get_lines() if line.get_gid() == FRONTIER_GID]
+        assert line.get_drawstyle() == "steps-post"
+        expected = front.filter(pl.col("dataset") == dataset)
+        assert list(line.get_xdata()[:-1]) == expected["epsilon"].to_list()
+        assert list(line.get_ydata()[:-1]) == pytest.approx(list(100 * expected["mean"].to_numpy()))
+        labels = [t.get_text() for t in ax.texts]
+        for method in expected["method"].unique():
+            assert method in labels
+    cora = [t.get_text() for t in axes["cora"].texts]
+    assert cora.count("dp-mlp") == 1  # one label per stretch a method holds
+    assert DAGGER in cora  # dp-gcn's uncharged cell is shown, marked
+    squares = [line for line in axes["cora"].get_lines() if line.get_marker() == "s"]
+    assert [list(line.get_xdata()) for line in squares] == [[150.0]]  # reference mode at its actual ε
+    assert "Black steps" in caption and f"{DAGGER} are shown but cannot be on the frontier" in caption
+    assert "¶" in caption
+
+
+def test_plot_frontier_needs_a_private_cell(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no private cell"):
+        plot_frontier(fake_summary().filter(pl.col("target_epsilon").is_infinite()), tmp_path / "f.png")
+
+
+# --- sweeps -----------------------------------------------------------------------------------------------
+
+
+def dpar_hp(**changes: Any) -> str:
+    return json.dumps({"epochs": 200, "k": 2, "max_rows": 2, "ratio": 0.5, "accounting": "suite", **changes},
+                      sort_keys=True)
+
+
+def sweep_summary() -> pl.DataFrame:
+    rows = []
+    for eps in (1.0, 8.0):
+        for method, ratio in (("dpar-em0-r25", 0.25), ("dpar-em0", 0.5), ("dpar-em0-r75", 0.75)):
+            rows.append(cell("cora-ml", method, eps, 0.3 + ratio / 10 + eps / 100, base_method="dpar-em0",
+                             hyperparameters=dpar_hp(ratio=ratio)))
+        rows.append(cell("cora-ml", "dpar-em0-nocap", eps, 0.4, base_method="dpar-em0",
+                         hyperparameters=dpar_hp(max_rows=70), guarantee="conditional"))
+        rows.append(cell("cora-ml", "gap", eps, 0.5, base_method="gap", hyperparameters=json.dumps({"hops": 2})))
+    rows.append(cell("cora-ml", "dpar-em0@paper", 1.0, 0.35, base_method="dpar-em0", reference=True,
+                     hyperparameters=dpar_hp(accounting="paper"), epsilon_max=150.0))
+    rows.append(cell("cora-ml", "mlp", math.inf, 0.7, base_method="mlp", hyperparameters=json.dumps({"lr": 0.01})))
+    return pl.DataFrame(rows)
+
+
+def test_sweep_cells_group_variants_into_lines() -> None:
+    cells = sweep_cells(sweep_summary(), parameter="ratio")
+    assert "gap" not in cells["method"] and "mlp" not in cells["method"]
+    lines = {line: rows for (line,), rows in cells.group_by("line")}
+    assert sorted(lines) == ["dpar-em0 (max_rows=2)", "dpar-em0 (max_rows=70)", "dpar-em0@paper"]
+    main = lines["dpar-em0 (max_rows=2)"]
+    for eps in (1.0, 8.0):
+        on = main.filter(pl.col("target_epsilon") == eps)
+        assert on["value"].to_list() == [0.25, 0.5, 0.75]
+        assert on["method"].to_list() == ["dpar-em0-r25", "dpar-em0", "dpar-em0-r75"]
+    assert lines["dpar-em0@paper"]["reference"].to_list() == [True]
+
+
+def test_sweep_cells_name_the_missing_parameter_and_the_ones_present() -> None:
+    with pytest.raises(ValueError, match=r"no private cell has hyperparameter 'rati'.*'ratio'"):
+        sweep_cells(sweep_summary(), parameter="rati")
+    with pytest.raises(ValueError, match="'accounting' of dpar-em0.*needs numbers"):
+        sweep_cells(sweep_summary(), parameter="accounting")
+    with pytest.raises(ValueError, match=r"lacks columns \['hyperparameters'\]"):
+        sweep_cells(sweep_summary().drop("hyperparameters"), parameter="ratio")
+
+
+def test_sweep_cells_fall_back_to_the_name_without_base_method() -> None:
+    summary = sweep_summary().drop("base_method").filter(pl.col("method") == "dpar-em0@paper")
+    assert sweep_cells(summary, parameter="ratio")["line"].to_list() == ["dpar-em0@paper"]
+
+
+def test_plot_sweep_draws_one_line_per_method_and_epsilon(tmp_path: Path, saved: list) -> None:
+    summary = sweep_summary()
+    caption = plot_sweep(summary, tmp_path / "f.png", parameter="ratio")
+    (fig,) = saved
+    (ax,) = visible_axes(fig)
+    assert ax.get_xscale() == "linear"  # 0.25 to 0.75: no log axis
+    assert ax.get_xlabel() == "ratio"
+    # errorbar draws one data line per (line, ε) with the swept values as x.
+    data = sorted(tuple(line.get_xdata()) for line in ax.get_lines()
+                  if len(line.get_xdata()) == 3 and line.get_linestyle() != "None")
+    assert data == [(0.25, 0.5, 0.75)] * 2
+    labels = legend_labels(fig)
+    assert {"dpar-em0 (max_rows=2)", "dpar-em0 (max_rows=70)‡", "dpar-em0@paper ¶ claimed ε", "ε = 1", "ε = 8",
+            "mlp (non-private)"} <= set(labels)
+    assert "ratio" in caption and "‡" in caption and "¶" in caption
+
+
+def test_plot_sweep_uses_a_log_axis_for_wide_ranges(tmp_path: Path, saved: list) -> None:
+    rows = [cell("cora", f"dp-gcn-k{k}", 1.0, 0.5, base_method="dp-gcn",
+                 hyperparameters=json.dumps({"in_degree_bound": k, "lr": 0.01})) for k in (1, 3, 10, 30)]
+    caption = plot_sweep(pl.DataFrame(rows), tmp_path / "f.png", parameter="in_degree_bound")
+    (ax,) = visible_axes(saved[0])
+    assert ax.get_xscale() == "log" and "log scale" in caption
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "3", "10", "30"]

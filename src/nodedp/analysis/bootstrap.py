@@ -11,6 +11,8 @@ from nodedp.accounting.ledger import GUARANTEE_CLASSES
 
 CELL_KEY = ("dataset", "method", "target_epsilon")
 MIN_RESAMPLES = 1000
+# Per-run settings a cell carries unchanged (all its runs must agree): what figures plot a variant against.
+CELL_SETTINGS = ("base_method", "hyperparameters")
 
 
 def bootstrap_ci(
@@ -58,8 +60,10 @@ def summarize(
     Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
     ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
     (the weakest guarantee class of the cell's runs; None for runs collected without one),
-    ``epsilon_max`` and ``delta`` (the largest over the cell's runs), and for reference-mode cells (``reference``) the paper's ``claimed_delta`` and
-    ``claim_actual_epsilon_max`` (the largest actual ε at that δ; the claimed ε is the key's), for each
+    ``epsilon_max`` and ``delta`` (the largest over the cell's runs), and for reference-mode cells
+    (``reference``) the paper's ``claimed_delta`` and ``claim_actual_epsilon_max`` (the largest actual ε
+    at that δ; the claimed ε is the key's), the runs' ``base_method`` and ``hyperparameters`` (JSON; null
+    where the runs lack them, an error where they disagree: such a cell mixes settings), for each
     metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
     ``n_resamples`` used, so tables built from the summary alone can state them.
     Every cell resamples its runs, ordered by seed, with the same ``seed``, so a
@@ -91,6 +95,8 @@ def summarize(
         row["delta"] = cell["delta"].max() if "delta" in cell.columns else None  # the suite's δ of the runs
         row["claimed_delta"] = float(cell["claimed_delta"].max()) if reference else None
         row["claim_actual_epsilon_max"] = float(cell["claim_actual_epsilon"].max()) if reference else None
+        for column in CELL_SETTINGS:
+            row[column] = _cell_setting(cell, column, key)
         for metric in metrics:
             mean, low, high = bootstrap_ci(
                 cell[metric].to_numpy(),
@@ -117,8 +123,21 @@ def summarize(
         "delta": pl.Float64(),
         "claimed_delta": pl.Float64(),
         "claim_actual_epsilon_max": pl.Float64(),
+        "base_method": pl.String(),
+        "hyperparameters": pl.String(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),
     }
     return pl.DataFrame(rows, schema=schema).sort(list(CELL_KEY))
+
+
+def _cell_setting(cell: pl.DataFrame, column: str, key: tuple) -> str | None:
+    """The one value of ``column`` that a cell's runs share (nulls: runs recorded without it), or None."""
+    if column not in cell.columns:
+        return None
+    values = cell[column].drop_nulls().unique().sort().to_list()
+    if len(values) > 1:
+        raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes runs with different {column}: {values}; rerun "
+                         "its stale runs so that every seed has the same settings")
+    return values[0] if values else None

@@ -17,6 +17,9 @@ LEDGER_NAME = "ledger.json"
 RUNS_SCHEMA: dict[str, pl.DataType] = {
     "dataset": pl.String(),
     "method": pl.String(),
+    # The registered method a run name resolves to (a variant's `base`; `m` of `m@paper`); null for runs
+    # recorded before metrics.json carried it.
+    "base_method": pl.String(),
     "seed": pl.Int64(),
     "private": pl.Boolean(),
     "target_epsilon": pl.Float64(),
@@ -36,6 +39,9 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "val_macro_f1": pl.Float64(),
     "train_s": pl.Float64(),
     "total_s": pl.Float64(),
+    # The run's hyperparameters as JSON with sorted keys (one string column whatever the method), so figures can
+    # plot against what a variant changes (nodedp.analysis.figures.plot_sweep); null where metrics.json lacks them.
+    "hyperparameters": pl.String(),
     "git_commit": pl.String(),
 }
 
@@ -144,9 +150,13 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
 
     delta, commit = metrics["delta"], metrics["version"]["git_commit"]
+    base, hparams = metrics.get("base_method"), metrics.get("hyperparameters")
+    if hparams is not None and not isinstance(hparams, dict):
+        raise InvalidRunError(run_dir, f"'hyperparameters' must be an object, got {type(hparams).__name__}")
     return {
         "dataset": str(metrics["dataset"]),
         "method": str(metrics["method"]),
+        "base_method": None if base is None else str(base),
         "seed": int(metrics["seed"]),
         "private": private,
         "target_epsilon": target,
@@ -166,6 +176,7 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         "val_macro_f1": _optional_float(metrics["val"]["macro_f1"]),
         "train_s": float(metrics["timings"]["train_s"]),
         "total_s": float(metrics["timings"]["total_s"]),
+        "hyperparameters": None if hparams is None else json.dumps(hparams, sort_keys=True),
         "git_commit": None if commit is None else str(commit),  # None outside a git checkout
     }
 
