@@ -10,6 +10,20 @@ STAMP := $(VENV)/.installed
 # Rules call `python -m nodedp`: the venv's python must come first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
+# CONFIG=my-grid.yaml: a grid of one's own instead of config.yaml (replaces it, never merges; checked
+# first by `python -m nodedp check-config`, which names a YAML error's line). STUDY=name: one study.
+# SNAKEMAKE_ARGS: more Snakemake options, given last (e.g. `--dry-run`, `--profile slurm`).
+CONFIG ?=
+STUDY ?=
+SNAKEMAKE_ARGS ?=
+CONFIG_ARGS := $(if $(CONFIG),--configfile $(CONFIG))
+CHECK_CONFIG := $(if $(CONFIG),$(BIN)/python -m nodedp check-config $(CONFIG) &&)
+# What redrawing may run: it never trains.
+REDRAW_RULES := collect summarize tables figures reproduction_tables
+# The redraw targets: the given study's tables and figures, or every study's (the `paper` rule).
+PAPER_TARGETS := $(if $(STUDY),$(foreach t,accuracy reproduction claims crossover,\
+  paper/$(STUDY)/tables/$(t).md paper/$(STUDY)/tables/$(t).tex) paper/$(STUDY)/figures/accuracy_vs_epsilon.png,paper)
+
 .PHONY: venv demo test paper lint dryrun clean-demo
 
 venv: $(STAMP)
@@ -23,18 +37,25 @@ $(STAMP): pyproject.toml
 
 ## The main job on the embedded synthetic default: runs -> paper/demo/{tables,figures}.
 demo: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) demo
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) demo $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 ## The tests (CI runs this).
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-## Redraw a study's tables and figures from its existing runs; refuses to train anything.
-STUDY ?= demo
+## Redraw every study's tables and figures (or STUDY's) from existing runs; refuses to train anything.
+## Targets come first: options that take several values (--allowed-rules, --configfile) would swallow them.
 paper: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --rerun-triggers mtime --allowed-rules collect summarize tables figures reproduction_tables \
-	  paper/$(STUDY)/tables/accuracy.md paper/$(STUDY)/tables/accuracy.tex \
-	  paper/$(STUDY)/figures/accuracy_vs_epsilon.png
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) $(PAPER_TARGETS) --rerun-triggers mtime \
+	  $(CONFIG_ARGS) --allowed-rules $(REDRAW_RULES) $(SNAKEMAKE_ARGS)
+
+## What `snakemake` would run for the whole grid (or CONFIG's), without running it.
+dryrun: $(STAMP)
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) --dry-run --quiet rules $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+
+## Delete every file the demo study made (graphs, splits, runs, summaries, tables and figures of its DAG).
+clean-demo: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) demo --delete-all-output $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint

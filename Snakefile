@@ -1,12 +1,25 @@
-# nodedp: one DAG from graphs to paper tables and figures.
+# nodedp: one DAG from graphs to paper tables and figures, for every study of the grid.
 # Slices: `snakemake demo`, `snakemake runs`, `snakemake paper`, `snakemake data`;
 # one dataset of a study: `snakemake results/summary/main/runs/<dataset>.parquet`.
+# The grid is config.yaml, or the file `--configfile` names: that replaces config.yaml, never merges into it.
+import os
+import sys
+
 from snakemake.utils import min_version
 
 min_version("8.20")
 
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+from nodedp.config import ConfigError, read_config
 
-configfile: "config.yaml"
+
+if not workflow.overwrite_configfiles:
+    try:
+        read_config("config.yaml")  # a YAML error with its line (Snakemake's own names neither file nor line)
+    except ConfigError as err:
+        raise SystemExit(str(err)) from None
+
+    configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"

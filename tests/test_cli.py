@@ -75,7 +75,8 @@ def test_bad_cells_fail_before_writing_anything(tiny_graph_dir, tiny_split_path,
 def test_impossible_epsilon_and_delta_are_refused_by_the_parser(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
     for extra in (["--epsilon", "0"], ["--epsilon", "-1"], ["--epsilon", "1", "--delta", "1.5"]):
         with pytest.raises(SystemExit) as exc:
-            main(train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--seed", "0", *extra))
+            main(train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--seed", "0",
+                            *extra))
         assert exc.value.code == 2
     assert "must be" in capsys.readouterr().err
 
@@ -122,3 +123,125 @@ def test_download_refuses_synthetic_datasets_and_reports_unreachable_hosts(tmp_p
         main(["download", "--dataset", "cora", "--out", str(tmp_path / "raw"), "--no-progress",
               "--mirror", "http://127.0.0.1:9"])
     assert "ind.cora" in str(exc.value) and not (tmp_path / "raw").exists()
+
+
+def test_every_option_of_every_verb_has_help():
+    import argparse
+
+    from nodedp.cli import build_parser
+
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    undocumented = [f"{name} {action.dest}" for name, sub in verbs.choices.items() for action in sub._actions
+                    if not isinstance(action, argparse._HelpAction) and not action.help]
+    assert not undocumented, undocumented
+
+
+def only_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_a_method_without_its_structure_artifact_is_refused_in_one_line(tiny_graph_dir, tiny_split_path, tmp_path,
+                                                                        capsys):
+    out = tmp_path / "run"
+    args = train_args(tiny_graph_dir, tiny_split_path, out, "--method", "dp-gcn", "--epsilon", "1", "--seed", "0")
+    assert main(args) == 2
+    line = only_line(capsys.readouterr().err)
+    assert "'dp-gcn' needs the structure artifact(s) ['in-degree']" in line and "bound-degree --kind in-degree" in line
+    assert not out.exists()
+
+
+def test_damaged_inputs_are_one_line_naming_the_file(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
+    import shutil
+
+    truncated = tmp_path / "split.pt"
+    truncated.write_bytes(tiny_split_path.read_bytes()[:100])
+    args = train_args(tiny_graph_dir, truncated, tmp_path / "run", "--method", "mlp", "--epsilon", "inf", "--seed", "0")
+    assert main(args) == 2
+    assert f"{truncated}: not a readable split file" in only_line(capsys.readouterr().err)
+
+    graph = tmp_path / "graph"
+    shutil.copytree(tiny_graph_dir, graph)
+    (graph / "meta.json").write_text((graph / "meta.json").read_text()[:-20])
+    args = train_args(graph, tiny_split_path, tmp_path / "run", "--method", "mlp", "--epsilon", "inf", "--seed", "0")
+    assert main(args) == 2
+    assert f"{graph / 'meta.json'}: not valid JSON" in only_line(capsys.readouterr().err)
+
+    config = tmp_path / "grid.yaml"
+    config.write_text("methods:\n  mlp: {epochs: 2\nprivacy: {}\n")
+    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "run", "--method", "mlp", "--epsilon", "inf",
+                      "--seed", "0", "--config", str(config))
+    assert main(args) == 2
+    assert f"{config}, line 3" in only_line(capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()
+
+
+def test_methods_lists_a_configs_variants_with_their_base_and_keys(tmp_path, capsys):
+    config = tmp_path / "grid.yaml"
+    config.write_text("methods:\n  dp-mlp: {epochs: 3}\n  dp-mlp-wide: {base: dp-mlp, hidden_dim: 512}\n")
+    assert main(["methods", "--config", str(config), "--verbose"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("dp-mlp-wide"))
+    assert line.split()[1:3] == ["base", "dp-mlp"] and "hidden_dim=512" in line and "epochs" not in line
+    # --verbose: the variant's resolved hyperparameters, its base's block underneath
+    block = out.split(line, 1)[1]
+    assert "    epochs = 3" in block and "    hidden_dim = 512" in block
+
+
+def test_check_config_counts_the_cells_or_names_the_problem(tmp_path, capsys):
+    import yaml
+
+    grid = {"studies": {"a": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"], "epsilons": [1, 2],
+                              "seeds": [0, 1]},
+                        "b": {"datasets": ["csbm-tiny"], "methods": ["mlp"], "epsilons": [1], "seeds": [0, 1, 2]}},
+            "methods": {"dp-mlp": {"batch_size": 16}}}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    assert main(["check-config", str(path), "--graphs", str(tmp_path)]) == 0
+    # mlp at ε = ∞ on seeds 0-2 (b's seeds 0, 1 are a's) + dp-mlp at 2 ε × 2 seeds
+    assert "OK; studies a, b: 7 training cell(s)" in capsys.readouterr().out
+    grid["privacy"] = {"delta": 0.5}
+    path.write_text(yaml.safe_dump(grid))
+    assert main(["check-config", str(path), "--graphs", str(tmp_path)]) == 2
+    assert only_line(capsys.readouterr().err).startswith(f"nodedp check-config: error: {path}: privacy.delta: ")
+
+
+def tqdm_run(stream, steps: int) -> None:
+    from tqdm import tqdm
+
+    for _ in tqdm(range(steps), file=stream, mininterval=0, miniters=1, desc="bar"):
+        pass
+
+
+@pytest.mark.parametrize("interval", [0.0, 3600.0])
+def test_a_progress_bar_in_a_log_is_lines_at_most_one_per_interval_and_the_last(interval):
+    import io
+
+    from nodedp.cli import LogProgress
+
+    log = io.StringIO()
+    stream = LogProgress(log, interval=interval)
+    stream.write("before\n")
+    tqdm_run(stream, steps=20)
+    stream.write("after\n")
+    stream.finish()
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue() and lines[0] == "before" and lines[-1] == "after"
+    bars = lines[1:-1]
+    assert all(line.startswith("bar:") for line in bars)
+    assert "20/20" in bars[-1] and "0/20" in bars[0]
+    # every redraw (the first, one per update, tqdm's last on closing) without an interval; else the first and last
+    assert len(bars) >= 21 if interval == 0 else len(bars) == 2
+
+
+def test_train_with_progress_writes_the_bar_as_lines_into_a_non_terminal(tiny_graph_dir, tiny_split_path, tmp_path,
+                                                                          capsys):
+    args = ["train", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--out", str(tmp_path / "run"),
+            "--method", "dp-mlp", "--epsilon", "2", "--seed", "0", "--hparams", '{"epochs": 1, "batch_size": 32}',
+            "--progress"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "100%" in err.splitlines()[-1]
+    assert "training dp-mlp at ε = 2" in err  # a line before the work starts

@@ -27,8 +27,10 @@ def test_the_shipped_config_passes(config):
         (lambda c: c["methods"].update({"mlp": {"hiden_dim": 3}}), r"methods.mlp: .*hiden_dim.*valid"),
         (lambda c: c["studies"]["demo"]["methods"].append("dp-foo"), "studies.demo.methods: unknown method 'dp-foo'"),
         (lambda c: c["studies"]["demo"]["datasets"].append("cora2"), "studies.demo.datasets: unknown dataset 'cora2'"),
-        (lambda c: c["methods"].update({"gcn-x": {"base": "dp-foo"}}), "methods.gcn-x.base: 'dp-foo' is not a registered"),
-        (lambda c: c["methods"].update({"gcn": {"base": "gcn"}}), "methods.gcn: a registered method cannot have a 'base'"),
+        (lambda c: c["methods"].update({"gcn-x": {"base": "dp-foo"}}),
+         "methods.gcn-x.base: 'dp-foo' is not a registered"),
+        (lambda c: c["methods"].update({"gcn": {"base": "gcn"}}),
+         "methods.gcn: a registered method cannot have a 'base'"),
         (lambda c: c["methods"].update({"gcn-x": {"base": "gcn", "num_layers": 0}}), "methods.gcn-x: .*num_layers"),
     ],
 )
@@ -88,3 +90,146 @@ def test_train_refuses_the_papers_accounting_under_another_name():
         check_reference_name("dp-gcn@paper", get_method("dp-gcn").parse_hparams({}))
     with pytest.raises(ValueError, match="accounting must be one of"):
         get_method("dp-gcn").parse_hparams({"accounting": "papers"})
+
+
+# --- reading and schema: one line naming the file, line or field -------------------------------------------
+
+
+def test_a_yaml_syntax_error_names_the_file_and_its_line(tmp_path):
+    from nodedp.config import read_config
+
+    lines = ["studies:", "  demo:", "    datasets: [csbm-tiny", "    methods: [mlp]", "methods: {}"]
+    path = tmp_path / "grid.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as err:
+        read_config(path)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{path}, line ") and "YAML syntax error" in message
+    # The parser notices the unclosed list where the next key starts, and says where the list began.
+    assert f"line {lines.index('    methods: [mlp]') + 1}," in message
+    assert f"from line {lines.index('    datasets: [csbm-tiny') + 1}" in message
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="a config is a YAML mapping"):
+        read_config(path)
+    with pytest.raises(ConfigError, match="nope.yaml: cannot read"):
+        read_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "problem"),
+    [
+        (lambda c: c.pop("studies"), "(top level)", "'studies' is a required property"),
+        (lambda c: c["studies"]["demo"]["seeds"].__setitem__(0, 0.5), "studies.demo.seeds[0]", "not of type 'integer'"),
+        (lambda c: c.update({"privacy": {"delta": 1.5}}), "privacy.delta", "1.5 is greater than"),
+        (lambda c: c.update({"privacy": {"delta": None}}), "privacy.delta", 'expected "auto"'),  # its description
+        (lambda c: c.update({"extra": 1}), "(top level)", "'extra' was unexpected"),
+    ],
+)
+def test_a_schema_violation_is_one_line_naming_the_field(config, edit, field, problem):
+    from nodedp.config import SCHEMA, check_schema
+
+    check_schema(config, SCHEMA)
+    bad = copy.deepcopy(config)
+    edit(bad)
+    with pytest.raises(ConfigError) as err:
+        check_schema(bad, SCHEMA)
+    message = str(err.value)
+    assert message.startswith(f"{field}: ") and problem in message and "\n" not in message
+
+
+# --- what the datasets' public sizes decide, before any job --------------------------------------------------
+
+
+def tiny_grid(**methods) -> dict:
+    return {"studies": {"s": {"datasets": ["csbm-tiny"], "methods": ["mlp", *methods], "epsilons": [1], "seeds": [0]}},
+            "methods": {name: block for name, block in methods.items() if block is not None}}
+
+
+def tiny_train_nodes() -> int:
+    from nodedp.data import get_dataset
+    from nodedp.data.preprocess import get_protocol
+
+    info = get_dataset("csbm-tiny")
+    return round(get_protocol(info.protocol).split.train * info.source["params"]["num_nodes"])
+
+
+def test_a_synthetic_datasets_size_is_its_spec_and_a_built_graph_says_its_own(tmp_path, tiny_graph_dir):
+    from nodedp.config import public_size
+    from nodedp.io import read_json
+
+    spec = public_size("csbm-tiny")
+    meta = read_json(tiny_graph_dir / "meta.json")
+    assert spec.num_nodes == meta["num_nodes"] and spec.num_train == tiny_train_nodes() and spec.num_edges is None
+    built = public_size("csbm-tiny", graphs_dir=tiny_graph_dir.parent)
+    assert built.num_nodes == meta["num_nodes"] and built.num_edges == meta["num_edges"] // 2
+    assert built.source.endswith("meta.json")
+    assert public_size("cora", graphs_dir=tmp_path) is None  # downloaded and not built: nothing public yet
+
+
+def test_delta_must_lie_below_one_over_the_public_number_of_nodes():
+    from nodedp.config import public_size
+
+    n = public_size("csbm-tiny").num_nodes
+    grid = tiny_grid(**{"dp-mlp": {"batch_size": 16}})
+    for delta in ("auto", 0.5 / n):
+        check_config({**grid, "privacy": {"delta": delta}})
+    for delta in (1 / n, 0.5):
+        with pytest.raises(ConfigError, match=rf"^privacy.delta: .*1/N = 1/{n} for dp-mlp on csbm-tiny"):
+            check_config({**grid, "privacy": {"delta": delta}})
+    check_config({**tiny_grid(), "privacy": {"delta": 0.5}})  # no private method: no δ to check
+
+
+def test_a_batch_of_training_nodes_cannot_exceed_the_training_set():
+    n = tiny_train_nodes()
+    check_config(tiny_grid(**{"dp-mlp": {"batch_size": n}}))
+    with pytest.raises(ConfigError, match=rf"^methods.dp-mlp.batch_size: {n + 1} is more than the {n} training nodes"):
+        check_config(tiny_grid(**{"dp-mlp": {"batch_size": n + 1}}))
+    # A variant inherits its base's block: the field named is where the value is set.
+    grid = tiny_grid(**{"dp-mlp-big": {"base": "dp-mlp"}})
+    grid["methods"]["dp-mlp"] = {"batch_size": n + 1}
+    with pytest.raises(ConfigError, match=r"^methods.dp-mlp.batch_size: "):
+        check_config(grid)
+    from nodedp.methods import get_method
+
+    default = get_method("gap").hparams().batch_size
+    if default > n:  # the default itself, named as such
+        with pytest.raises(ConfigError, match=r"^methods.gap.batch_size \(the default of gap\)"):
+            check_config(tiny_grid(gap=None))
+    # Non-private minibatching has no such limit: one batch is then the whole training set.
+    check_config(tiny_grid(**{"mlp": {"batch_size": 10 * n}}))
+
+
+def test_a_built_graphs_meta_gives_the_size_of_a_downloaded_dataset(tmp_path):
+    from nodedp.io import write_json
+
+    grid = {"studies": {"s": {"datasets": ["cora"], "methods": ["dp-mlp"], "epsilons": [1], "seeds": [0]}},
+            "methods": {"dp-mlp": {"batch_size": 64}}}
+    check_config(grid, graphs_dir=tmp_path)  # not built yet: nothing to check against
+    write_json(tmp_path / "cora" / "meta.json", {"name": "cora", "num_nodes": 80, "num_edges": 300,
+                                                  "is_undirected": True, "source": {"protocol": "nip-gnn"}})
+    with pytest.raises(ConfigError, match=r"batch_size: 64 is more than the 60 training nodes of cora .*meta.json"):
+        check_config(grid, graphs_dir=tmp_path)
+    (tmp_path / "cora" / "meta.json").write_text("{broken")
+    check_config(grid, graphs_dir=tmp_path)  # unreadable: the job reading it reports it, not the planner
+
+
+def test_the_batch_limited_methods_are_registered_and_have_a_batch_size():
+    import dataclasses
+
+    from nodedp.config import BATCH_OF_TRAINING_NODES
+    from nodedp.methods import get_method, method_names
+
+    assert BATCH_OF_TRAINING_NODES <= set(method_names())
+    for name in BATCH_OF_TRAINING_NODES:
+        assert "batch_size" in {f.name for f in dataclasses.fields(get_method(name).hparams)}
+
+
+def test_variant_overrides_are_the_keys_set_on_top_of_the_base(config):
+    from nodedp.config import variant_overrides
+
+    overrides = variant_overrides(config)
+    assert set(overrides) == set(method_variants(config))
+    for name, (base, keys) in overrides.items():
+        resolved_base, hparams = resolve_method(config, name)
+        assert base == resolved_base and "base" not in keys
+        assert all(hparams[k] == v for k, v in keys.items())

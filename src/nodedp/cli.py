@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -16,7 +17,82 @@ Typical use on one cell of the grid (what the Snakemake rules run):
   python -m nodedp split --graph resources/graphs/csbm-homophilous --seed 0 --out split.pt
   python -m nodedp train --graph resources/graphs/csbm-homophilous --split split.pt \\
       --method dp-mlp --epsilon 4 --seed 0 --config config.yaml --out runs/dp-mlp-eps4
+  python -m nodedp check-config my-grid.yaml   # what the workflow checks before any job
 """
+# A progress bar in a log file (not a terminal): one line per redraw, at most this often.
+PROGRESS_INTERVAL_S = 30.0
+PROGRESS_ENV = "NODEDP_PROGRESS"  # "1": progress on by default (the workflow's rules set it, for their logs)
+PROGRESS_HELP = (f"progress bar on stderr (default: on when stderr is a terminal or ${PROGRESS_ENV}=1, as in the "
+                 f"workflow's rules); into a log file it is one line every {PROGRESS_INTERVAL_S:g} s")
+STARTED = time.monotonic()
+
+
+def note(message: str) -> None:
+    """A line on stderr with the seconds since the verb started: what a rule's log shows while a long
+    step runs (stdout, redirected to the same log, is buffered until the end)."""
+    print(f"[{time.monotonic() - STARTED:8.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+class LogProgress:
+    """stderr for a log file. tqdm redraws a bar in place with carriage returns, which a log file keeps as
+    one line that grows all run long; this writes each redraw as a line of its own, at most one every
+    ``interval`` seconds, and the latest one before any other output (so a finished bar shows its count).
+    ``finish()`` writes a redraw still held back."""
+
+    def __init__(self, stream, *, interval: float = PROGRESS_INTERVAL_S, clock=time.monotonic) -> None:
+        self._stream, self._interval, self._clock = stream, interval, clock
+        self._last = -math.inf
+        self._pending: str | None = None  # the latest redraw not written yet
+        self._line_open = False  # plain text written without its newline yet
+        self._drop_newline = False  # tqdm ends a bar with "\n" after its last redraw, which has its own
+
+    def write(self, text: str) -> int:
+        head, *redraws = text.split("\r")
+        if head:
+            self._plain(head)
+        for line in redraws:
+            line = line.rstrip()
+            if not line:  # tqdm clears a line with blanks
+                continue
+            if self._clock() - self._last >= self._interval:
+                self._emit(line)
+            else:
+                self._pending = line
+        return len(text)
+
+    def _emit(self, line: str) -> None:
+        self._stream.write(("\n" if self._line_open else "") + line + "\n")
+        self._stream.flush()
+        self._last, self._pending = self._clock(), None
+        self._line_open, self._drop_newline = False, True
+
+    def _plain(self, text: str) -> None:
+        if self._pending is not None:
+            self._emit(self._pending)
+        if self._drop_newline and text.startswith("\n"):
+            text = text[1:]
+        self._drop_newline = False
+        if text:
+            self._stream.write(text)
+            self._line_open = not text.endswith("\n")
+
+    def finish(self) -> None:
+        if self._pending is not None:
+            self._emit(self._pending)
+        self.flush()
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str):  # encoding, fileno, ... of the real stream
+        return getattr(self._stream, name)
+
+
+def progress_default() -> bool:
+    return sys.stderr.isatty() or os.environ.get(PROGRESS_ENV) == "1"
 
 
 def format_epsilon(eps: float) -> str:
@@ -68,6 +144,42 @@ def cmd_methods(args: argparse.Namespace) -> None:
         if args.verbose:
             for f in dataclasses.fields(info.hparams):
                 print(f"    {f.name} = {getattr(info.hparams(), f.name)!r}")
+    if args.config:
+        from nodedp.config import read_config, resolve_method, variant_overrides
+
+        config = read_config(args.config)
+        variants = variant_overrides(config)
+        print(f"\nvariants in {args.config} (a base method with keys on top; `methods:` entries with `base:`):")
+        for name, (base, keys) in sorted(variants.items()):
+            overrides = ", ".join(f"{k}={v!r}" for k, v in keys.items()) or "(none: the base's block)"
+            print(f"{name:24s} base {base:12s} {overrides}")
+            if args.verbose:
+                for key, value in sorted(resolve_method(config, name)[1].items()):
+                    print(f"    {key} = {value!r}")
+        if not variants:
+            print("(none)")
+
+
+def cmd_check_config(args: argparse.Namespace) -> None:
+    from nodedp.config import SCHEMA, ConfigError, check_config, check_schema, read_config, resolve_method
+    from nodedp.methods import get_method
+
+    config = read_config(args.config)  # a YAML error names the file and line
+    schema = Path(args.schema) if args.schema else SCHEMA
+    if not schema.is_file():
+        raise ConfigError(f"no config schema at {schema}; pass --schema workflow/schemas/config.schema.yaml")
+    try:
+        check_schema(config, schema)
+        check_config(config, graphs_dir=Path(args.graphs))
+    except ConfigError as err:
+        raise ConfigError(f"{args.config}: {err}") from None
+    cells = set()
+    for study in config["studies"].values():
+        for method in study["methods"]:
+            private = get_method(resolve_method(config, method)[0]).private
+            cells |= {(d, method, e, s) for d in study["datasets"] for e in (study["epsilons"] if private else ["inf"])
+                      for s in study["seeds"]}
+    print(f"{args.config}: OK; studies {', '.join(config['studies'])}: {len(cells)} training cell(s)")
 
 
 def cmd_download(args: argparse.Namespace) -> None:
@@ -89,6 +201,7 @@ def cmd_download(args: argparse.Namespace) -> None:
 def cmd_graph(args: argparse.Namespace) -> None:
     from nodedp.data import build_dataset
 
+    note(f"building {args.dataset}" + (f" from {args.raw}" if args.raw else " from its spec"))
     meta = build_dataset(args.dataset, Path(args.out), raw_dir=Path(args.raw) if args.raw else None)
     print(json.dumps({k: meta[k] for k in ("name", "num_nodes", "num_edges", "num_classes")}))
 
@@ -119,12 +232,12 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
 
 
 def cmd_stability(args: argparse.Namespace) -> None:
-    from nodedp.data import get_dataset, load_graph, load_split, remove_cross_split_edges
+    from nodedp.data import get_dataset, load_graph, load_graph_meta, load_split, remove_cross_split_edges
     from nodedp.data.stability import bounding_report
-    from nodedp.io import read_json, write_json
+    from nodedp.io import write_json
 
     graph_dir = Path(args.graph)
-    meta = read_json(graph_dir / "meta.json")
+    meta = load_graph_meta(graph_dir)
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     edges = graph.edge_index
@@ -133,6 +246,7 @@ def cmd_stability(args: argparse.Namespace) -> None:
     info = get_dataset(meta["name"])
     # Every removal re-runs the whole bounding: on large graphs a smaller sample keeps the work ~ 2·10⁷ edges.
     sample = args.sample or max(20, min(200, int(2e7 // max(1, edges.size(1)))))
+    note(f"{meta['name']}: re-running each degree bounding without each of {sample} + {args.hubs} node(s)")
     report = bounding_report(edges, num_nodes=graph.num_nodes, train_nodes=split.train,
                              in_degree_bound=info.in_degree_bound, out_degree_bound=info.out_degree_bound,
                              seed=args.seed, sample=sample, hubs=args.hubs)
@@ -149,10 +263,29 @@ def load_structure(paths: Sequence[str]) -> dict:
 
     structure = {}
     for path in paths:
-        artifact = torch.load(path, weights_only=True)
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path}: missing structure artifact")
+        try:
+            artifact = torch.load(path, weights_only=True)
+        except Exception as err:  # a truncated file: torch raises many types, with long messages
+            problem = (str(err).strip().splitlines() or [""])[0]
+            raise ValueError(f"{path}: not a readable structure artifact ({type(err).__name__}: {problem}); "
+                             "rebuild it (`python -m nodedp bound-degree` or `dp-appr`)") from err
+        if not isinstance(artifact, dict) or "kind" not in artifact:
+            raise ValueError(f"{path}: not a structure artifact (no 'kind'); made by `python -m nodedp bound-degree` "
+                             "or `dp-appr`")
         # degree bounds: {"kind", "bound", "seed", "edge_index"}; DPAR's: see nodedp.methods.dpar.build_dp_appr
         structure[artifact["kind"]] = artifact
     return structure
+
+
+def check_structure(method: str, needs: Sequence[str], structure: dict) -> None:
+    """Every artifact a method declares it needs, before any work: one line naming the kinds and their verbs."""
+    missing = [kind for kind in needs if kind not in structure]
+    if missing:
+        made_by = ", ".join("`dp-appr`" if kind == "dp-appr" else f"`bound-degree --kind {kind}`" for kind in missing)
+        raise ValueError(f"method {method!r} needs the structure artifact(s) {missing}: pass --structure with the "
+                         f"file(s) made by {made_by} (got {sorted(structure) or 'none'})")
 
 
 def check_reference_name(name: str, hp) -> None:
@@ -182,20 +315,22 @@ def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
 
 def cmd_dp_appr(args: argparse.Namespace) -> None:
     from nodedp.accounting import Ledger, write_ledger
-    from nodedp.data import load_graph, load_split
-    from nodedp.io import read_json, torch_save_atomic
+    from nodedp.data import load_graph, load_graph_meta, load_split
+    from nodedp.io import torch_save_atomic
     from nodedp.methods import get_method
     from nodedp.methods.dpar import OPTIONS, build_dp_appr
 
     if args.method not in OPTIONS:
-        raise ValueError(f"dp-appr builds DPAR's artifact; --method must be one of {list(OPTIONS)}, got {args.method!r}")
+        raise ValueError(f"dp-appr builds DPAR's artifact; --method must be one of {list(OPTIONS)}, "
+                         f"got {args.method!r}")
     info = get_method(args.method)
     info.check_epsilon(args.epsilon)
     hp = info.parse_hparams(json.loads(args.hparams))
     graph_dir = Path(args.graph)
-    meta = read_json(graph_dir / "meta.json")
+    meta = load_graph_meta(graph_dir)
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
     artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],
                              target_delta=_target_delta(info, meta, graph, args.delta), seed=args.seed,
                              accountant=info.resolve_accountant(args.accountant))
@@ -214,8 +349,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     import torch
 
-    from nodedp.data import load_graph, load_split
-    from nodedp.io import read_json, write_json
+    from nodedp.data import load_graph, load_graph_meta, load_split
+    from nodedp.io import write_json
     from nodedp.methods import RunInputs, RunSpec, get_method
     from nodedp.provenance import provenance
 
@@ -223,11 +358,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     method, name = args.method, args.name or args.method
     hparams, delta, accountant = args.hparams, args.delta, args.accountant
     if args.config:
-        import yaml
+        from nodedp.config import read_config, resolve_method
 
-        from nodedp.config import resolve_method
-
-        config = yaml.safe_load(Path(args.config).read_text())
+        config = read_config(args.config)
         method, hparams = resolve_method(config, args.method)  # a method or a variant of one
         privacy = config.get("privacy") or {}
         delta = privacy.get("delta", delta)
@@ -236,13 +369,17 @@ def cmd_train(args: argparse.Namespace) -> None:
     info.check_epsilon(args.epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
     check_reference_name(name, hp)
+    structure = load_structure(args.structure)
+    check_structure(method, info.needs, structure)
 
     if args.threads:
         torch.set_num_threads(args.threads)
     graph_dir = Path(args.graph)
-    meta = read_json(graph_dir / "meta.json")
+    meta = load_graph_meta(graph_dir)
     graph = load_graph(graph_dir)
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    note(f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training; training {name} "
+         f"at ε = {args.epsilon:g}, seed {args.seed}")
     target_delta = _target_delta(info, meta, graph, delta)
     spec = RunSpec(
         dataset=meta["name"],
@@ -255,7 +392,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         progress=args.progress,
     )
     inputs = RunInputs(
-        graph=graph, split=split, num_classes=meta["num_classes"], structure=load_structure(args.structure)
+        graph=graph, split=split, num_classes=meta["num_classes"], structure=structure
     )
     result = info.run(inputs, spec, hp)
 
@@ -383,8 +520,21 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     verb("datasets", cmd_datasets, "list the dataset registry")
-    p = verb("methods", cmd_methods, "list the method registry")
-    p.add_argument("--verbose", "-v", action="store_true", help="also print each method's default hyperparameters")
+    p = verb("methods", cmd_methods, "list the method registry, and a config's variants")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="also print each method's default hyperparameters (and each variant's, with --config)")
+    p.add_argument("--config", default=None,
+                   help="also list the variants this config file defines (name, base method, keys set on top)")
+
+    p = verb("check-config", cmd_check_config,
+             "check a config file as the workflow does before any job: YAML syntax, schema, methods and "
+             "hyperparameters, δ and batch sizes against the datasets' public sizes")
+    p.add_argument("config", nargs="?", default="config.yaml", help="the config file (default: config.yaml)")
+    p.add_argument("--graphs", default="resources/graphs",
+                   help="folder of built graphs, whose meta.json give the sizes of downloaded datasets "
+                        "(default: resources/graphs, the workflow's)")
+    p.add_argument("--schema", default=None,
+                   help="the JSON schema (default: workflow/schemas/config.schema.yaml of this checkout)")
 
     p = verb("download", cmd_download, "fetch a dataset's upstream files (checksums verified; mirror: $NODEDP_MIRROR)")
     p.add_argument("--dataset", required=True, help="a downloaded dataset id (see `datasets`)")
@@ -393,7 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="base URL that serves https://HOST/PATH as MIRROR/HOST/PATH (default: $NODEDP_MIRROR)")
     p.add_argument("--lock", default=None,
                    help="checksum lock file for unpinned files (default: checksums.lock.json beside --out)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
+                   help=PROGRESS_HELP)
 
     p = verb("graph", cmd_graph, "build a dataset into the canonical format (graph.pt + meta.json)")
     p.add_argument("--dataset", required=True, help="a dataset id (see `datasets`)")
@@ -415,12 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", required=True, choices=["in-degree", "out-degree", "degree"],
                    help="in-degree (DP-GNN), out-degree (GAP), or degree: undirected, both ends (NIP-GNN)")
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True, help="seed of the edge sampling (the split's seed)")
     p.add_argument("--out", required=True, help="output .pt file")
 
     p = verb("dp-appr", cmd_dp_appr, "build DPAR's DP-APPR matrix (a structure artifact, with its ledger beside it)")
     p.add_argument("--graph", required=True, help="canonical graph directory")
-    p.add_argument("--split", required=True, help="stored split (.pt); APPR runs on a node sample of its training nodes")
+    p.add_argument("--split", required=True,
+                   help="stored split (.pt); APPR runs on a node sample of its training nodes")
     p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm or dpar-nodp")
     p.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True,
@@ -440,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a method id (see `methods`); with --config also a variant named in its `methods:`")
     p.add_argument("--name", help="the name the run is recorded under (a variant's name; default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target ε ('inf' for non-private methods)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True, help="seed of initialisation, sampling and noise")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
     source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
@@ -450,7 +602,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "tightly, RDP for the rest; or force 'rdp' or 'pld'")
     p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty())
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
+                   help=PROGRESS_HELP)
     p.add_argument("--out", required=True, help="run directory")
 
     p = verb("stability", cmd_stability,
@@ -464,20 +617,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output JSON (beside the graph's meta.json in the workflow)")
 
     p = verb("collect", cmd_collect, "collect runs (metrics.json + verified ledger.json) into a parquet table")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output .parquet file")
     p.add_argument("metrics", nargs="+", help="metrics.json files")
 
     p = verb("summarize", cmd_summarize, "bootstrap confidence intervals per dataset, method and ε")
-    p.add_argument("--out", required=True)
-    p.add_argument("--resamples", type=int, default=1000)
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="output summary .parquet file")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default: 0)")
     p.add_argument("runs", nargs="+", help="run tables (.parquet) from `collect`")
 
     p = verb("tables", cmd_tables, "write the Markdown and LaTeX accuracy tables from a summary")
-    p.add_argument("--summary", required=True)
-    p.add_argument("--markdown", required=True)
-    p.add_argument("--latex", required=True)
+    p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
+    p.add_argument("--markdown", required=True, help="output Markdown table (.md)")
+    p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
 
     p = verb("reproduction", cmd_reproduction,
              "write the reproduction (published vs reference mode vs suite), claimed-vs-actual ε and crossover "
@@ -486,17 +639,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True,
                    help="folder for reproduction.{md,tex}, claims.{md,tex} and crossover.{md,tex}")
     p = verb("figures", cmd_figures, "draw accuracy vs ε with CI bands from a summary")
-    p.add_argument("--summary", required=True)
-    p.add_argument("--png", required=True)
+    p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
+    p.add_argument("--png", required=True, help="output figure (.png)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global STARTED
     args = build_parser().parse_args(argv)
+    STARTED = time.monotonic()
+    stderr = sys.stderr
+    if getattr(args, "progress", False) and not stderr.isatty():
+        sys.stderr = LogProgress(stderr)  # a rule's log: bars as lines, not one growing line
     try:
         args.func(args)
     except (ValueError, KeyError, FileNotFoundError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"nodedp {args.verb}: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        if sys.stderr is not stderr:
+            sys.stderr.finish()
+            sys.stderr = stderr
     return 0

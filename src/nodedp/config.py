@@ -11,24 +11,103 @@ A *reference* name is a method or variant name with the suffix ``@paper``
 paper's own accounting (``accounting: paper``) and its claimed and actual ε in
 the ledger. An entry ``methods: {dpar-em0@paper: {...}}`` may add the paper's
 own hyperparameters on top. ``accounting`` is set by the name only.
+
+Checks, in the order the workflow runs them before any job: ``read_config``
+(YAML syntax, with the file and line), ``check_schema`` (the JSON schema, one
+line naming the field), ``check_config`` (method hyperparameters, and what a
+dataset's public metadata decides: δ below 1/N, batch sizes within the
+training set).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigError", "check_config", "known_methods", "method_variants", "resolve_method"]
+__all__ = [
+    "SCHEMA",
+    "ConfigError",
+    "PublicSize",
+    "check_config",
+    "check_schema",
+    "known_methods",
+    "method_variants",
+    "public_size",
+    "read_config",
+    "resolve_method",
+    "variant_overrides",
+]
 
 BASE_KEY = "base"
 REFERENCE_SUFFIX = "@paper"  # a reference-mode run: the paper's accounting (module docstring)
 # Hyperparameters that override a dataset's public degree bounds for a method's structure artifacts.
 DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound", "degree": "max_degree"}
+# The grid's JSON schema, in a checkout (the workflow passes its own copy).
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+# Methods whose training draws `batch_size` of the training nodes per step and refuses a larger batch (DP-SGD
+# over the training nodes; DPDGC in both modes). DPAR's batch is an expected batch of its own node sample
+# (the rate is capped at 1), NIP-GNN trains on already private inputs, and the non-private baselines minibatch
+# freely: a large batch is one full batch there.
+BATCH_OF_TRAINING_NODES = frozenset(
+    {"dp-gat", "dp-gcn", "dp-gin", "dp-mlp", "dp-sage", "dpdgc", "dpdgc-nodp", "gap", "progap"}
+)
 
 
 class ConfigError(ValueError):
     pass
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A grid file as a dict. A YAML syntax error is one line: file, line, column and the problem."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config ({err.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context, context_mark = getattr(err, "context", None), getattr(err, "context_mark", None)
+        if context and context_mark is not None and (mark is None or context_mark.line != mark.line):
+            problem += f" ({context} from line {context_mark.line + 1})"
+        raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config is a YAML mapping (studies:, methods:, ...), got {type(data).__name__}")
+    return data
+
+
+def _field(path) -> str:
+    """``studies.demo.seeds[0]`` from a JSON schema error's path."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(top level)"
+
+
+def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, Any] = SCHEMA) -> None:
+    """Raise ConfigError with the config's most relevant schema violation, one line naming the field
+    (Snakemake's own validation prints the whole schema after it)."""
+    import jsonschema
+    import yaml
+
+    if not isinstance(schema, Mapping):
+        schema = yaml.safe_load(Path(schema).read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return
+    message = error.message
+    if error.validator in ("oneOf", "anyOf") and "description" in error.schema:
+        message = f"{error.instance!r} is not valid: expected {error.schema['description']}"
+    raise ConfigError(f"{_field(error.absolute_path)}: {message}")
 
 
 def method_variants(config: Mapping[str, Any]) -> dict[str, str]:
@@ -75,14 +154,109 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
             raise ConfigError(f"unknown method {name!r}; valid: {valid}")
         return name, block
     if name in method_names():
-        raise ConfigError(f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; name the variant differently")
+        raise ConfigError(f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; "
+                          "name the variant differently")
     if base not in method_names():
         raise ConfigError(f"methods.{name}.{BASE_KEY}: {base!r} is not a registered method; valid: {method_names()}")
     return base, {**(blocks.get(base) or {}), **block}
 
 
-def check_config(config: Mapping[str, Any]) -> None:
-    """Raise ConfigError naming the field when the (schema-validated) config cannot run."""
+def variant_overrides(config: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Variant name -> (its base method id, the keys it sets on top of the base's block)."""
+    blocks = config.get("methods") or {}
+    return {name: (base, {k: v for k, v in blocks[name].items() if k != BASE_KEY})
+            for name, base in method_variants(config).items()}
+
+
+@dataclass(frozen=True)
+class PublicSize:
+    """What is public about a dataset's size before any job runs: its nodes, its private edges (an
+    undirected edge once; ``None`` until the graph is built) and its training nodes (``None`` for an
+    official split). ``source`` says where the numbers come from."""
+
+    num_nodes: int
+    num_edges: int | None
+    num_train: int | None
+    source: str
+
+
+def public_size(dataset: str, *, graphs_dir: str | Path | None = None) -> PublicSize | None:
+    """A dataset's size from its built ``meta.json`` under ``graphs_dir`` when there is one, else from its
+    synthetic spec (a synthetic graph is made from code: its spec is public); ``None`` when neither says.
+    The training nodes follow the protocol's random split fractions (as ``random_split`` rounds them)."""
+    from nodedp.data import get_dataset
+    from nodedp.data.preprocess import get_protocol
+    from nodedp.io import read_json
+
+    info = get_dataset(dataset)
+    meta_path = Path(graphs_dir) / dataset / "meta.json" if graphs_dir is not None else None
+    meta = None
+    if meta_path is not None and meta_path.is_file():
+        try:
+            meta = read_json(meta_path)
+        except (OSError, ValueError):  # unreadable: the job that reads it names the problem
+            meta = None
+    if isinstance(meta, dict) and isinstance(meta.get("num_nodes"), int) and isinstance(meta.get("num_edges"), int):
+        num_nodes, source = meta["num_nodes"], str(meta_path)
+        num_edges = meta["num_edges"] // 2 if meta.get("is_undirected") else meta["num_edges"]
+        protocol = (meta.get("source") or {}).get("protocol", info.protocol)
+    else:
+        params = info.source.get("params", {}) if info.kind == "synthetic" else {}
+        if "num_nodes" not in params:
+            return None
+        num_nodes, num_edges, source = int(params["num_nodes"]), None, f"the {dataset} spec"
+        protocol = info.protocol
+    split = get_protocol(protocol).split
+    num_train = round(split.train * num_nodes) if split.kind == "random" else None
+    return PublicSize(num_nodes=num_nodes, num_edges=num_edges, num_train=num_train, source=source)
+
+
+def _batch_field(config: Mapping[str, Any], name: str, base: str) -> str:
+    """Where a method's batch_size is set: its own block, its base's, or the method's default."""
+    blocks = config.get("methods") or {}
+    for block_name in (name, name.removesuffix(REFERENCE_SUFFIX), base):
+        if "batch_size" in (blocks.get(block_name) or {}):
+            return f"methods.{block_name}.batch_size"
+    return f"methods.{name}.batch_size (the default of {base})"
+
+
+def _check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | None) -> None:
+    """What a dataset's public size decides before any job: a configured δ must lie below 1/N for every
+    private method on it, and a batch of training nodes cannot exceed the training set."""
+    from nodedp.accounting import default_delta
+    from nodedp.methods import get_method
+
+    delta = (config.get("privacy") or {}).get("delta", "auto")
+    sizes: dict[str, PublicSize | None] = {}
+    for study, spec in config["studies"].items():
+        for dataset in spec["datasets"]:
+            if dataset not in sizes:
+                sizes[dataset] = public_size(dataset, graphs_dir=graphs_dir)
+            size = sizes[dataset]
+            if size is None:
+                continue
+            for method in spec["methods"]:
+                base, hparams = resolve_method(config, method)
+                info = get_method(base)
+                units = size.num_nodes if info.level == "node" else size.num_edges if info.level == "edge" else None
+                if isinstance(delta, (int, float)) and units is not None and not delta < 1 / units:
+                    unit = "nodes" if info.level == "node" else "edges"
+                    raise ConfigError(
+                        f"privacy.delta: {delta:g} is not below 1/N = 1/{units} for {method} on {dataset} "
+                        f"(study {study}; {units} {unit}, from {size.source}); use 'auto' "
+                        f"({default_delta(units):g}) or a smaller δ")
+                batch = getattr(info.parse_hparams(hparams), "batch_size", None)
+                if base in BATCH_OF_TRAINING_NODES and size.num_train is not None and batch > size.num_train:
+                    raise ConfigError(
+                        f"{_batch_field(config, method, base)}: {batch} is more than the {size.num_train} training "
+                        f"nodes of {dataset} (study {study}; its split of {size.num_nodes} nodes, from "
+                        f"{size.source}); use a batch_size of at most {size.num_train}")
+
+
+def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = None) -> None:
+    """Raise ConfigError naming the field when the (schema-validated) config cannot run. ``graphs_dir``
+    (the workflow's ``resources/graphs``) holds already built graphs, whose ``meta.json`` gives the sizes
+    that synthetic specs give before a graph is built (``public_size``)."""
     from nodedp.data import dataset_names
     from nodedp.methods import get_method
 
@@ -103,3 +277,4 @@ def check_config(config: Mapping[str, Any]) -> None:
             get_method(base).parse_hparams(hparams)
         except ValueError as err:
             raise ConfigError(f"methods.{name}: {err}") from None
+    _check_public_limits(config, graphs_dir=graphs_dir)

@@ -51,7 +51,13 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def read_json(path: str | Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Parse a JSON file. Invalid JSON raises ``json.JSONDecodeError`` whose message names the file
+    (the decoder's own names only the line and column)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise json.JSONDecodeError(f"{path}: not valid JSON ({err.msg})", err.doc, err.pos) from None
 
 
 def sha256_file(path: str | Path) -> str:

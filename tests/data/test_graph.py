@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -169,8 +170,36 @@ def test_a_directed_cycle_is_not_undirected_though_its_degrees_balance() -> None
 
     from nodedp.data import graph_stats
 
-    cycle = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long), edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    cycle = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long),
+                 edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
     assert graph_stats(cycle)["is_undirected"] is False
     both = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long),
                 edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]))
     assert graph_stats(both)["is_undirected"] is True
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text[: len(text) // 2], "meta.json: not valid JSON"),
+        (lambda text: "[1, 2]", "meta.json: expected a JSON object, got list"),
+        (lambda text: text.replace('"num_classes"', '"classes"'), r"meta.json: missing field\(s\) \['num_classes'\]"),
+    ],
+)
+def test_a_damaged_meta_json_is_named_with_its_problem(tmp_path: Path, damage, message: str) -> None:
+    save_graph(path_graph(), tmp_path, name="path", source={})
+    meta = tmp_path / "meta.json"
+    meta.write_text(damage(meta.read_text()))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path))}/{message}") as err:
+        load_graph(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_an_unreadable_graph_file_is_named_in_one_line(tmp_path: Path) -> None:
+    meta = save_graph(path_graph(), tmp_path, name="path", source={})
+    graph = tmp_path / "graph.pt"
+    graph.write_bytes(graph.read_bytes()[:200])  # truncated, with a checksum that matches it
+    write_json(tmp_path / "meta.json", {**meta, "sha256": sha256_file(graph)})
+    with pytest.raises(GraphValidationError, match=f"^{re.escape(str(graph))}: not a readable graph file") as err:
+        load_graph(tmp_path)
+    assert "\n" not in str(err.value)

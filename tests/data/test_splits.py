@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,13 @@ def test_remove_cross_split_edges_keeps_exactly_within_part_edges() -> None:
     same = part_of[edge_index[0]] == part_of[edge_index[1]]
     assert torch.equal(kept, edge_index[:, same])
     assert 0 < kept.size(1) < edge_index.size(1)
+
+
+@pytest.mark.parametrize("keep", [0, 64, 0.5])
+def test_a_truncated_split_file_is_one_line_naming_it(tmp_path: Path, keep) -> None:
+    path = raw_split(tmp_path)
+    payload = path.read_bytes()
+    path.write_bytes(payload[: int(keep * len(payload)) if isinstance(keep, float) else keep])
+    with pytest.raises(SplitValidationError, match=f"^{re.escape(str(path))}: not a readable split file") as err:
+        load_split(path)
+    assert "\n" not in str(err.value) and "nodedp split" in str(err.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,21 +83,65 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
         (lambda c: c["studies"]["demo"].update({"seeds": [0.5]}), "seeds"),
         (lambda c: c["studies"]["demo"].pop("datasets"), "datasets"),
         (lambda c: c["methods"].update({"dp-mlp": {"clip": 1.0}}), "clip_norm"),
+        (lambda c: c.pop("studies"), "(top level): 'studies' is a required property"),
+        # What the datasets' public sizes decide (csbm-tiny's spec: 300 nodes, 225 of them training nodes).
+        (lambda c: c.update({"privacy": {"delta": 0.5}}), "privacy.delta: 0.5 is not below 1/N"),
+        (lambda c: c["methods"]["dp-mlp"].update({"batch_size": 10_000}), "methods.dp-mlp.batch_size: 10000"),
     ],
 )
-def test_bad_config_stops_before_any_job(tmp_path, edit, field):
+def test_bad_config_stops_before_any_job_in_one_line_naming_file_and_field(tmp_path, edit, field):
     config = json.loads(json.dumps(TINY))
     edit(config)
-    result = snakemake(tmp_path, "demo", config=write_config(tmp_path, config))
+    path = write_config(tmp_path, config)
+    result = snakemake(tmp_path, "demo", config=path)
     assert result.returncode != 0
-    assert field in result.stdout + result.stderr
+    output = (result.stdout + result.stderr).strip().splitlines()
+    assert len(output) == 1 and output[0].startswith(f"{path}: ") and field in output[0], output
     assert not (tmp_path / "resources").exists() and not (tmp_path / "results").exists()
 
 
-def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
-    config = write_config(tmp_path, TINY)
-    result = snakemake(tmp_path, "demo", config=config)
+def test_a_yaml_error_in_config_yaml_names_its_line(tmp_path):
+    (tmp_path / "config.yaml").write_text("studies:\n  demo:\n    datasets: [csbm-tiny\n    methods: [mlp]\n")
+    result = snakemake(tmp_path, "demo")
+    assert result.returncode != 0
+    assert (result.stdout + result.stderr).strip().splitlines() == [
+        "config.yaml, line 4, column 12: YAML syntax error: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence from line 3)"]
+
+
+def planned_jobs(result) -> dict[str, int]:
+    """Rule -> job count from the table of `snakemake --dry-run --quiet rules`."""
+    table = result.stdout + result.stderr
+    rows = (line.split() for line in table.splitlines())
+    return {row[0]: int(row[1]) for row in rows if len(row) == 2 and row[1].isdigit()}
+
+
+def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")  # where the Snakefile would read it
+    one_cell = {"studies": {"mine": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"], "epsilons": [2],
+                                     "seeds": [0]}},
+                "methods": {"dp-mlp": {"batch_size": 32}}}
+    (tmp_path / "mine").mkdir()
+    result = snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=write_config(tmp_path / "mine", one_cell))
+    assert result.returncode == 0, result.stderr
+    jobs = planned_jobs(result)
+    # the cell, its graph and split, and the study's collect/summarize/tables/figures: nothing of config.yaml's
+    assert jobs["train"] == jobs["graph"] == jobs["split"] == jobs["collect"] == jobs["summarize"] == 1
+    assert jobs["total"] == sum(count for rule, count in jobs.items() if rule != "total") <= 10
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    """A workspace that has run the TINY study: (its folder, its config)."""
+    workdir = tmp_path_factory.mktemp("tiny-study")
+    config = write_config(workdir, TINY)
+    result = snakemake(workdir, "demo", config=config)
     assert result.returncode == 0, result.stderr[-4000:]
+    return workdir, config
+
+
+def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
+    tmp_path, config = tiny_study
     paper = tmp_path / "paper/demo"
     for path in ("tables/accuracy.md", "tables/accuracy.tex", "figures/accuracy_vs_epsilon.png"):
         assert (paper / path).stat().st_size > 0
@@ -128,6 +173,34 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tmp_path):
     assert redraw.returncode == 0, redraw.stderr[-4000:]
     assert (paper / "figures/accuracy_vs_epsilon.png").exists() and (paper / "tables/claims.md").exists()
     assert "rule train" not in redraw.stdout + redraw.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace(tiny_study, tmp_path):
+    studied, _ = tiny_study
+    fresh = tmp_path / "fresh"
+    shutil.copytree(studied / "results/runs", fresh / "results/runs")  # the runs, and nothing they came from
+    runs = {p: p.stat().st_mtime_ns for p in (fresh / "results/runs").glob("**/*.json")}
+    # Two studies: the one that ran, and one drawn for the first time from a subset of its cells.
+    grid = {**TINY, "studies": {**TINY["studies"], "mlp-only": {**TINY["studies"]["demo"], "methods": ["mlp"]}}}
+    config = write_config(tmp_path, grid)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # -o: the test's environment is set up already (the stamp of `make venv` may be missing or older)
+    result = subprocess.run(
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "paper", f"BIN={Path(sys.executable).parent}",
+         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {fresh}"],
+        check=False, capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    drawn = {study: sorted(p.relative_to(fresh / "paper" / study) for p in (fresh / "paper" / study).glob("*/*"))
+             for study in grid["studies"]}
+    assert drawn["demo"] == drawn["mlp-only"] and Path("tables/accuracy.md") in drawn["demo"]
+    assert Path("figures/accuracy_vs_epsilon.png") in drawn["demo"]
+    assert "mlp" in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
+    assert "dp-mlp" not in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
+    output = result.stdout + result.stderr
+    assert "rule train" not in output and "rule graph" not in output and not (fresh / "resources").exists()
+    assert {p: p.stat().st_mtime_ns for p in runs} == runs  # never retrained
 
 
 def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_path):

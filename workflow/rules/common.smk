@@ -9,18 +9,27 @@ import sys
 
 from snakemake.utils import validate
 
-# Jobs (local, conda or SLURM) run this checkout's nodedp, whatever the environment.
+# Jobs (local, conda or SLURM) run this checkout's nodedp, whatever the environment. NODEDP_PROGRESS=1:
+# progress bars into each rule's log, one line every 30 s (a prefix, not an option in every rule's
+# command: a changed command would rerun every finished job under Snakemake's `code` rerun trigger).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)}; ")
+shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1; ")
 
 from nodedp.cli import format_epsilon
-from nodedp.config import DEGREE_BOUND_KEYS, check_config, resolve_method
+from nodedp.config import DEGREE_BOUND_KEYS, ConfigError, check_config, check_schema, resolve_method
 
-validate(config, "../schemas/config.schema.yaml")
-# What a JSON schema cannot say (method hyperparameters, split fractions):
-# checked by the package itself, before any job runs.
-check_config(config)
+# The grid's file(s), named in every config error: config.yaml, or what --configfile gave instead (Snakefile).
+CONFIG_FILES = " + ".join(str(path) for path in workflow.overwrite_configfiles or ["config.yaml"])
+try:
+    # One line naming the field (Snakemake's validate prints the whole schema after it), then the defaults.
+    check_schema(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+    validate(config, "../schemas/config.schema.yaml")
+    # What a JSON schema cannot say (method hyperparameters, δ and batch sizes against the datasets'
+    # public sizes): checked by the package itself, before any job runs.
+    check_config(config, graphs_dir="resources/graphs")
+except ConfigError as err:
+    raise SystemExit(f"{CONFIG_FILES}: {err}") from None
 
 STUDIES = config["studies"]
 ALL_DATASETS = sorted({d for s in STUDIES.values() for d in s["datasets"]})
@@ -68,7 +77,7 @@ def run_targets(study, dataset=None):
 
 def paper_targets(study):
     if study not in STUDIES:
-        raise ValueError(f"config.yaml has no study {study!r}; studies: {sorted(STUDIES)}")
+        raise ValueError(f"{CONFIG_FILES} has no study {study!r}; studies: {sorted(STUDIES)}")
     return [
         f"paper/{study}/tables/accuracy.md",
         f"paper/{study}/tables/accuracy.tex",

@@ -36,6 +36,8 @@ FORMAT_VERSION = 1
 GRAPH_FILE = "graph.pt"
 META_FILE = "meta.json"
 _TENSOR_KEYS = ("x", "y", "edge_index")
+# What readers of meta.json rely on (the loader, splits, δ's private units).
+_META_KEYS = ("name", "num_nodes", "num_edges", "num_classes", "sha256", "source")
 # Elements per chunk where a whole-graph temporary would cost GiBs (ogbn-products: 62M edges).
 _CHUNK = 1 << 24
 
@@ -172,17 +174,28 @@ def save_graph(data: Data, directory: str | Path, *, name: str, source: dict[str
     return meta
 
 
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
 def load_graph_meta(directory: str | Path) -> dict[str, Any]:
     """Read ``meta.json`` of a graph directory (no checksum check: that needs the tensors)."""
     meta_path = Path(directory) / META_FILE
     if not meta_path.is_file():
         raise GraphValidationError(f"{meta_path}: missing file")
-    meta = read_json(meta_path)
+    meta = read_json(meta_path)  # invalid JSON: an error naming the file
+    if not isinstance(meta, dict):
+        raise GraphValidationError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise GraphValidationError(
             f"{meta_path}: format_version {version!r} is not the supported {FORMAT_VERSION}"
         )
+    missing = [key for key in _META_KEYS if key not in meta]
+    if missing:
+        raise GraphValidationError(f"{meta_path}: missing field(s) {missing}; rebuild the graph (`python -m nodedp "
+                                   "graph`, the workflow's graph rule)")
     return meta
 
 
@@ -197,7 +210,10 @@ def load_graph(directory: str | Path) -> Data:
         raise GraphValidationError(
             f"{graph_path}: checksum mismatch (file {digest}, meta.json {meta['sha256']})"
         )
-    tensors = torch.load(graph_path, weights_only=True)
+    try:
+        tensors = torch.load(graph_path, weights_only=True)
+    except Exception as err:  # torch raises many types for a damaged archive; a checksum match makes this rare
+        raise GraphValidationError(f"{graph_path}: not a readable graph file ({_first_line(err)})") from err
     if not isinstance(tensors, dict) or set(tensors) != set(_TENSOR_KEYS):
         found = sorted(tensors) if isinstance(tensors, dict) else type(tensors).__name__
         raise GraphValidationError(f"{graph_path}: expected a dict with keys {list(_TENSOR_KEYS)}, got {found}")
