@@ -19,12 +19,14 @@ SNAKEMAKE_ARGS ?=
 CONFIG_ARGS := $(if $(CONFIG),--configfile $(CONFIG))
 CHECK_CONFIG := $(if $(CONFIG),$(BIN)/python -m nodedp check-config $(CONFIG) &&)
 # What redrawing may run: it never trains.
-REDRAW_RULES := collect summarize tables figures reproduction_tables
-# The redraw targets: the given study's tables and figures, or every study's (the `paper` rule).
-PAPER_TARGETS := $(if $(STUDY),$(foreach t,accuracy reproduction claims crossover,\
-  paper/$(STUDY)/tables/$(t).md paper/$(STUDY)/tables/$(t).tex) paper/$(STUDY)/figures/accuracy_vs_epsilon.png,paper)
+REDRAW_RULES := collect summarize tables figures reproduction_tables paper_tables main_tex study_table_html \
+  paper_table_html ledger_summary about study_index
+# The `paper` rule draws what finished runs can draw: every study whose runs have all finished, the paper tables
+# they feed, paper/main.tex; STUDY=name (NODEDP_STUDIES for the Snakefile): that study only.
+export NODEDP_STUDIES := $(STUDY)
+REPORT ?= paper/report.html
 
-.PHONY: venv demo test paper lint dryrun clean-demo
+.PHONY: venv demo test paper report lint dryrun clean-demo
 
 venv: $(STAMP)
 
@@ -46,8 +48,13 @@ test: $(STAMP)
 ## Redraw every study's tables and figures (or STUDY's) from existing runs; refuses to train anything.
 ## Targets come first: options that take several values (--allowed-rules, --configfile) would swallow them.
 paper: $(STAMP)
-	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) $(PAPER_TARGETS) --rerun-triggers mtime \
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) paper --rerun-triggers mtime --forcerun about \
 	  $(CONFIG_ARGS) --allowed-rules $(REDRAW_RULES) $(SNAKEMAKE_ARGS)
+
+## The HTML report of what is drawn (after `make demo` or `make paper`): tables, figures with captions, ledger
+## summaries, configuration, version and commit. REPORT=path: where (default paper/report.html).
+report: $(STAMP)
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) --report $(REPORT) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 ## What `snakemake` would run for the whole grid (or CONFIG's), without running it.
 dryrun: $(STAMP)

@@ -1,6 +1,9 @@
 # nodedp: one DAG from graphs to paper tables and figures, for every study of the grid.
-# Slices: `snakemake demo`, `snakemake runs`, `snakemake paper`, `snakemake data`;
-# one dataset of a study: `snakemake results/summary/main/runs/<dataset>.parquet`.
+# Targets: (default) every study of the grid trained and drawn, the seed papers' tables, paper/main.tex;
+# `demo`: the demo study; `runs`: every training run; `data`: graphs and splits; `paper`: redraw what
+# finished runs can draw (never trains: use it with --allowed-rules, as `make paper` does).
+# One dataset of a study: `snakemake results/summary/main/runs/<dataset>.parquet`.
+# `snakemake --report R.html` (any target; the default one reports what `paper` would redraw).
 # The grid is config.yaml, or the file `--configfile` names: that replaces config.yaml, never merges into it.
 import os
 import sys
@@ -22,6 +25,9 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/structure.smk"
@@ -33,7 +39,7 @@ include: "workflow/rules/paper.smk"
 rule all:
     default_target: True
     input:
-        [paper_targets(study) for study in STUDIES],
+        default_targets,
 
 
 rule demo:
@@ -53,4 +59,4 @@ rule runs:
 
 rule paper:
     input:
-        [paper_targets(study) for study in STUDIES],
+        paper_redraw_targets,

@@ -494,12 +494,92 @@ def cmd_reproduction(args: argparse.Namespace) -> None:
 def cmd_figures(args: argparse.Namespace) -> None:
     import polars as pl
 
-    from nodedp.analysis import plot_accuracy_vs_epsilon
+    from nodedp.analysis.figures import plot_accuracy_vs_epsilon, plot_frontier, plot_sweep
 
-    plot_accuracy_vs_epsilon(pl.read_parquet(args.summary), Path(args.png))
+    summary = pl.read_parquet(args.summary)
+    if args.kind == "sweep" and not args.parameter:
+        raise ValueError("--kind sweep needs --parameter (a hyperparameter the study's variants vary)")
+    if args.kind != "sweep" and args.parameter:
+        raise ValueError(f"--parameter is for --kind sweep, not {args.kind}")
+    png = Path(args.png)
+    if args.kind == "accuracy":
+        caption = plot_accuracy_vs_epsilon(summary, png)
+    elif args.kind == "frontier":
+        caption = plot_frontier(summary, png)
+    else:
+        caption = plot_sweep(summary, png, parameter=args.parameter)
+    if args.caption:
+        from nodedp.io import atomic_write
+
+        atomic_write(Path(args.caption), lambda tmp: tmp.write_text(caption + "\n", encoding="utf-8"))
+    print(f"{png}: {caption}")
+
+
+def cmd_paper_tables(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis.paper_tables import write_paper_tables
+
+    summaries = [pl.read_parquet(p) for p in args.summary]
+    summary = pl.concat(summaries, how="diagonal_relaxed") if summaries else None
+    if summary is None:
+        raise ValueError("no --summary given: a paper table reads the summaries of the studies that feed it")
+    out = Path(args.out_dir)
+    command = "snakemake --cores 2 " + " ".join(f"{out / '{key}'}.{ext}" for ext in ("md", "tex"))
+    written = write_paper_tables(summary, out, args.table, regenerate_command=command, interval=args.interval)
+    print("wrote " + ", ".join(map(str, written)))
+
+
+def cmd_main_tex(args: argparse.Namespace) -> None:
+    from nodedp.analysis.paper_tables import write_main_tex
+
+    print(f"wrote {write_main_tex(Path(args.out), [Path(t) for t in args.tables])}")
+
+
+def cmd_report_page(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis.report import (
+        about_html,
+        ledger_summary,
+        markdown_table_html,
+        study_index,
+        table_html,
+        write_html,
+    )
+    from nodedp.provenance import provenance
+
+    if args.kind == "index":
+        from nodedp.io import atomic_write
+
+        text = study_index(args.title, [Path(i) for i in args.inputs], root=Path(args.out).parent)
+        print(f"wrote {atomic_write(Path(args.out), lambda tmp: tmp.write_text(text, encoding='utf-8'))}")
+        return
+    if args.kind == "table":
+        if len(args.inputs) != 1:
+            raise ValueError(f"--kind table converts one Markdown table; got {len(args.inputs)} inputs")
+        page = markdown_table_html(Path(args.inputs[0]).read_text(encoding="utf-8"), title=args.title)
+    elif args.kind == "ledgers":
+        runs = pl.concat([pl.read_parquet(p) for p in args.inputs], how="diagonal_relaxed")
+        page = table_html(ledger_summary(runs), title=args.title,
+                          notes="One row per cell (dataset, method, target ε): what its runs' verified ledgers "
+                                "spent, the largest over its seeds. Reference-mode cells (reference = true) also give "
+                                "the paper's δ and the ε actually spent there (claim_actual_epsilon_max).")
+    else:
+        if len(args.inputs) != 1:
+            raise ValueError("--kind about reads one file: the resolved configuration as JSON")
+        config = json.loads(Path(args.inputs[0]).read_text(encoding="utf-8"))
+        page = about_html(config, provenance(), config_name=args.config_name)
+    print(f"wrote {write_html(Path(args.out), page)}")
 
 
 # --- parser ----------------------------------------------------------------
+
+
+def _paper_table_keys() -> list[str]:
+    from nodedp.analysis.paper_tables import PAPER_TABLES
+
+    return sorted(PAPER_TABLES)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -638,9 +718,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
     p.add_argument("--out-dir", required=True,
                    help="folder for reproduction.{md,tex}, claims.{md,tex} and crossover.{md,tex}")
-    p = verb("figures", cmd_figures, "draw accuracy vs ε with CI bands from a summary")
+    p = verb("figures", cmd_figures,
+             "draw a study's figure from its summary: accuracy vs ε with CI bands and the published points, the "
+             "privacy-utility frontier, or accuracy against one hyperparameter")
     p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
     p.add_argument("--png", required=True, help="output figure (.png)")
+    p.add_argument("--kind", default="accuracy", choices=["accuracy", "frontier", "sweep"],
+                   help="accuracy (default): accuracy vs target ε; frontier: accuracy vs the ε actually spent, "
+                        "with each dataset's best envelope; sweep: accuracy vs --parameter")
+    p.add_argument("--parameter", default=None, help="with --kind sweep: the hyperparameter on the x axis")
+    p.add_argument("--caption", default=None,
+                   help="also write the figure's caption (interval, seeds, marks) to this text file")
+
+    p = verb("paper-tables", cmd_paper_tables,
+             "write seed papers' tables in their own layouts (Markdown and LaTeX) from the summaries of the studies "
+             "that feed them, with the published values, the difference and the missing cells' needs")
+    p.add_argument("--summary", nargs="+", required=True, help="summary.parquet files (from `summarize`)")
+    p.add_argument("--table", nargs="+", default=None,
+                   help="paper table keys (default: all): " + ", ".join(_paper_table_keys()))
+    p.add_argument("--out-dir", required=True, help="folder for <key>.md and <key>.tex")
+    p.add_argument("--interval", default="half-width", choices=["half-width", "range"],
+                   help="a cell's interval as mean ± half-width (default) or (low–high)")
+
+    p = verb("main-tex", cmd_main_tex, "write a LaTeX document that inputs the given tables (paper/main.tex)")
+    p.add_argument("--out", required=True, help="output .tex document")
+    p.add_argument("tables", nargs="+", help=".tex tables to input, in order")
+
+    p = verb("report-page", cmd_report_page,
+             "write an HTML page for `snakemake --report`: a Markdown table as a browsable table, a study's ledger "
+             "summary (one row per cell), or the configuration with the package version and commit; or a "
+             "study's index.md")
+    p.add_argument("--kind", required=True, choices=["table", "ledgers", "about", "index"],
+                   help="table: one Markdown table file; ledgers: run tables (.parquet) from `collect`; "
+                        "about: the resolved configuration as a JSON file; index: a study's drawn tables and "
+                        "figures, as a Markdown page (--out .md) showing each figure with its caption")
+    p.add_argument("--title", default="nodedp", help="the page's title (with --kind index: the study's name)")
+    p.add_argument("--config-name", default="config.yaml", help="with --kind about: the configuration file's name")
+    p.add_argument("--out", required=True, help="output .html page")
+    p.add_argument("inputs", nargs="+", help="the input file(s), as --kind says")
     return parser
 
 

@@ -253,6 +253,31 @@ def _check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | 
                         f"{size.source}); use a batch_size of at most {size.num_train}")
 
 
+def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]) -> None:
+    """A sweep's hyperparameter must be numeric in at least two of the study's private methods' settings."""
+    import dataclasses
+
+    from nodedp.methods import get_method
+
+    for parameter in spec.get("sweeps") or []:
+        values = set()
+        fields: set[str] = set()
+        for method in spec["methods"]:
+            base, hparams = resolve_method(config, method)
+            if not get_method(base).private:
+                continue
+            parsed = get_method(base).parse_hparams(hparams)
+            names = {f.name for f in dataclasses.fields(parsed)} if dataclasses.is_dataclass(parsed) else set()
+            fields |= names
+            value = getattr(parsed, parameter, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values.add(value)
+        if len(values) < 2:
+            raise ConfigError(f"studies.{study}.sweeps: {parameter!r} takes {len(values)} numeric value(s) over the "
+                              f"study's private methods; a sweep needs variants setting it to at least two values "
+                              f"(their hyperparameters: {sorted(fields)})")
+
+
 def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = None) -> None:
     """Raise ConfigError naming the field when the (schema-validated) config cannot run. ``graphs_dir``
     (the workflow's ``resources/graphs``) holds already built graphs, whose ``meta.json`` gives the sizes
@@ -277,4 +302,6 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
             get_method(base).parse_hparams(hparams)
         except ValueError as err:
             raise ConfigError(f"methods.{name}: {err}") from None
+    for study, spec in config["studies"].items():
+        _check_sweeps(config, study, spec)
     _check_public_limits(config, graphs_dir=graphs_dir)

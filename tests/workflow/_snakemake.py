@@ -11,6 +11,26 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# A study that trains in about a minute: two private methods (one a variant, for a sweep figure), one in
+# reference mode, two non-private ones.
+TINY = {
+    "studies": {
+        "demo": {
+            "datasets": ["csbm-tiny"],
+            "methods": ["mlp", "dp-mlp", "mlp-1layer", "dp-mlp@paper", "dp-mlp-wide"],
+            "epsilons": [1, 8],
+            "seeds": [0, 1],
+            "sweeps": ["hidden_dim"],  # dp-mlp (64) against dp-mlp-wide (96): paper/demo/figures/sweep-hidden_dim.png
+        }
+    },
+    "methods": {
+        "mlp": {"epochs": 3},
+        "dp-mlp": {"epochs": 2, "batch_size": 32},
+        "mlp-1layer": {"base": "mlp", "num_layers": 1},  # a variant: runs under its own name
+        "dp-mlp-wide": {"base": "dp-mlp", "hidden_dim": 96},
+    },
+}
+
 
 def snakemake(workdir: Path, *args: str, config: Path | None = None, timeout: int = 600):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")

@@ -12,26 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.workflow._snakemake import ROOT, snakemake, write_config
+from tests.workflow._snakemake import ROOT, TINY, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
-
-TINY = {
-    "studies": {
-        "demo": {
-            "datasets": ["csbm-tiny"],
-            "methods": ["mlp", "dp-mlp", "mlp-1layer", "dp-mlp@paper"],
-            "epsilons": [1, 8],
-            "seeds": [0, 1],
-        }
-    },
-    "methods": {
-        "mlp": {"epochs": 3},
-        "dp-mlp": {"epochs": 2, "batch_size": 32},
-        "mlp-1layer": {"base": "mlp", "num_layers": 1},  # a variant: runs under its own name
-    },
-}
-
 
 def test_lint_reports_nothing(tmp_path):
     result = snakemake(ROOT, "--lint")
@@ -130,23 +113,13 @@ def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp
     assert jobs["total"] == sum(count for rule, count in jobs.items() if rule != "total") <= 10
 
 
-@pytest.fixture(scope="module")
-def tiny_study(tmp_path_factory):
-    """A workspace that has run the TINY study: (its folder, its config)."""
-    workdir = tmp_path_factory.mktemp("tiny-study")
-    config = write_config(workdir, TINY)
-    result = snakemake(workdir, "demo", config=config)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir, config
-
-
 def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
     tmp_path, config = tiny_study
     paper = tmp_path / "paper/demo"
     for path in ("tables/accuracy.md", "tables/accuracy.tex", "figures/accuracy_vs_epsilon.png"):
         assert (paper / path).stat().st_size > 0
     runs = sorted((tmp_path / "results/runs").glob("*/*/*/*/metrics.json"))
-    assert len(runs) == 2 * 2 * 2 + 2 + 2  # dp-mlp and dp-mlp@paper at two ε, mlp and its variant at ∞; 2 seeds
+    assert len(runs) == 3 * 2 * 2 + 2 + 2  # dp-mlp, its variant, dp-mlp@paper at two ε; mlp, its variant at ∞; 2 seeds
     for metrics_path in runs:
         metrics = json.loads(metrics_path.read_text())
         if metrics["method"] == "mlp-1layer":
@@ -165,14 +138,34 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
     assert "¶" in (paper / "tables/accuracy.md").read_text()
     assert "| csbm-tiny | dp-mlp |" not in (paper / "tables/crossover.md").read_text()  # the baseline itself
 
-    # Redrawing the figure touches only the paper stage.
+    # Every figure (with its caption), the report's pages and the index listing them.
+    for figure in ("accuracy_vs_epsilon", "frontier", "sweep-hidden_dim"):
+        assert (paper / f"figures/{figure}.png").stat().st_size > 0
+        assert "mean over 2 seeds" in (paper / f"figures/{figure}.caption.txt").read_text()
+    for page in ("accuracy", "reproduction", "claims", "crossover", "ledgers"):
+        assert "<table>" in (paper / f"report/{page}.html").read_text() or page == "reproduction"
+    index = (paper / "index.md").read_text()
+    assert "![frontier](figures/frontier.png)" in index and "[tables/accuracy.md](tables/accuracy.md)" in index
+    assert (tmp_path / "paper/about.html").exists()
+
+    # Redrawing one study (`make paper STUDY=demo`) touches only the paper stage.
     (paper / "figures/accuracy_vs_epsilon.png").unlink()
     (paper / "tables/claims.md").unlink()
-    redraw = snakemake(tmp_path, "demo", "--allowed-rules", "collect", "summarize", "tables", "figures",
-                       "reproduction_tables", config=config)
-    assert redraw.returncode == 0, redraw.stderr[-4000:]
+    redraw = make_paper(tmp_path, config, "STUDY=demo")
+    assert redraw.returncode == 0, (redraw.stdout + redraw.stderr)[-4000:]
     assert (paper / "figures/accuracy_vs_epsilon.png").exists() and (paper / "tables/claims.md").exists()
     assert "rule train" not in redraw.stdout + redraw.stderr
+
+
+def make_paper(workdir: Path, config: Path, *variables: str) -> subprocess.CompletedProcess:
+    """`make paper` in ``workdir`` with ``config`` (and more Make variables)."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # -o: the test's environment is set up already (the stamp of `make venv` may be missing or older)
+    return subprocess.run(
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "paper", f"BIN={Path(sys.executable).parent}",
+         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {workdir}", *variables],
+        check=False, capture_output=True, text=True, env=env, timeout=600,
+    )
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -181,23 +174,33 @@ def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace
     fresh = tmp_path / "fresh"
     shutil.copytree(studied / "results/runs", fresh / "results/runs")  # the runs, and nothing they came from
     runs = {p: p.stat().st_mtime_ns for p in (fresh / "results/runs").glob("**/*.json")}
-    # Two studies: the one that ran, and one drawn for the first time from a subset of its cells.
-    grid = {**TINY, "studies": {**TINY["studies"], "mlp-only": {**TINY["studies"]["demo"], "methods": ["mlp"]}}}
+    demo = TINY["studies"]["demo"]
+    grid = {**TINY, "studies": {
+        **TINY["studies"],
+        # drawn for the first time from a subset of the cells that ran
+        "mlp-only": {**demo, "methods": ["mlp"], "sweeps": []},
+        # the same, under the name of a study that feeds DPAR's Table 1: the paper table and main.tex are drawn
+        "dpar-gap-setting": {**demo, "methods": ["mlp"], "sweeps": []},
+        # never ran: left out, and said so
+        "later": {**demo, "epsilons": [2], "sweeps": []},
+    }}
     config = write_config(tmp_path, grid)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    # -o: the test's environment is set up already (the stamp of `make venv` may be missing or older)
-    result = subprocess.run(
-        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "paper", f"BIN={Path(sys.executable).parent}",
-         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {fresh}"],
-        check=False, capture_output=True, text=True, env=env, timeout=600,
-    )
+    result = make_paper(fresh, config)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     drawn = {study: sorted(p.relative_to(fresh / "paper" / study) for p in (fresh / "paper" / study).glob("*/*"))
-             for study in grid["studies"]}
-    assert drawn["demo"] == drawn["mlp-only"] and Path("tables/accuracy.md") in drawn["demo"]
-    assert Path("figures/accuracy_vs_epsilon.png") in drawn["demo"]
+             for study in grid["studies"] if (fresh / "paper" / study).exists()}
+    assert set(drawn) == {"demo", "mlp-only", "dpar-gap-setting"}
+    assert Path("figures/frontier.png") in drawn["demo"] and Path("figures/sweep-hidden_dim.png") in drawn["demo"]
+    assert set(drawn["demo"]) - set(drawn["mlp-only"]) == {
+        Path(f"figures/{f}.{ext}") for f in ("frontier", "sweep-hidden_dim") for ext in ("png", "caption.txt")}
     assert "mlp" in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
     assert "dp-mlp" not in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
+    assert "not redrawing study later: 6 of its 10 runs have not run" in result.stderr
+    # DPAR Table 1 in its own layout: its Cora-ML cells say what they need; main.tex inputs it.
+    dpar = (fresh / "paper/tables/dpar-t1.md").read_text()
+    assert "cora-ml" in dpar.lower() and "needs" in dpar
+    assert "\\input{tables/dpar-t1.tex}" in (fresh / "paper/main.tex").read_text()
+    assert "nodedp version" in (fresh / "paper/about.html").read_text()
     output = result.stdout + result.stderr
     assert "rule train" not in output and "rule graph" not in output and not (fresh / "resources").exists()
     assert {p: p.stat().st_mtime_ns for p in runs} == runs  # never retrained

@@ -16,6 +16,7 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1; ")
 
+from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.cli import format_epsilon
 from nodedp.config import DEGREE_BOUND_KEYS, ConfigError, check_config, check_schema, resolve_method
 
@@ -36,6 +37,10 @@ ALL_DATASETS = sorted({d for s in STUDIES.values() for d in s["datasets"]})
 ALL_METHODS = sorted({m for s in STUDIES.values() for m in s["methods"]})
 
 
+# A study's tables (paper/<study>/tables/<table>.{md,tex}, and .html for the report).
+STUDY_TABLES = ("accuracy", "reproduction", "claims", "crossover")
+
+
 def dataset_setting(dataset):
     """The split setting (transductive/inductive) the dataset's preprocessing protocol prescribes."""
     from nodedp.data import get_dataset
@@ -51,6 +56,9 @@ wildcard_constraints:
     seed=r"\d+",
     eps=r"inf|\d+(\.\d+)?(e-?\d+)?",
     setting="transductive|inductive",
+    figure=r"accuracy_vs_epsilon|frontier|sweep-[A-Za-z0-9_]+",
+    table="|".join(STUDY_TABLES),
+    key="|".join(PAPER_TABLES),
 
 
 def study_cells(study, dataset=None):
@@ -75,17 +83,136 @@ def run_targets(study, dataset=None):
     ]
 
 
+def study_figures(study):
+    """The figures of a study: accuracy vs ε; the privacy-utility frontier where it has a private method; one
+    accuracy-vs-hyperparameter figure per entry of its `sweeps`."""
+    from nodedp.methods import get_method
+
+    spec = STUDIES[study]
+    private = any(get_method(resolve_method(config, m)[0]).private for m in spec["methods"])
+    return ["accuracy_vs_epsilon", *(["frontier"] if private else []), *(f"sweep-{p}" for p in spec.get("sweeps", []))]
+
+
 def paper_targets(study):
+    """Everything drawn from a study's runs: its tables (Markdown, LaTeX and the report's HTML), figures with
+    their captions, its ledger summary, and paper/<study>/index.md listing them."""
+    return [*study_drawn(study), f"paper/{study}/index.md"]
+
+
+def study_outputs(wildcards):
+    return [*study_drawn(wildcards.study), *(f"paper/{wildcards.study}/figures/{figure}.caption.txt"
+                                             for figure in study_figures(wildcards.study))]
+
+
+def study_drawn(study):
     if study not in STUDIES:
         raise ValueError(f"{CONFIG_FILES} has no study {study!r}; studies: {sorted(STUDIES)}")
     return [
-        f"paper/{study}/tables/accuracy.md",
-        f"paper/{study}/tables/accuracy.tex",
-        f"paper/{study}/figures/accuracy_vs_epsilon.png",
         # Published cells beside reference-mode (`@paper`) and suite runs, claimed vs actual ε, crossover ε.
-        *(f"paper/{study}/tables/{table}.{ext}" for table in ("reproduction", "claims", "crossover")
-          for ext in ("md", "tex")),
+        *(f"paper/{study}/tables/{table}.{ext}" for table in STUDY_TABLES for ext in ("md", "tex")),
+        *(f"paper/{study}/report/{table}.html" for table in (*STUDY_TABLES, "ledgers")),
+        *(f"paper/{study}/figures/{figure}.png" for figure in study_figures(study)),
     ]
+
+
+def figure_kind_option(wildcards):
+    if wildcards.figure.startswith("sweep-"):
+        return f"--kind sweep --parameter {shlex.quote(wildcards.figure.removeprefix('sweep-'))}"
+    return {"accuracy_vs_epsilon": "--kind accuracy", "frontier": "--kind frontier"}[wildcards.figure]
+
+
+# `snakemake --report` (read from the command line: Snakemake tells a Snakefile nothing else about its mode).
+REPORTING = any(arg == "--report" or arg.startswith("--report=") for arg in sys.argv[1:])
+
+
+def figure_report_caption(wildcards):
+    """The figure's own caption (interval, seed count, marks; written beside it) for the report, escaped for
+    reStructuredText; empty outside `--report`, so a run's recorded parameters never depend on a drawn file."""
+    import re
+
+    path = f"paper/{wildcards.study}/figures/{wildcards.figure}.caption.txt"
+    if not REPORTING or not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as fh:
+        return re.sub(r"([\\`*_|<>\[\]])", r"\\\1", " ".join(fh.read().split()))
+
+
+def resolved_config_json(wildcards):
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+# --- the paper-layout tables of the seed papers (nodedp.analysis.paper_tables) ------------------------------
+
+
+def configured_paper_tables():
+    """Paper tables fed by at least one study of this config (cells of its other studies say what they need)."""
+    return [key for key, table in PAPER_TABLES.items() if any(s in STUDIES for s in table.studies)]
+
+
+def paper_table_studies(key):
+    return [s for s in PAPER_TABLES[key].studies if s in STUDIES]
+
+
+def paper_table_summaries(wildcards):
+    return [f"results/summary/{s}/summary.parquet" for s in paper_table_studies(wildcards.key)]
+
+
+def main_tex_tables(wildcards):
+    return [f"paper/tables/{key}.tex" for key in configured_paper_tables()]
+
+
+def paper_tables_targets(keys):
+    return [f"paper/tables/{key}.{ext}" for key in keys for ext in ("md", "tex", "html")]
+
+
+def all_targets():
+    """The whole grid: every study drawn, every paper table and paper/main.tex, the configuration page."""
+    keys = configured_paper_tables()
+    return [*(t for s in STUDIES for t in paper_targets(s)), *paper_tables_targets(keys),
+            *(["paper/main.tex"] if keys else []), "paper/about.html"]
+
+
+# --- redraw: what existing runs can draw ---------------------------------------------------------------------
+
+
+@functools.cache
+def complete_studies():
+    """Studies whose every run has finished (its metrics.json exists): the ones a redraw can draw."""
+    return [s for s in STUDIES if all(os.path.exists(t) for t in run_targets(s))]
+
+
+# NODEDP_STUDIES=a,b (`make paper STUDY=a`): redraw only these studies (and the configuration page).
+ONLY_STUDIES = [s for s in os.environ.get("NODEDP_STUDIES", "").split(",") if s]
+for _s in ONLY_STUDIES:
+    if _s not in STUDIES:
+        raise SystemExit(f"NODEDP_STUDIES: {CONFIG_FILES} has no study {_s!r}; studies: {sorted(STUDIES)}")
+
+
+@functools.cache
+def redraw_targets():
+    """What `snakemake paper` draws: every complete study, every paper table all of whose studies are complete,
+    paper/main.tex when every paper table is (with NODEDP_STUDIES: those studies only); it says on stderr what it
+    leaves out and why."""
+    wanted = ONLY_STUDIES or list(STUDIES)
+    done = set(complete_studies()) & set(wanted)
+    keys = [] if ONLY_STUDIES else configured_paper_tables()
+    drawable = [k for k in keys if set(paper_table_studies(k)) <= done]
+    for study in wanted:
+        if study not in done:
+            missing = sum(not os.path.exists(t) for t in run_targets(study))
+            total = len(run_targets(study))
+            print(f"nodedp: not redrawing study {study}: {missing} of its {total} runs have not run "
+                  f"(`snakemake paper/{study}/index.md` trains them)", file=sys.stderr)
+    for key in keys:
+        if key not in drawable:
+            print(f"nodedp: not redrawing paper/tables/{key}: needs the runs of "
+                  f"{sorted(set(paper_table_studies(key)) - done)}", file=sys.stderr)
+    if keys and drawable != keys:
+        print("nodedp: not redrawing paper/main.tex: it inputs every paper table", file=sys.stderr)
+    if not done:
+        print(f"nodedp: no study of {CONFIG_FILES} to redraw has all its runs: nothing to redraw", file=sys.stderr)
+    return [*(t for s in wanted if s in done for t in paper_targets(s)), *paper_tables_targets(drawable),
+            *(["paper/main.tex"] if keys and drawable == keys else []), "paper/about.html"]
 
 
 def data_targets():
@@ -130,7 +257,16 @@ def train_split_input(wildcards):
 
 # Input functions: named, so rules hold no lambdas.
 def demo_targets(wildcards):
-    return paper_targets("demo")
+    return [*paper_targets("demo"), "paper/about.html"]
+
+
+def default_targets(wildcards):
+    """The whole grid; under `--report`, what exists to report (a report never trains)."""
+    return redraw_targets() if REPORTING else all_targets()
+
+
+def paper_redraw_targets(wildcards):
+    return redraw_targets()
 
 
 def dataset_run_metrics(wildcards):

@@ -1,4 +1,6 @@
-# Paper stage: tables and figures depend only on the summary, so redrawing never retrains.
+# Paper stage: tables, figures and report pages depend only on summaries and run tables, so redrawing never
+# retrains. Every output marked report() appears in `snakemake --report`, labelled by study and kind; a figure's
+# caption is workflow/report/figure.rst, filled with the figure's own caption (its `.caption.txt`).
 
 
 rule tables:
@@ -21,18 +23,25 @@ rule figures:
     input:
         "results/summary/{study}/summary.parquet",
     output:
-        report(
-            "paper/{study}/figures/accuracy_vs_epsilon.png",
-            caption="../report/accuracy_vs_epsilon.rst",
-            category="Figures",
+        png=report(
+            "paper/{study}/figures/{figure}.png",
+            caption="../report/figure.rst",
+            category="{study}",
+            subcategory="Figures",
+            labels={"study": "{study}", "figure": "{figure}"},
         ),
+        caption="paper/{study}/figures/{figure}.caption.txt",
     log:
-        "logs/figures/{study}.log",
+        "logs/figures/{study}/{figure}.log",
+    params:
+        kind=figure_kind_option,
+        report_caption=figure_report_caption,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "python -m nodedp figures --summary {input} --png {output} > {log} 2>&1"
+        "python -m nodedp figures --summary {input} {params.kind} --png {output.png}"
+        " --caption {output.caption} > {log} 2>&1"
 
 
 rule reproduction_tables:
@@ -47,3 +56,130 @@ rule reproduction_tables:
         "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp reproduction --summary {input} --out-dir paper/{wildcards.study}/tables > {log} 2>&1"
+
+
+rule paper_tables:
+    input:
+        paper_table_summaries,
+    output:
+        md="paper/tables/{key}.md",
+        tex="paper/tables/{key}.tex",
+    log:
+        "logs/paper_tables/{key}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp paper-tables --summary {input} --table {wildcards.key} --out-dir paper/tables > {log} 2>&1"
+
+
+rule main_tex:
+    input:
+        main_tex_tables,
+    output:
+        "paper/main.tex",
+    log:
+        "logs/paper_tables/main.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp main-tex --out {output} {input} > {log} 2>&1"
+
+
+rule study_table_html:
+    input:
+        "paper/{study}/tables/{table}.md",
+    output:
+        report(
+            "paper/{study}/report/{table}.html",
+            caption="../report/table.rst",
+            category="{study}",
+            subcategory="Tables",
+            labels={"study": "{study}", "table": "{table}"},
+        ),
+    log:
+        "logs/report/{study}/{table}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp report-page --kind table --title '{wildcards.study}: {wildcards.table}'"
+        " --out {output} {input} > {log} 2>&1"
+
+
+rule paper_table_html:
+    input:
+        "paper/tables/{key}.md",
+    output:
+        report(
+            "paper/tables/{key}.html",
+            caption="../report/paper_table.rst",
+            category="Seed papers' tables",
+            labels={"table": "{key}"},
+        ),
+    log:
+        "logs/report/paper_tables/{key}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp report-page --kind table --title '{wildcards.key}' --out {output} {input} > {log} 2>&1"
+
+
+rule ledger_summary:
+    input:
+        study_dataset_tables,
+    output:
+        report(
+            "paper/{study}/report/ledgers.html",
+            caption="../report/ledgers.rst",
+            category="{study}",
+            subcategory="Ledgers",
+            labels={"study": "{study}", "table": "ledger summary"},
+        ),
+    log:
+        "logs/report/{study}/ledgers.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp report-page --kind ledgers --title '{wildcards.study}: ledger summary per cell'"
+        " --out {output} {input} > {log} 2>&1"
+
+
+rule about:
+    output:
+        config=temp("paper/about.config.json"),
+        html=report(
+            "paper/about.html",
+            caption="../report/about.rst",
+            category="Configuration and version",
+            labels={"page": "about"},
+        ),
+    log:
+        "logs/report/about.log",
+    params:
+        config=resolved_config_json,
+        name=CONFIG_FILES,
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "printf '%s' {params.config:q} > {output.config} &&"
+        " python -m nodedp report-page --kind about --config-name {params.name:q} --title about"
+        " --out {output.html} {output.config} > {log} 2>&1"
+
+
+rule study_index:
+    input:
+        study_outputs,
+    output:
+        "paper/{study}/index.md",
+    log:
+        "logs/report/{study}/index.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp report-page --kind index --title {wildcards.study} --out {output} {input} > {log} 2>&1"
