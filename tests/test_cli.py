@@ -245,3 +245,161 @@ def test_train_with_progress_writes_the_bar_as_lines_into_a_non_terminal(tiny_gr
     err = capsys.readouterr().err
     assert "\r" not in err and "100%" in err.splitlines()[-1]
     assert "training dp-mlp at ε = 2" in err  # a line before the work starts
+
+
+# --- figures, paper tables and report pages from a summary ---------------------------------------------------
+
+
+def tiny_summary(path, cells=None, *, n_resamples: int = 1000):
+    """A summary parquet made by `summarize` from a runs frame: (dataset, method, ε) -> test accuracy per seed."""
+    import math
+
+    import polars as pl
+
+    from nodedp.analysis import summarize, write_runs
+    from nodedp.analysis.collect import RUNS_SCHEMA
+
+    cells = cells or {("cora-ml", "gap", 8.0): [0.50, 0.52], ("cora-ml", "dp-mlp", 8.0): [0.60, 0.62],
+                      ("cora-ml", "dp-mlp", 1.0): [0.40, 0.42], ("cora-ml", "mlp", math.inf): [0.77, 0.79]}
+    rows = []
+    for (dataset, method, eps), accs in cells.items():
+        private = math.isfinite(eps)
+        for seed, acc in enumerate(accs):
+            row = {name: None for name in RUNS_SCHEMA}
+            row.update({"dataset": dataset, "method": method, "base_method": method, "seed": seed, "private": private,
+                        "target_epsilon": eps, "epsilon": 0.98 * eps if private else 0.0,
+                        "delta": 1e-4 if private else 0.0, "level": "node" if private else "none",
+                        "fully_accounted": True, "guarantee": "unconditional" if private else "none",
+                        "reference": False, "test_accuracy": acc, "test_macro_f1": acc, "val_accuracy": acc,
+                        "val_macro_f1": acc, "train_s": 1.0, "total_s": 2.0,
+                        "hyperparameters": json.dumps({"lr": 0.01}), "git_commit": "abc"})
+            rows.append(row)
+    runs = pl.DataFrame(rows, schema=RUNS_SCHEMA)
+    write_runs(summarize(runs, n_resamples=n_resamples), path)
+    return runs
+
+
+def test_figures_frontier_writes_the_png_and_its_caption(tmp_path, capsys):
+    summary = tmp_path / "summary.parquet"
+    tiny_summary(summary)
+    png, caption = tmp_path / "fig" / "frontier.png", tmp_path / "fig" / "frontier.caption.txt"
+    assert main(["figures", "--summary", str(summary), "--png", str(png), "--kind", "frontier",
+                 "--caption", str(caption)]) == 0
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    text = caption.read_text(encoding="utf-8")
+    assert "mean over 2 seeds per cell" in text and "1000 resamples" in text and text.endswith("\n")
+    assert text.strip() in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--kind", "sweep"], "--kind sweep needs --parameter"),
+    (["--kind", "accuracy", "--parameter", "lr"], "--parameter is for --kind sweep, not accuracy"),
+])
+def test_figures_refuses_a_parameter_that_does_not_fit_the_kind(tmp_path, capsys, extra, message):
+    summary = tmp_path / "summary.parquet"
+    tiny_summary(summary)
+    png = tmp_path / "f.png"
+    assert main(["figures", "--summary", str(summary), "--png", str(png), *extra]) == 2
+    line = only_line(capsys.readouterr().err)
+    assert line.startswith("nodedp figures: error: ") and message in line
+    assert not png.exists()
+
+
+def test_paper_tables_writes_markdown_and_latex_naming_the_missing_cells(tmp_path, capsys):
+    summary = tmp_path / "summary.parquet"
+    tiny_summary(summary)
+    out = tmp_path / "paper" / "tables"
+    assert main(["paper-tables", "--summary", str(summary), "--table", "dpar-t1", "--out-dir", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["dpar-t1.md", "dpar-t1.tex"]
+    md = (out / "dpar-t1.md").read_text(encoding="utf-8")
+    assert "needs dp-sage at ε = 1" in md  # a missing cell says what would produce it
+    assert "51.0 ± " in md  # gap at ε = 8 from the summary
+    assert f"`snakemake --cores 2 {out / 'dpar-t1'}.md {out / 'dpar-t1'}.tex`" in md
+    assert "{key}" not in md and "{key}" not in (out / "dpar-t1.tex").read_text(encoding="utf-8")
+    assert str(out / "dpar-t1.md") in capsys.readouterr().out
+
+
+def test_paper_tables_names_the_valid_keys_for_an_unknown_one(tmp_path, capsys):
+    summary = tmp_path / "summary.parquet"
+    tiny_summary(summary)
+    out = tmp_path / "tables"
+    assert main(["paper-tables", "--summary", str(summary), "--table", "dpar-t9", "--out-dir", str(out)]) == 2
+    line = only_line(capsys.readouterr().err)
+    assert "unknown paper table 'dpar-t9'" in line and "dpar-t1" in line and "progap-t2" in line
+    assert not out.exists()
+
+
+def test_main_tex_inputs_the_tables_relative_to_itself(tmp_path, capsys):
+    summary = tmp_path / "summary.parquet"
+    tiny_summary(summary)
+    assert main(["paper-tables", "--summary", str(summary), "--table", "dpar-t1", "--out-dir", str(tmp_path)]) == 0
+    document = tmp_path / "main.tex"
+    assert main(["main-tex", "--out", str(document), str(tmp_path / "dpar-t1.tex")]) == 0
+    text = document.read_text(encoding="utf-8")
+    assert "\\input{dpar-t1.tex}" in text and text.index("\\begin{document}") < text.index("\\input{")
+    assert main(["main-tex", "--out", str(document), str(tmp_path / "dpar-t1.md")]) == 2
+    assert "not a .tex file" in only_line(capsys.readouterr().err)
+
+
+def test_report_page_table_converts_one_markdown_file(tmp_path, capsys):
+    md = tmp_path / "accuracy.md"
+    md.write_text("Accuracy (%)\n\n| method | ε = 1 |\n|:---|---:|\n| dp-mlp | 51 & up |\n", encoding="utf-8")
+    page = tmp_path / "report" / "accuracy.html"
+    assert main(["report-page", "--kind", "table", "--title", "acc", "--out", str(page), str(md)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "<th>method</th>" in text and "<td>51 &amp; up</td>" in text and "<p>Accuracy (%)</p>" in text
+    assert main(["report-page", "--kind", "table", "--out", str(tmp_path / "two.html"), str(md), str(md)]) == 2
+    assert "--kind table converts one Markdown table; got 2 inputs" in only_line(capsys.readouterr().err)
+    assert not (tmp_path / "two.html").exists()
+
+
+def test_report_page_ledgers_summarises_run_tables(tmp_path):
+    import math
+
+    from nodedp.analysis import write_runs
+
+    runs = tiny_summary(tmp_path / "summary.parquet")
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    write_runs(runs.filter(runs["seed"] == 0), first)
+    write_runs(runs.filter(runs["seed"] == 1), second)
+    page = tmp_path / "ledgers.html"
+    assert main(["report-page", "--kind", "ledgers", "--title", "ledgers of demo", "--out", str(page),
+                 str(first), str(second)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "<h1>ledgers of demo</h1>" in text and "<th>claim_actual_epsilon_max</th>" in text
+    # one row per cell, seeds from both run tables
+    assert text.count("<tr><td>cora-ml</td>") == 4 and text.count("<td>0, 1</td>") == 4
+    assert f"<td>{0.98 * 8:.4g}</td>" in text and f"<td>{math.inf}</td>" in text
+
+
+def test_report_page_about_states_the_config_and_version(tmp_path):
+    from nodedp import __version__
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"],
+                                                       "epsilons": [1, 8], "seeds": [0, 1]}}}), encoding="utf-8")
+    page = tmp_path / "about.html"
+    assert main(["report-page", "--kind", "about", "--config-name", "grid.yaml", "--out", str(page),
+                 str(config)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert f"<td>{__version__}</td>" in text and "<td>grid.yaml</td>" in text
+    assert "<tr><td>demo</td><td>csbm-tiny</td><td>mlp, dp-mlp</td><td>1, 8</td><td>0, 1</td></tr>" in text
+    assert "<th>git commit</th>" in text
+
+
+def test_report_page_index_lists_a_studys_tables_and_figures(tmp_path):
+    study = tmp_path / "paper" / "demo"
+    (study / "tables").mkdir(parents=True)
+    (study / "figures").mkdir()
+    table = study / "tables" / "accuracy.md"
+    table.write_text("| a |\n|---|\n| 1 |\n", encoding="utf-8")
+    figure = study / "figures" / "a.png"
+    figure.write_bytes(b"\x89PNG")
+    (study / "figures" / "a.caption.txt").write_text("The caption of a.\n", encoding="utf-8")
+    index = study / "index.md"
+    assert main(["report-page", "--kind", "index", "--title", "demo", "--out", str(index), str(table), str(figure),
+                 str(study / "figures" / "a.caption.txt")]) == 0
+    text = index.read_text(encoding="utf-8")
+    assert "[tables/accuracy.md](tables/accuracy.md)" in text
+    assert text.index("![a](figures/a.png)") < text.index("The caption of a.")
+    assert "a.caption.txt" not in text and str(tmp_path) not in text  # paths relative to the index

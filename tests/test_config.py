@@ -233,3 +233,30 @@ def test_variant_overrides_are_the_keys_set_on_top_of_the_base(config):
         resolved_base, hparams = resolve_method(config, name)
         assert base == resolved_base and "base" not in keys
         assert all(hparams[k] == v for k, v in keys.items())
+
+
+# --- sweeps: a hyperparameter the study's private variants set to at least two values ------------------------
+
+
+def sweep_grid(sweeps: list[str], *methods: str) -> dict:
+    return {"studies": {"s": {"datasets": ["csbm-tiny"], "methods": ["mlp", *methods], "epsilons": [1],
+                              "seeds": [0], "sweeps": sweeps}},
+            "methods": {"dp-mlp": {"batch_size": 16, "hidden_dim": 64},
+                        "dp-mlp-wide": {"base": "dp-mlp", "hidden_dim": 96},
+                        "mlp": {"hidden_dim": 128}}}
+
+
+def test_a_sweep_over_two_private_values_passes():
+    check_config(sweep_grid(["hidden_dim"], "dp-mlp", "dp-mlp-wide"))
+    check_config(sweep_grid([], "dp-mlp"))  # no sweep: nothing to check
+
+
+@pytest.mark.parametrize(("sweeps", "methods", "message"), [
+    # the non-private mlp's 128 is no second value: a sweep is over the private methods
+    (["hidden_dim"], ("dp-mlp",), r"'hidden_dim' takes 1 numeric value\(s\)"),
+    (["no_such"], ("dp-mlp", "dp-mlp-wide"), r"'no_such' takes 0 numeric value\(s\).*'hidden_dim'"),
+    (["hidden_dim", "optimizer"], ("dp-mlp", "dp-mlp-wide"), r"'optimizer' takes 0 numeric"),
+])
+def test_a_sweep_without_two_values_names_the_study(sweeps, methods, message):
+    with pytest.raises(ConfigError, match=rf"^studies\.s\.sweeps: {message}"):
+        check_config(sweep_grid(sweeps, *methods))
