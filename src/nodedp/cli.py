@@ -653,7 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True,
                    help="stored split (.pt); APPR runs on a node sample of its training nodes")
-    p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm or dpar-nodp")
+    p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm, dpar-features or dpar-nodp")
     p.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True,
                    help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it")
