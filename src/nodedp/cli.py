@@ -496,11 +496,11 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
     from nodedp.analysis.figures import plot_accuracy_vs_epsilon, plot_frontier, plot_sweep
 
-    summary = pl.read_parquet(args.summary)
     if args.kind == "sweep" and not args.parameter:
         raise ValueError("--kind sweep needs --parameter (a hyperparameter the study's variants vary)")
     if args.kind != "sweep" and args.parameter:
         raise ValueError(f"--parameter is for --kind sweep, not {args.kind}")
+    summary = pl.read_parquet(args.summary)
     png = Path(args.png)
     if args.kind == "accuracy":
         caption = plot_accuracy_vs_epsilon(summary, png)
@@ -520,10 +520,7 @@ def cmd_paper_tables(args: argparse.Namespace) -> None:
 
     from nodedp.analysis.paper_tables import write_paper_tables
 
-    summaries = [pl.read_parquet(p) for p in args.summary]
-    summary = pl.concat(summaries, how="diagonal_relaxed") if summaries else None
-    if summary is None:
-        raise ValueError("no --summary given: a paper table reads the summaries of the studies that feed it")
+    summary = pl.concat([pl.read_parquet(p) for p in args.summary], how="diagonal_relaxed")
     out = Path(args.out_dir)
     command = "snakemake --cores 2 " + " ".join(f"{out / '{key}'}.{ext}" for ext in ("md", "tex"))
     written = write_paper_tables(summary, out, args.table, regenerate_command=command, interval=args.interval)
