@@ -206,6 +206,23 @@ def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace
     assert "rule train" not in output and "rule graph" not in output and not (fresh / "resources").exists()
     assert {p: p.stat().st_mtime_ns for p in runs} == runs  # never retrained
 
+    # paper/main.tex builds where LaTeX is installed.
+    if shutil.which("pdflatex"):
+        built = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                               cwd=fresh / "paper", capture_output=True, text=True, timeout=300, check=False)
+        assert built.returncode == 0 and (fresh / "paper/main.pdf").stat().st_size > 0, built.stdout[-3000:]
+
+    # The report leaves out, and names, a study not fully drawn; it reports the rest.
+    (fresh / "paper/mlp-only/figures/accuracy_vs_epsilon.png").unlink()
+    report = subprocess.run(
+        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "report", f"BIN={Path(sys.executable).parent}",
+         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {fresh}", f"REPORT={fresh / 'report.html'}"],
+        check=False, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))
+    assert report.returncode == 0, (report.stdout + report.stderr)[-4000:]
+    assert "the report leaves out mlp-only: not drawn yet" in report.stderr
+    assert "sweep-hidden_dim.png" in (fresh / "report.html").read_text(encoding="utf-8")
+
 
 def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_path):
     fast = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20}

@@ -211,8 +211,27 @@ def redraw_targets():
         print("nodedp: not redrawing paper/main.tex: it inputs every paper table", file=sys.stderr)
     if not done:
         print(f"nodedp: no study of {CONFIG_FILES} to redraw has all its runs: nothing to redraw", file=sys.stderr)
-    return [*(t for s in wanted if s in done for t in paper_targets(s)), *paper_tables_targets(drawable),
-            *(["paper/main.tex"] if keys and drawable == keys else []), "paper/about.html"]
+    targets = [*(t for s in wanted if s in done for t in paper_targets(s)), *paper_tables_targets(drawable),
+               *(["paper/main.tex"] if keys and drawable == keys else []), "paper/about.html"]
+    return reportable(targets) if REPORTING else targets
+
+
+def reportable(targets):
+    """Under `--report`: the targets whose outputs are all drawn (a report cannot draw what is missing); each study
+    or file left out is named, with the command that draws it."""
+    kept, left = [], {}
+    for target in targets:
+        study = target.split("/")[1] if target.count("/") >= 2 and target.split("/")[1] in STUDIES else None
+        drawn = os.path.exists(target) and (study is None or all(
+            os.path.exists(f"paper/{study}/figures/{f}.caption.txt") for f in study_figures(study)))
+        if drawn:
+            kept.append(target)
+        else:
+            left.setdefault(study or target, target)
+    kept = [t for t in kept if not (t.count("/") >= 2 and t.split("/")[1] in left)]  # a study reports whole or not
+    for name in left:
+        print(f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it)", file=sys.stderr)
+    return kept
 
 
 def data_targets():
