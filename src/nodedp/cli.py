@@ -565,7 +565,8 @@ def cmd_report_page(args: argparse.Namespace) -> None:
     else:
         if len(args.inputs) != 1:
             raise ValueError("--kind about reads one file: the resolved configuration as JSON")
-        config = json.loads(Path(args.inputs[0]).read_text(encoding="utf-8"))
+        source = args.inputs[0]
+        config = json.loads(sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8"))
         page = about_html(config, provenance(), config_name=args.config_name)
     print(f"wrote {write_html(Path(args.out), page)}")
 
@@ -747,8 +748,8 @@ def build_parser() -> argparse.ArgumentParser:
              "study's index.md")
     p.add_argument("--kind", required=True, choices=["table", "ledgers", "about", "index"],
                    help="table: one Markdown table file; ledgers: run tables (.parquet) from `collect`; "
-                        "about: the resolved configuration as a JSON file; index: a study's drawn tables and "
-                        "figures, as a Markdown page (--out .md) showing each figure with its caption")
+                        "about: the resolved configuration as a JSON file ('-': standard input); index: a study's "
+                        "drawn tables and figures, as a Markdown page (--out .md) showing each figure with its caption")
     p.add_argument("--title", default="nodedp", help="the page's title (with --kind index: the study's name)")
     p.add_argument("--config-name", default="config.yaml", help="with --kind about: the configuration file's name")
     p.add_argument("--out", required=True, help="output .html page")

@@ -28,7 +28,7 @@ rule figures:
             caption="../report/figure.rst",
             category="{study}",
             subcategory="Figures",
-            labels={"study": "{study}", "figure": "{figure}"},
+            labels={"figure": "{figure}", "study": "{study}"},
         ),
         caption="paper/{study}/figures/{figure}.caption.txt",
     log:
@@ -96,7 +96,7 @@ rule study_table_html:
             caption="../report/table.rst",
             category="{study}",
             subcategory="Tables",
-            labels={"study": "{study}", "table": "{table}"},
+            labels={"table": "{table}", "study": "{study}"},
         ),
     log:
         "logs/report/{study}/{table}.log",
@@ -136,7 +136,7 @@ rule ledger_summary:
             caption="../report/ledgers.rst",
             category="{study}",
             subcategory="Ledgers",
-            labels={"study": "{study}", "table": "ledger summary"},
+            labels={"table": "ledger summary", "study": "{study}"},
         ),
     log:
         "logs/report/{study}/ledgers.log",
@@ -150,8 +150,7 @@ rule ledger_summary:
 
 rule about:
     output:
-        config=temp("paper/about.config.json"),
-        html=report(
+        report(
             "paper/about.html",
             caption="../report/about.rst",
             category="Configuration and version",
@@ -166,9 +165,8 @@ rule about:
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "printf '%s' {params.config:q} > {output.config} &&"
-        " python -m nodedp report-page --kind about --config-name {params.name:q} --title about"
-        " --out {output.html} {output.config} > {log} 2>&1"
+        "printf '%s' {params.config:q} | python -m nodedp report-page --kind about --config-name {params.name:q}"
+        " --title about --out {output} - > {log} 2>&1"
 
 
 rule study_index:
