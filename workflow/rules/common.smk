@@ -216,22 +216,27 @@ def redraw_targets():
     return reportable(targets) if REPORTING else targets
 
 
+def _target_study(target):
+    """The study a paper/<study>/... target belongs to, or None (paper tables, main.tex, about.html)."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(target).parts
+    return parts[1] if len(parts) > 2 and parts[1] in STUDIES else None
+
+
 def reportable(targets):
     """Under `--report`: the targets whose outputs are all drawn (a report cannot draw what is missing); each study
-    or file left out is named, with the command that draws it."""
-    kept, left = [], {}
+    or file left out is named, with the command that draws it. A study is reported whole or not at all."""
+    left = {}
     for target in targets:
-        study = target.split("/")[1] if target.count("/") >= 2 and target.split("/")[1] in STUDIES else None
+        study = _target_study(target)
         drawn = os.path.exists(target) and (study is None or all(
             os.path.exists(f"paper/{study}/figures/{f}.caption.txt") for f in study_figures(study)))
-        if drawn:
-            kept.append(target)
-        else:
+        if not drawn:
             left.setdefault(study or target, target)
-    kept = [t for t in kept if not (t.count("/") >= 2 and t.split("/")[1] in left)]  # a study reports whole or not
     for name in left:
         print(f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it)", file=sys.stderr)
-    return kept
+    return [t for t in targets if (_target_study(t) or t) not in left]
 
 
 def data_targets():
