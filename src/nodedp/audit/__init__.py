@@ -1,7 +1,8 @@
 """Empirical privacy audits: canary scores in, lower bounds on ε and attack metrics out.
 
-Torch-free (numpy and scipy only). The one-run bound follows Steinke, Nasr &
-Jagielski (2023), "Privacy Auditing with One (1) Training Run".
+``statistics`` is torch-free (numpy and scipy only); the one-run bound follows Steinke, Nasr &
+Jagielski (2023), "Privacy Auditing with One (1) Training Run". ``canaries`` plants the canary nodes
+(torch, imported from ``nodedp.audit.canaries`` directly, so the statistics stay torch-free).
 """
 
 from __future__ import annotations

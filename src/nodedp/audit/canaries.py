@@ -1,0 +1,323 @@
+"""Canary nodes for an empirical node-level privacy audit (one training run).
+
+The audit of Steinke, Nasr & Jagielski (2023) plants m canaries, includes each in
+the training input independently with probability 1/2, trains once and scores
+every canary; :mod:`nodedp.audit.statistics` turns the scores into a lower bound
+on ε. Here a canary is a *node*, and the neighbouring relation is the
+accountants': adding or removing one node together with all its edges.
+
+:func:`plant_canaries` appends m new nodes n..n+m-1 to a graph of n nodes:
+
+* features: a copy of the features of a uniformly drawn original *training* node
+  (the canary is synthetic audit input, public by construction; copying a real
+  training row keeps it in-distribution, so the model is neither helped nor
+  hurt by out-of-range inputs);
+* label: uniform over the classes *other* than that source node's label, so the
+  canary is mislabelled and a model that memorises it is detectable;
+* edges: up to ``canary_degree`` edges to distinct, uniformly drawn original
+  training nodes, chosen so that every degree stays within ``degree_bound``
+  (below), and stored in the graph's own representation;
+* inclusion: Bernoulli(1/2) per canary from a ``torch.Generator`` seeded with
+  ``seed``.
+
+Degrees and the bound. The methods bound degrees before training (see
+:mod:`nodedp.data.degree`); the canary edges must survive that step unchanged,
+or the audit would measure a different neighbouring relation than the one the
+accountant assumes. Every bounding there is the identity on a graph whose capped
+degrees are within its *identity bound* (``identity_bound(kind, bound)``: D for
+out-degree and undirected bounding, ⌊K/2⌋ for DP-GNN's in-degree sampling), so
+``degree_bound`` should be that identity bound. The degree of a node is counted
+so that one count covers all three kinds:
+
+* on a symmetric graph (every edge stored in both directions, as the canonical
+  undirected graphs are) it is the number of stored edges leaving the node — its
+  number of neighbours, a self-loop counting once — which equals its in- and its
+  out-degree;
+* on a directed graph it is max(in-degree, out-degree), with every edge counted
+  (the in-degree from training nodes that DP-GNN caps is at most the in-degree).
+
+A node's *capacity* is ``degree_bound`` minus that degree (0 if negative); each
+canary edge uses one unit of its endpoint's capacity (a canary edge adds at most
+one to each of the endpoint's in- and out-degree), and a canary has at most
+``canary_degree ≤ degree_bound`` edges. Canaries are planted one after the
+other; once too few training nodes have capacity left, later canaries get fewer
+edges (possibly none), and :attr:`CanaryPlan.canary_degrees` records how many
+each got. The check runs on the graph with *all* canaries planted, so it holds
+for every private graph (a subset of the canaries) and every neighbour of one.
+Nodes of the original graph over the bound are never endpoints; their own edges
+are the bounding's business, unchanged by the canaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from nodedp.data.graph import validate_graph
+from nodedp.data.splits import Split, validate_split
+
+__all__ = ["DIRECTIONS", "CanaryPlan", "default_canary_count", "plant_canaries"]
+
+# How a canary's edges are stored on a directed graph: "out" canary -> node, "in" node -> canary, "both".
+DIRECTIONS = ("out", "in", "both")
+# Graphs with at least this many nodes get _MAX_CANARIES canaries; smaller ones a quarter of their nodes.
+_LARGE_GRAPH = 4000
+_MAX_CANARIES = 1000
+_MIN_CANARIES = 20
+# A canary draws its endpoints by rejection while the nodes with capacity outnumber its edges by this factor.
+_REJECTION_FACTOR = 4
+
+
+def _check_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def default_canary_count(num_nodes: int) -> int:
+    """The default number m of canaries for a graph of ``num_nodes`` nodes.
+
+    1000 where the graph has at least 4000 nodes, else ``num_nodes // 4`` but at
+    least 20. Canaries should not dominate the graph: they are mislabelled copies
+    wired into the training nodes, so too many of them would change what the
+    model learns and the degrees the bounding sees, and the audit would measure
+    a different model than the benchmark trains. A quarter of the nodes (about an
+    eighth included) keeps them a minority; 1000 already gives the one-run bound
+    most of its power (the bound grows slowly in m), and more would only use up
+    the training nodes' degree capacity. Below 20 canaries the one-run bound is
+    essentially 0 at any useful confidence, so tiny graphs get 20.
+    """
+    num_nodes = _check_int(num_nodes, "num_nodes", 1)
+    if num_nodes >= _LARGE_GRAPH:
+        return _MAX_CANARIES
+    return max(_MIN_CANARIES, num_nodes // 4)
+
+
+@dataclass(frozen=True, eq=False)
+class CanaryPlan:
+    """Canaries planted in a graph, with their inclusion bits.
+
+    ``graph`` is the original graph (nodes 0..n-1, edges first, in their order)
+    with all m canaries appended as nodes n..n+m-1 and their edges after the
+    original ones: the graph to score every canary on at inference. ``split`` is
+    a split of ``graph``: the original training nodes plus the included
+    canaries in ``train``, ``val`` and ``test`` unchanged, excluded canaries in
+    no part. ``canaries`` are the canaries' node ids (int64, n..n+m-1),
+    ``included`` their inclusion bits (bool [m]), ``labels`` their labels
+    (int64 [m]), ``sources`` the original training node each copies its
+    features from, ``canary_degrees`` how many endpoints each got, and
+    ``canary_edges`` the [2, K] pairs (canary id, endpoint id), one per
+    endpoint whatever the representation. ``directed`` says how the edges are
+    stored: None on a symmetric graph (both directions), else one of
+    :data:`DIRECTIONS`.
+
+    Training runs on :meth:`private_graph`; :meth:`neighbour` gives the graph
+    that differs from it in one canary (one node and all its edges).
+    """
+
+    graph: Data
+    split: Split
+    canaries: Tensor
+    included: Tensor
+    labels: Tensor
+    sources: Tensor
+    canary_degrees: Tensor
+    canary_edges: Tensor
+    degree_bound: int
+    directed: str | None
+
+    @property
+    def num_original_nodes(self) -> int:
+        return self.graph.num_nodes - self.canaries.numel()
+
+    def private_graph(self) -> tuple[Data, Split, Tensor]:
+        """The training input: ``graph`` without the excluded canaries and their edges.
+
+        Returns (graph, split, id_map): node ids re-indexed contiguously in their
+        old order (the original nodes keep their ids, the included canaries
+        follow), and ``id_map`` [n + m] int64 the new id of every node of
+        ``graph``, -1 for a removed one.
+        """
+        return self._subgraph(self.included)
+
+    def neighbour(self, i: int) -> tuple[Data, Split, Tensor]:
+        """:meth:`private_graph` with canary ``i``'s inclusion flipped (``i`` indexes the m canaries).
+
+        It differs from the private graph by exactly one node, the canary
+        ``canaries[i]``, and exactly that node's edges: the accountants'
+        neighbouring relation.
+        """
+        m = self.canaries.numel()
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < m:
+            raise ValueError(f"canary index must be an integer in [0, {m}), got {i!r}")
+        flipped = self.included.clone()
+        flipped[i] = ~flipped[i]
+        return self._subgraph(flipped)
+
+    def _subgraph(self, included: Tensor) -> tuple[Data, Split, Tensor]:
+        n, total = self.num_original_nodes, self.graph.num_nodes
+        keep = torch.ones(total, dtype=torch.bool)
+        keep[n:] = included
+        id_map = torch.full((total,), -1, dtype=torch.int64)
+        id_map[keep] = torch.arange(int(keep.sum()), dtype=torch.int64)
+        edge_index = self.graph.edge_index
+        kept_edges = edge_index[:, keep[edge_index[0]] & keep[edge_index[1]]]
+        graph = Data(x=self.graph.x[keep], y=self.graph.y[keep], edge_index=id_map[kept_edges])
+        # Train: the original training nodes and the canaries included here (``included`` may differ from the
+        # plan's own bits). The map is increasing and canaries follow the original nodes: parts stay sorted.
+        train = self.split.train[self.split.train < n]
+        parts = {part: id_map[ids] for part, ids in (("train", torch.cat([train, self.canaries[included]])),
+                                                       ("val", self.split.val), ("test", self.split.test))}
+        split = Split(**parts, setting=self.split.setting, seed=self.split.seed)
+        return graph, split, id_map
+
+
+def _is_symmetric(edge_index: Tensor, num_nodes: int) -> bool:
+    """Whether the edge multiset equals its reverse (every edge stored in both directions)."""
+    src, dst = edge_index
+    forward = torch.sort(src * num_nodes + dst).values
+    return bool(torch.equal(forward, torch.sort(dst * num_nodes + src).values))
+
+
+def _draw_endpoints(available: list[int], count: int, generator: torch.Generator) -> list[int]:
+    """``count`` distinct positions in ``available``, uniformly (a uniform ``count``-subset, in random order)."""
+    size = len(available)
+    if size <= _REJECTION_FACTOR * count:
+        return torch.randperm(size, generator=generator)[:count].tolist()
+    chosen: list[int] = []
+    seen: set[int] = set()
+    while len(chosen) < count:
+        position = int(torch.randint(size, (1,), generator=generator))
+        if position not in seen:
+            seen.add(position)
+            chosen.append(position)
+    return chosen
+
+
+def plant_canaries(
+    graph: Data,
+    split: Split,
+    *,
+    m: int,
+    degree_bound: int,
+    num_classes: int,
+    seed: int,
+    canary_degree: int | None = None,
+    direction: str | None = None,
+) -> CanaryPlan:
+    """Append m canary nodes to ``graph`` (module docstring) and draw their inclusion.
+
+    ``degree_bound`` is the public degree within which the methods' bounding
+    keeps every edge (``nodedp.data.identity_bound(kind, bound)``); after
+    planting, every canary and every canary endpoint has degree ≤
+    ``degree_bound`` as the module docstring counts it. ``canary_degree`` (default
+    ``max(1, degree_bound // 2)``, at most ``degree_bound``) is the number of
+    edges a canary asks for; it gets fewer once the training nodes run out of
+    capacity. ``num_classes`` is the public label range (meta.json).
+
+    ``direction`` matters on a directed graph only: "out" (the default) stores a
+    canary's edges as canary -> node (a new node pointing at existing ones, as a
+    new paper cites old ones), "in" as node -> canary, "both" as both. On a
+    symmetric graph both directions are always stored, and ``direction`` must be
+    None or "both".
+
+    Deterministic for a ``seed``: the inclusion bits are drawn first, from a
+    fresh ``torch.Generator`` seeded with ``seed``, then the sources, the labels
+    and the endpoints from the same generator, so nothing about the canaries
+    depends on the inclusion bits.
+    """
+    m = _check_int(m, "m", 1)
+    degree_bound = _check_int(degree_bound, "degree_bound", 1)
+    num_classes = _check_int(num_classes, "num_classes", 2)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if canary_degree is None:
+        canary_degree = max(1, degree_bound // 2)
+    canary_degree = _check_int(canary_degree, "canary_degree", 0)
+    if canary_degree > degree_bound:
+        raise ValueError(f"canary_degree ({canary_degree}) must not exceed degree_bound ({degree_bound})")
+    validate_graph(graph, where="plant_canaries: graph", num_classes=num_classes)
+    n = graph.x.size(0)
+    validate_split(split, where="plant_canaries: split", num_nodes=n)
+    if split.train.numel() == 0:
+        raise ValueError("plant_canaries: the split has no training node (canaries copy and attach to training nodes)")
+    edge_index = graph.edge_index.cpu()
+    symmetric = _is_symmetric(edge_index, n)
+    if symmetric:
+        if direction not in (None, "both"):
+            raise ValueError(f"direction {direction!r} does not apply to a symmetric graph (both directions are "
+                             "stored); pass None or 'both'")
+        directed = None
+    else:
+        if direction is None:
+            direction = "out"
+        if direction not in DIRECTIONS:
+            raise ValueError(f"unknown direction {direction!r}; valid choices: {list(DIRECTIONS)}")
+        directed = direction
+
+    generator = torch.Generator().manual_seed(seed)
+    included = torch.rand(m, generator=generator) < 0.5
+    train = split.train.cpu()
+    sources = train[torch.randint(train.numel(), (m,), generator=generator)]
+    source_labels = graph.y.cpu()[sources]
+    # Uniform over the other num_classes - 1 classes: shift the source label by 1..C-1.
+    labels = (source_labels + 1 + torch.randint(num_classes - 1, (m,), generator=generator)) % num_classes
+
+    src, dst = edge_index
+    degree = torch.maximum(torch.bincount(src, minlength=n), torch.bincount(dst, minlength=n))
+    capacity = (degree_bound - degree[train]).clamp(min=0).tolist()
+    # Training nodes with capacity left (their ids and capacities); a full one is swapped out in O(1).
+    available = [int(v) for v, c in zip(train.tolist(), capacity, strict=True) if c > 0]
+    remaining = [c for c in capacity if c > 0]
+    canary_degrees = torch.zeros(m, dtype=torch.int64)
+    pairs: list[tuple[int, int]] = []
+    for i in range(m):
+        count = min(canary_degree, len(available))
+        positions = _draw_endpoints(available, count, generator)
+        endpoints = [available[p] for p in positions]
+        for p in positions:
+            remaining[p] -= 1
+        for p in sorted((p for p in positions if remaining[p] == 0), reverse=True):
+            available[p], remaining[p] = available[-1], remaining[-1]
+            available.pop()
+            remaining.pop()
+        canary_degrees[i] = count
+        pairs.extend((n + i, v) for v in endpoints)
+
+    canary_edges = torch.tensor(pairs, dtype=torch.int64).reshape(-1, 2).T.contiguous()
+    forward, backward = canary_edges, canary_edges.flip(0)
+    if directed == "out":
+        new_edges = forward
+    elif directed == "in":
+        new_edges = backward
+    else:  # both directions, each pair's two columns side by side
+        new_edges = torch.stack([forward, backward], dim=2).reshape(2, -1)
+    planted = Data(
+        x=torch.cat([graph.x.cpu(), graph.x.cpu()[sources]]),
+        y=torch.cat([graph.y.cpu(), labels]),
+        edge_index=torch.cat([edge_index, new_edges], dim=1),
+    )
+    canaries = torch.arange(n, n + m, dtype=torch.int64)
+    planted_split = Split(
+        train=torch.cat([train, canaries[included]]),  # canary ids exceed every original id: still sorted
+        val=split.val.cpu(),
+        test=split.test.cpu(),
+        setting=split.setting,
+        seed=split.seed,
+    )
+    return CanaryPlan(
+        graph=planted,
+        split=planted_split,
+        canaries=canaries,
+        included=included,
+        labels=labels,
+        sources=sources,
+        canary_degrees=canary_degrees,
+        canary_edges=canary_edges,
+        degree_bound=degree_bound,
+        directed=directed,
+    )
+
