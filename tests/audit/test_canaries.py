@@ -108,7 +108,9 @@ def test_shapes_ids_and_the_original_graph_kept(tiny_inputs, tiny_plan):
     # The original nodes and edges come first, unchanged; canaries copy their source's features.
     assert torch.equal(plan.graph.x[:n], graph.x) and torch.equal(plan.graph.y[:n], graph.y)
     assert torch.equal(plan.graph.edge_index[:, :num_edges], graph.edge_index)
-    assert torch.equal(plan.graph.x[n:], graph.x[plan.sources])
+    # each canary's features are its source's, shuffled: the same values, not the same vector
+    assert torch.equal(plan.graph.x[n:].sort(dim=1).values, graph.x[plan.sources].sort(dim=1).values)
+    assert not torch.equal(plan.graph.x[n:], graph.x[plan.sources])
     assert torch.equal(plan.graph.y[n:], plan.labels)
     assert bool(torch.isin(plan.sources, split.train).all())
     # Both directions stored, one pair per endpoint.

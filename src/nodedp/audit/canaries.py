@@ -8,10 +8,11 @@ accountants': adding or removing one node together with all its edges.
 
 :func:`plant_canaries` appends m new nodes n..n+m-1 to a graph of n nodes:
 
-* features: a copy of the features of a uniformly drawn original *training* node
-  (the canary is synthetic audit input, public by construction; copying a real
-  training row keeps it in-distribution, so the model is neither helped nor
-  hurt by out-of-range inputs);
+* features: the feature vector of a uniformly drawn original *training* node with
+  its entries shuffled (the canary is synthetic audit input, public by
+  construction): the same scale and sparsity as a real row, but a point no real
+  node occupies, so a model can memorise its label without contradicting the
+  source node's (a plain copy with another label could not be fitted at all);
 * label: uniform over the classes *other* than that source node's label, so the
   canary is mislabelled and a model that memorises it is detectable;
 * edges: up to ``canary_degree`` edges to distinct, uniformly drawn original
@@ -295,8 +296,13 @@ def plant_canaries(
         new_edges = backward
     else:  # both directions, each pair's two columns side by side
         new_edges = torch.stack([forward, backward], dim=2).reshape(2, -1)
+    # Each canary's features: its source's feature vector with the entries shuffled (drawn last, so the choices
+    # above do not depend on the feature dimension).
+    source_x = graph.x.cpu()[sources]
+    canary_x = torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x]) \
+        if m else source_x
     planted = Data(
-        x=torch.cat([graph.x.cpu(), graph.x.cpu()[sources]]),
+        x=torch.cat([graph.x.cpu(), canary_x]),
         y=torch.cat([graph.y.cpu(), labels]),
         edge_index=torch.cat([edge_index, new_edges], dim=1),
     )

@@ -74,6 +74,10 @@ class RunResult:
     ledger: Ledger
     train_seconds: float
     details: Mapping[str, Any] = field(default_factory=dict)
+    # The trained model's inference on another graph that extends the one it trained on (the audit's canaries
+    # appended): Data -> logits for every node. Not private (inference reads the graph it is given), never
+    # stored; None where a method does not offer it yet.
+    predict: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ def fit_node_classifier(
     logits_of: Callable[[Tensor], Tensor] | None = None,
     example_nodes: Tensor | None = None,
     train_labels: Tensor | None = None,
+    predict: Callable[[Any], Tensor] | None = None,
 ) -> RunResult:
     """Examples are the split's training nodes: `batches` index them, `inputs_of(node_ids)`
     gives the model's inputs for those nodes, for training and for validation and test.
@@ -43,7 +44,8 @@ def fit_node_classifier(
     `example_nodes` are the nodes whose labels the examples carry (default: the
     split's training nodes; DPAR trains on a node sample of them), and `train_labels`
     the labels training reads (default `y`; NIP-GNN's randomized ones), while
-    validation and test always score against `y`."""
+    validation and test always score against `y`. `predict(graph)`: the trained model's
+    logits for every node of another graph (the audit's), run in eval mode without gradients."""
     train_nodes = (split.train if example_nodes is None else example_nodes).to(device)
 
     def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:
@@ -81,4 +83,13 @@ def fit_node_classifier(
         ledger=ledger,
         train_seconds=train_seconds,
         details={"steps": stats.steps, "noise_std": stats.noise_std},
+        predict=None if predict is None else _no_grad(predict),
     )
+
+
+def _no_grad(predict: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
+    def run(graph: Any) -> Tensor:
+        with torch.no_grad():
+            return predict(graph)
+
+    return run
