@@ -235,7 +235,8 @@ def reportable(targets):
         if not drawn:
             left.setdefault(study or target, target)
     for name in left:
-        print(f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it)", file=sys.stderr)
+        print(f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it once its runs have "
+              "finished)", file=sys.stderr)
     return [t for t in targets if (_target_study(t) or t) not in left]
 
 
@@ -281,7 +282,8 @@ def train_split_input(wildcards):
 
 # Input functions: named, so rules hold no lambdas.
 def demo_targets(wildcards):
-    return [*paper_targets("demo"), "paper/about.html"]
+    targets = [*paper_targets("demo"), "paper/about.html"]
+    return reportable(targets) if REPORTING else targets
 
 
 def default_targets(wildcards):
