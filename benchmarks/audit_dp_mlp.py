@@ -1,15 +1,18 @@
 """How much a one-run black-box audit of DP-MLP can see: a correct run against one with its DP-SGD noise divided.
 
     python benchmarks/audit_dp_mlp.py [--dataset csbm-homophilous] [--epsilon 1] [--noise-divisor 10]
-        [--canaries 750] [--epochs 100] [--design onehot|shuffled] [--scale 3] [--seed 0]
+        [--canaries 750] [--epochs 100] [--design onehot|shuffled] [--scale 3] [--layers 2] [--optimizer adam]
+        [--lr 0.01] [--seed 0]
+
+    e.g. the setting that catches the broken run: --layers 1 --optimizer sgd --lr 0.5 --canaries 300
 
 Builds the (synthetic) dataset, plants canaries (``nodedp.audit.canaries``), trains DP-MLP once on the private
 graph twice, correctly and with the noise std divided by ``--noise-divisor`` (a deliberately broken mechanism,
 made here and nowhere else), and prints for each the ledger's ε, the one-run lower bound at the ledger's δ with
 95% confidence, its guesses, AUC and TPR at 1% FPR. Designs: ``shuffled`` keeps the planted canaries (a training
 row shuffled, another label); ``onehot`` gives each canary a feature column of its own (``--scale`` on it, zero
-elsewhere, every real node zero there) and scores it against the zero input, which removes the model's default
-prediction from the score. Nothing is stored; every figure is computed on the run.
+elsewhere, every real node zero there; ``plant_canaries(own_column=...)``) and scores it against the zero input,
+which removes the model's default prediction from the score. Nothing is stored; every figure is computed on the run.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100, help="DP-MLP epochs (default: 100)")
     parser.add_argument("--design", choices=["onehot", "shuffled"], default="onehot", help="canary design")
     parser.add_argument("--scale", type=float, default=3.0, help="onehot: the canary's own feature value (default: 3)")
+    parser.add_argument("--layers", type=int, default=2, help="DP-MLP layers (1: a linear model; default: 2)")
+    parser.add_argument("--optimizer", default="adam", help="DP-MLP optimizer (default: adam)")
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default: 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split, canaries and training")
     args = parser.parse_args()
     if get_dataset(args.dataset).kind == "download":
@@ -59,26 +65,21 @@ def main() -> None:
     split = make_split(folder, seed=args.seed)
     m = args.canaries
     plan = plant_canaries(graph, split, m=m, degree_bound=get_dataset(args.dataset).out_degree_bound or 10,
-                          num_classes=meta["num_classes"], seed=args.seed)
+                          num_classes=meta["num_classes"], seed=args.seed,
+                          own_column=args.scale if args.design == "onehot" else 0.0)
     n = graph.num_nodes
-    baseline = None
-    if args.design == "onehot":
-        own = torch.zeros(plan.graph.x.size(0), m)
-        own[n + torch.arange(m), torch.arange(m)] = args.scale
-        plan.graph.x = torch.cat([plan.graph.x, own], dim=1)
-        plan.graph.x[n:, :-m] = 0
-        baseline = plan.graph.clone()
-        baseline.x = plan.graph.x.clone()
-        baseline.x[:, -m:] = 0
+    baseline = plan.baseline_graph() if args.design == "onehot" else None
     private_graph, private_split, _ = plan.private_graph()
     inputs = RunInputs(graph=private_graph, split=private_split, num_classes=meta["num_classes"])
-    hp = get_method("dp-mlp").parse_hparams({"epochs": args.epochs, "batch_size": 64, "hidden_dim": 64, "lr": 0.01})
+    hp = get_method("dp-mlp").parse_hparams({"epochs": args.epochs, "batch_size": 64, "hidden_dim": 64,
+                                             "lr": args.lr, "num_layers": args.layers, "optimizer": args.optimizer})
     spec = RunSpec(dataset=args.dataset, method="dp-mlp", seed=args.seed, target_epsilon=args.epsilon,
                    target_delta=args.delta)
     included = plan.included.numpy()
     correct_plan = mlp_module.plan_dpsgd
     print(f"{args.dataset}: {n} nodes, m = {m} canaries ({int(included.sum())} included), design {args.design}, "
-          f"{args.epochs} epochs, claimed ε = {args.epsilon:g}, δ = {args.delta:g}")
+          f"{args.epochs} epochs, {args.layers} layer(s), {args.optimizer} lr {args.lr:g}, claimed ε = "
+          f"{args.epsilon:g}, δ = {args.delta:g}")
     print("| run | noise std | ledger ε | one-run ε lower bound (95%) | guesses r | right v | AUC | TPR@1%FPR | s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, divisor in (("correct", 1.0), (f"noise / {args.noise_divisor:g}", args.noise_divisor)):

@@ -305,3 +305,29 @@ def test_value_errors(tiny_inputs):
         plant_canaries(graph, no_train, **base)
     with pytest.raises(ValueError, match="labels out of range"):  # labels beyond the public class count
         plant_canaries(graph, split, **{**base, "num_classes": 2})
+
+
+def test_canaries_in_feature_columns_of_their_own(tiny_inputs):
+    graph = tiny_inputs.graph
+    n, d, m = graph.num_nodes, graph.x.size(1), 40
+    plan = plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes,
+                          seed=3, own_column=2.5)
+    x = plan.graph.x
+    assert x.shape == (n + m, d + m)
+    assert torch.equal(x[:n, :d], graph.x) and not x[:n, d:].any()  # original nodes: zero in the new columns
+    assert not x[n:, :d].any() and torch.equal(x[n:, d:], 2.5 * torch.eye(m))  # canary j: only its column j
+    baseline = plan.baseline_graph()
+    assert not baseline.x[:, d:].any() and torch.equal(baseline.x[:, :d], x[:, :d])
+    private, _, id_map = plan.private_graph()
+    kept = plan.canaries[plan.included]
+    assert private.x.shape == (n + int(plan.included.sum()), d + m)
+    assert torch.equal(private.x[id_map[kept]], x[kept])
+    # The same seed draws the same canaries (inclusion, labels, edges) whatever the design.
+    rows = plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3)
+    assert torch.equal(rows.included, plan.included) and torch.equal(rows.labels, plan.labels)
+    assert torch.equal(rows.graph.edge_index, plan.graph.edge_index)
+    with pytest.raises(ValueError, match="baseline_graph needs"):
+        rows.baseline_graph()
+    with pytest.raises(ValueError, match="own_column"):
+        plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3,
+                       own_column=-1.0)

@@ -41,3 +41,53 @@ def test_a_canary_scores_the_log_probability_of_its_own_label():
     assert torch.allclose(scores, expected) and scores[1] > scores[0]
     with pytest.raises(ValueError, match="do not cover"):
         canary_scores(logits, torch.tensor([3]), torch.tensor([0]))
+
+
+@pytest.fixture(scope="module")
+def csbm_inputs(tmp_path_factory):
+    """csbm-homophilous (3000 nodes) with its seed-0 split: big enough for 300 canaries."""
+    from nodedp.data import load_graph
+    from nodedp.data.registry import build_dataset, make_split
+    from nodedp.io import read_json
+    from nodedp.methods.base import RunInputs
+
+    folder = tmp_path_factory.mktemp("audit") / "csbm-homophilous"
+    build_dataset("csbm-homophilous", folder)
+    return RunInputs(graph=load_graph(folder), split=make_split(folder, seed=0),
+                     num_classes=read_json(folder / "meta.json")["num_classes"])
+
+
+def divide_dp_sgd_noise(monkeypatch, divisor: float) -> None:
+    """A deliberately broken DP-MLP, made here only: its ledger as before, its noise std divided."""
+    import dataclasses
+
+    import nodedp.methods.mlp as mlp_module
+
+    correct = mlp_module.plan_dpsgd
+
+    def broken(**kwargs):
+        plan = correct(**kwargs)
+        config = plan.privacy_config
+        object.__setattr__(plan, "privacy_config",
+                           lambda: dataclasses.replace(config(), noise_std=config().noise_std / divisor))
+        return plan
+
+    monkeypatch.setattr(mlp_module, "plan_dpsgd", broken)
+
+
+def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_not(csbm_inputs, monkeypatch):
+    # A linear DP-MLP trained with plain SGD: each canary's own column is moved by its own gradient alone.
+    hp = get_method("dp-mlp").parse_hparams({"epochs": 100, "batch_size": 64, "num_layers": 1, "optimizer": "sgd",
+                                             "lr": 0.5})
+    run_spec = RunSpec(dataset="csbm-homophilous", method="dp-mlp", seed=0, target_epsilon=1.0, target_delta=1e-4)
+
+    def audit():
+        return audit_run(csbm_inputs, run_spec, hp, method="dp-mlp", degree_bound=20, m=300, seed=0)
+
+    correct = audit()
+    assert correct.one_run.epsilon <= correct.claimed_epsilon and not correct.violated
+    divide_dp_sgd_noise(monkeypatch, 10.0)
+    broken = audit()
+    assert broken.claimed_epsilon == correct.claimed_epsilon  # the same ledger ...
+    assert broken.violated and broken.one_run.epsilon > broken.claimed_epsilon  # ... caught at 95%
+    assert broken.auc > 0.9 > correct.auc

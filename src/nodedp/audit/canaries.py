@@ -51,6 +51,7 @@ are the bounding's business, unchanged by the canaries.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -129,6 +130,7 @@ class CanaryPlan:
     canary_edges: Tensor
     degree_bound: int
     directed: str | None
+    own_column: float = 0.0  # > 0: each canary has a feature column of its own holding this value (plant_canaries)
 
     @property
     def num_original_nodes(self) -> int:
@@ -143,6 +145,16 @@ class CanaryPlan:
         ``graph``, -1 for a removed one.
         """
         return self._subgraph(self.included)
+
+    def baseline_graph(self) -> Data:
+        """``graph`` with the canaries' own columns zeroed: every canary becomes the zero vector, so a score
+        taken against it removes the model's prediction for an input it never saw (only with ``own_column``)."""
+        if self.own_column <= 0:
+            raise ValueError("baseline_graph needs canaries planted with own_column > 0")
+        m = self.canaries.numel()
+        x = self.graph.x.clone()
+        x[:, -m:] = 0
+        return Data(x=x, y=self.graph.y, edge_index=self.graph.edge_index)
 
     def neighbour(self, i: int) -> tuple[Data, Split, Tensor]:
         """:meth:`private_graph` with canary ``i``'s inclusion flipped (``i`` indexes the m canaries).
@@ -208,6 +220,7 @@ def plant_canaries(
     seed: int,
     canary_degree: int | None = None,
     direction: str | None = None,
+    own_column: float = 0.0,
 ) -> CanaryPlan:
     """Append m canary nodes to ``graph`` (module docstring) and draw their inclusion.
 
@@ -225,6 +238,12 @@ def plant_canaries(
     symmetric graph both directions are always stored, and ``direction`` must be
     None or "both".
 
+    ``own_column`` > 0: the audit's strongest black-box design. m feature columns are appended, zero on every
+    original node; canary j holds ``own_column`` in column j and zero in every original column. Weights that
+    read column j then move only with canary j's own (clipped, noised) gradient, so the model's output on it,
+    taken against the zero input (``CanaryPlan.baseline_graph``), reads that canary's contribution almost
+    directly. Still a valid neighbouring pair: the original nodes' features only gain zero columns.
+
     Deterministic for a ``seed``: the inclusion bits are drawn first, from a
     fresh ``torch.Generator`` seeded with ``seed``, then the sources, the labels
     and the endpoints from the same generator, so nothing about the canaries
@@ -235,6 +254,8 @@ def plant_canaries(
     num_classes = _check_int(num_classes, "num_classes", 2)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(own_column, bool) or not isinstance(own_column, int | float) or not 0 <= own_column < math.inf:
+        raise ValueError(f"own_column must be a finite number >= 0, got {own_column!r}")
     if canary_degree is None:
         canary_degree = max(1, degree_bound // 2)
     canary_degree = _check_int(canary_degree, "canary_degree", 0)
@@ -301,8 +322,15 @@ def plant_canaries(
     source_x = graph.x.cpu()[sources]
     canary_x = torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x]) \
         if m else source_x
+    if own_column > 0:
+        own = torch.zeros(n + m, m, dtype=graph.x.dtype)
+        own[torch.arange(n, n + m), torch.arange(m)] = own_column
+        canary_x = torch.zeros_like(canary_x)
+        x_all = torch.cat([torch.cat([graph.x.cpu(), canary_x]), own], dim=1)
+    else:
+        x_all = torch.cat([graph.x.cpu(), canary_x])
     planted = Data(
-        x=torch.cat([graph.x.cpu(), canary_x]),
+        x=x_all,
         y=torch.cat([graph.y.cpu(), labels]),
         edge_index=torch.cat([edge_index, new_edges], dim=1),
     )
@@ -325,5 +353,6 @@ def plant_canaries(
         canary_edges=canary_edges,
         degree_bound=degree_bound,
         directed=directed,
+        own_column=float(own_column),
     )
 

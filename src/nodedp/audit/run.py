@@ -3,8 +3,10 @@ and turn the scores into empirical lower bounds on ε beside the ledger's ε.
 
 A canary's score is the trained model's log-probability of the canary's (deliberately wrong) label, from its
 inference on the graph holding *every* canary (``RunResult.predict``): a model that memorised an included canary
-gives it more. The lower bounds (``nodedp.audit.statistics``) are taken at the ledger's δ, so for a correct
-method and a correct ledger the one-run bound must stay at or below the ledger's ε with the stated confidence.
+gives it more. With canaries in feature columns of their own (the default), the score is taken against the same
+canary as the zero input, which removes what the model predicts for an input it never saw. The lower bounds
+(``nodedp.audit.statistics``) are taken at the ledger's δ, so for a correct method and a correct ledger the one-run
+bound must stay at or below the ledger's ε with the stated confidence.
 """
 
 from __future__ import annotations
@@ -69,10 +71,12 @@ def canary_scores(logits: torch.Tensor, canaries: torch.Tensor, labels: torch.Te
 
 
 def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, degree_bound: int, m: int | None = None,
-              seed: int = 0, confidence: float = 0.95) -> AuditResult:
+              seed: int = 0, confidence: float = 0.95, own_column: float = 3.0) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
     ``m`` canaries (default ``default_canary_count``) within ``degree_bound``, train once with ``spec`` and
-    ``hparams`` (the method's parsed hyperparameters) on the private graph, score every canary and bound ε."""
+    ``hparams`` (the method's parsed hyperparameters) on the private graph, score every canary and bound ε.
+    ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
+    (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows."""
     from nodedp.methods import get_method
     from nodedp.methods.base import RunInputs
 
@@ -85,13 +89,17 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, degree_bound
     start = time.perf_counter()
     graph, split = inputs.graph, inputs.split
     m = default_canary_count(graph.num_nodes) if m is None else m
-    plan = plant_canaries(graph, split, m=m, degree_bound=degree_bound, num_classes=inputs.num_classes, seed=seed)
+    plan = plant_canaries(graph, split, m=m, degree_bound=degree_bound, num_classes=inputs.num_classes, seed=seed,
+                          own_column=own_column)
     private_graph, private_split, _ = plan.private_graph()
     result = info.run(RunInputs(graph=private_graph, split=private_split, num_classes=inputs.num_classes), spec,
                       hparams)
     if result.predict is None:
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
-    scores = canary_scores(result.predict(plan.graph), plan.canaries, plan.labels).numpy()
+    scores = canary_scores(result.predict(plan.graph), plan.canaries, plan.labels)
+    if own_column > 0:
+        scores = scores - canary_scores(result.predict(plan.baseline_graph()), plan.canaries, plan.labels)
+    scores = scores.numpy()
     included = plan.included.numpy()
     claimed, delta = result.ledger.composed()
     if not math.isfinite(claimed):
