@@ -267,8 +267,7 @@ def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]
             if not get_method(base).private:
                 continue
             parsed = get_method(base).parse_hparams(hparams)
-            names = {f.name for f in dataclasses.fields(parsed)} if dataclasses.is_dataclass(parsed) else set()
-            fields |= names
+            fields |= {f.name for f in dataclasses.fields(parsed)}
             value = getattr(parsed, parameter, None)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values.add(value)

@@ -7,26 +7,7 @@ Jagielski (2023), "Privacy Auditing with One (1) Training Run". ``canaries`` pla
 
 from __future__ import annotations
 
-from nodedp.audit.statistics import (
-    OneRunBound,
-    ThresholdBound,
-    attack_auc,
-    clopper_pearson_epsilon,
-    default_guess_grid,
-    epsilon_from_counts,
-    epsilon_one_run,
-    one_run_p_value,
-    tpr_at_fpr,
-)
+from nodedp.audit import statistics
+from nodedp.audit.statistics import *  # noqa: F403 (re-exported as they are)
 
-__all__ = [
-    "OneRunBound",
-    "ThresholdBound",
-    "attack_auc",
-    "clopper_pearson_epsilon",
-    "default_guess_grid",
-    "epsilon_from_counts",
-    "epsilon_one_run",
-    "one_run_p_value",
-    "tpr_at_fpr",
-]
+__all__ = list(statistics.__all__)

@@ -188,13 +188,6 @@ class CanaryPlan:
         return graph, split, id_map
 
 
-def _is_symmetric(edge_index: Tensor, num_nodes: int) -> bool:
-    """Whether the edge multiset equals its reverse (every edge stored in both directions)."""
-    src, dst = edge_index
-    forward = torch.sort(src * num_nodes + dst).values
-    return bool(torch.equal(forward, torch.sort(dst * num_nodes + src).values))
-
-
 def _draw_endpoints(available: list[int], count: int, generator: torch.Generator) -> list[int]:
     """``count`` distinct positions in ``available``, uniformly (a uniform ``count``-subset, in random order)."""
     size = len(available)
@@ -267,7 +260,7 @@ def plant_canaries(
     if split.train.numel() == 0:
         raise ValueError("plant_canaries: the split has no training node (canaries copy and attach to training nodes)")
     edge_index = graph.edge_index.cpu()
-    symmetric = _is_symmetric(edge_index, n)
+    symmetric = bool(Data(edge_index=edge_index, num_nodes=n).is_undirected())  # as the methods decide it
     if symmetric:
         if direction not in (None, "both"):
             raise ValueError(f"direction {direction!r} does not apply to a symmetric graph (both directions are "

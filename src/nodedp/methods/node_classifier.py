@@ -83,13 +83,6 @@ def fit_node_classifier(
         ledger=ledger,
         train_seconds=train_seconds,
         details={"steps": stats.steps, "noise_std": stats.noise_std},
-        predict=None if predict is None else _no_grad(predict),
+        predict=None if predict is None else torch.no_grad()(predict),
     )
 
-
-def _no_grad(predict: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
-    def run(graph: Any) -> Tensor:
-        with torch.no_grad():
-            return predict(graph)
-
-    return run
