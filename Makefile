@@ -26,7 +26,7 @@ REDRAW_RULES := collect summarize tables figures reproduction_tables paper_table
 export NODEDP_STUDIES := $(STUDY)
 REPORT ?= paper/report.html
 
-.PHONY: venv demo test paper report lint dryrun clean-demo
+.PHONY: venv demo test paper report audit lint dryrun clean-demo
 
 venv: $(STAMP)
 
@@ -55,6 +55,13 @@ paper: $(STAMP)
 ## summaries, configuration, version and commit. REPORT=path: where (default paper/report.html).
 report: $(STAMP)
 	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) --report $(REPORT) $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
+
+## Every study's empirical privacy audit (its `audit:` block; STUDY=name: that study's only): canary lower bounds
+## on ε beside the claimed ε and a TSTF membership-inference attack -> paper/<study>/tables/audit.{md,tex},
+## paper/<study>/figures/audit.png.
+audit: $(STAMP)
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) $(if $(STUDY),paper/$(STUDY)/tables/audit.md,audit) \
+	  $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 ## What `snakemake` would run for the whole grid (or CONFIG's), without running it.
 dryrun: $(STAMP)

@@ -1,7 +1,8 @@
 # nodedp: one DAG from graphs to paper tables and figures, for every study of the grid.
 # Targets: (default) every study of the grid trained and drawn, the seed papers' tables, paper/main.tex;
-# `demo`: the demo study; `runs`: every training run; `data`: graphs and splits; `paper`: redraw what
-# finished runs can draw (never trains: use it with --allowed-rules, as `make paper` does).
+# `demo`: the demo study (with its quick audit); `runs`: every training run; `data`: graphs and splits; `paper`:
+# redraw what finished runs can draw (never trains: use it with --allowed-rules, as `make paper` does); `audit`:
+# every study's `audit:` (canary lower bounds on ε beside the claimed ε, membership inference).
 # One dataset of a study: `snakemake results/summary/main/runs/<dataset>.parquet`.
 # `snakemake --report R.html` (any target; the default one reports what `paper` would redraw).
 # The grid is config.yaml, or the file `--configfile` names: that replaces config.yaml, never merges into it.
@@ -34,6 +35,7 @@ include: "workflow/rules/structure.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/paper.smk"
+include: "workflow/rules/audit.smk"
 
 
 rule all:
@@ -60,3 +62,8 @@ rule runs:
 rule paper:
     input:
         paper_redraw_targets,
+
+
+rule audit:
+    input:
+        all_audit_targets(),

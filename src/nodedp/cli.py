@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 EPILOG = """\
 Typical use on one cell of the grid (what the Snakemake rules run):
@@ -299,6 +300,29 @@ def check_reference_name(name: str, hp) -> None:
                          f"{getattr(hp, 'accounting', 'suite')!r}")
 
 
+def method_settings(args: argparse.Namespace) -> tuple[str, str, Any, Any, float | str, str]:
+    """(method, name, registry entry, parsed hyperparameters, δ, accountant) of a run from ``--method``,
+    ``--name``, ``--epsilon`` and either ``--hparams``/``--delta``/``--accountant`` or ``--config`` (whose
+    variant, privacy δ and accountant win)."""
+    from nodedp.methods import get_method
+
+    method, name = args.method, args.name or args.method
+    hparams, delta, accountant = args.hparams, args.delta, args.accountant
+    if args.config:
+        from nodedp.config import read_config, resolve_method
+
+        config = read_config(args.config)
+        method, hparams = resolve_method(config, args.method)  # a method or a variant of one
+        privacy = config.get("privacy") or {}
+        delta = privacy.get("delta", delta)
+        accountant = privacy.get("accountant", accountant)
+    info = get_method(method)
+    info.check_epsilon(args.epsilon)
+    hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
+    check_reference_name(name, hp)
+    return method, name, info, hp, delta, accountant
+
+
 def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
     """δ of a private method: the configured one, or 'auto' from the number of private units."""
     from nodedp.accounting import resolve_delta
@@ -351,24 +375,11 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from nodedp.data import load_graph, load_graph_meta, load_split
     from nodedp.io import write_json
-    from nodedp.methods import RunInputs, RunSpec, get_method
+    from nodedp.methods import RunInputs, RunSpec
     from nodedp.provenance import provenance
 
     started = time.perf_counter()
-    method, name = args.method, args.name or args.method
-    hparams, delta, accountant = args.hparams, args.delta, args.accountant
-    if args.config:
-        from nodedp.config import read_config, resolve_method
-
-        config = read_config(args.config)
-        method, hparams = resolve_method(config, args.method)  # a method or a variant of one
-        privacy = config.get("privacy") or {}
-        delta = privacy.get("delta", delta)
-        accountant = privacy.get("accountant", accountant)
-    info = get_method(method)
-    info.check_epsilon(args.epsilon)
-    hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
-    check_reference_name(name, hp)
+    method, name, info, hp, delta, accountant = method_settings(args)
     structure = load_structure(args.structure)
     check_structure(method, info.needs, structure)
 
@@ -443,6 +454,58 @@ def cmd_train(args: argparse.Namespace) -> None:
     print(f"{spec.method} on {spec.dataset} seed {spec.seed}: test accuracy {result.test['accuracy']:.4f}; {eps_text}")
 
 
+def cmd_audit(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    import torch
+
+    from nodedp.audit.run import audit_run, method_trainer
+    from nodedp.config import structure_bounds
+    from nodedp.data import get_dataset, load_graph, load_graph_meta, load_split
+    from nodedp.io import write_json
+    from nodedp.methods import RunInputs, RunSpec
+    from nodedp.provenance import provenance
+
+    started = time.perf_counter()
+    method, name, info, hp, delta, accountant = method_settings(args)
+    if not info.private or info.level != "node":
+        raise ValueError(f"method {name!r} is {'not private' if not info.private else info.level + '-level'}: the "
+                         "audit bounds node-level ε (audit a node-level private method; see `methods`)")
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    graph_dir = Path(args.graph)
+    meta = load_graph_meta(graph_dir)
+    graph = load_graph(graph_dir)
+    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    spec = RunSpec(dataset=meta["name"], method=name, seed=args.seed, target_epsilon=args.epsilon,
+                   target_delta=_target_delta(info, meta, graph, delta), accountant=info.resolve_accountant(accountant),
+                   device=args.device, progress=args.progress)
+    inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"])
+    bounds = structure_bounds(get_dataset(meta["name"]), dataclasses.asdict(hp))
+    note(f"{meta['name']}: auditing {name} at ε = {args.epsilon:g}, seed {args.seed}"
+         f" with {args.canaries or 'the default number of'} canaries")
+    result = audit_run(inputs, spec, hp, method=method, bounds=bounds, m=args.canaries or None, seed=args.seed,
+                       confidence=args.confidence, dataset=meta["name"])
+    record: dict[str, Any] = {"dataset": meta["name"], "name": name, "base_method": method, "seed": args.seed,
+                              "target_epsilon": args.epsilon, **result.as_dict(), "method": name, "mia": None}
+    if args.mia:
+        from nodedp.audit.mia import tstf_attack
+
+        note(f"{name}: membership-inference attack (TSTF: a target and a shadow model)")
+        train = method_trainer(info, spec, hp, bounds=bounds, num_classes=meta["num_classes"], dataset=meta["name"])
+        record["mia"] = tstf_attack(graph, split, train=train, seed=args.seed).as_dict()
+    record["timings"] = {"total_s": time.perf_counter() - started}
+    record["version"] = provenance()
+    write_json(Path(args.out), record)
+    verdict = "VIOLATED" if result.violated else "holds"
+    mia = "" if record["mia"] is None else f"; TSTF attack accuracy {record['mia']['accuracy']:.3f}"
+    print(f"{name} on {meta['name']} seed {args.seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
+          f"empirical lower bound {result.one_run.epsilon:.4g} at {result.one_run.confidence:.0%} confidence "
+          f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}")
+
+
 def cmd_collect(args: argparse.Namespace) -> None:
     from nodedp.analysis import collect_runs, write_runs
 
@@ -513,6 +576,24 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
         atomic_write(Path(args.caption), lambda tmp: tmp.write_text(caption + "\n", encoding="utf-8"))
     print(f"{png}: {caption}")
+
+
+def cmd_audit_report(args: argparse.Namespace) -> None:
+    from nodedp.analysis.audit import plot_audit, read_audits, summarize_audits, write_audit_tables
+    from nodedp.io import atomic_write
+
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
+    summary = summarize_audits(read_audits([Path(p) for p in args.audits]), confidence=args.confidence)
+    command = "snakemake --cores 2 " + " ".join(args.markdown.rsplit(".", 1)[0] + ext for ext in (".md", ".tex"))
+    write_audit_tables(summary, markdown=Path(args.markdown), latex=Path(args.latex), regenerate_command=command)
+    caption = plot_audit(summary, Path(args.png))
+    atomic_write(Path(args.caption), lambda tmp: tmp.write_text(caption + "\n", encoding="utf-8"))
+    violated = summary.filter(summary["violated"])
+    print(f"{summary.height} audited cell(s) into {args.markdown}, {args.latex}, {args.png}; "
+          f"{violated.height} with the lower bound above the claimed ε"
+          + "".join(f"\n  {r['dataset']} {r['method']} ε = {r['claimed_epsilon']:.3g}: lower bound "
+                    f"{r['epsilon_lower']:.3g}" for r in violated.iter_rows(named=True)))
 
 
 def cmd_paper_tables(args: argparse.Namespace) -> None:
@@ -683,6 +764,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
                    help=PROGRESS_HELP)
     p.add_argument("--out", required=True, help="run directory")
+
+    p = verb("audit", cmd_audit,
+             "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "
+             "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; optionally a "
+             "TSTF membership-inference attack. Writes one JSON file")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--split", required=True, help="stored split (.pt); canaries join its training nodes")
+    p.add_argument("--method", required=True,
+                   help="a node-level private method id (see `methods`); with --config also a variant or "
+                        "<method>@paper (audited against its paper's claimed ε)")
+    p.add_argument("--name", help="the name the audit is recorded under (default: --method)")
+    p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target (or, @paper, claimed) ε")
+    p.add_argument("--seed", type=int, required=True, help="seed of canaries, inclusion bits, training and noise")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
+    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
+    p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
+    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
+                   help="'auto' (default), 'rdp' or 'pld', as for `train`")
+    p.add_argument("--canaries", type=int, default=0,
+                   help="number of canaries m (0, the default: 1000 on graphs of >= 4000 nodes, else N/4)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
+    p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the TSTF membership-inference attack (two more trainings; default: on)")
+    p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
+                   help=PROGRESS_HELP)
+    p.add_argument("--out", required=True, help="output audit JSON file")
+
+    p = verb("audit-report", cmd_audit_report,
+             "draw the audit table (Markdown, LaTeX) and the lower-bound-vs-claimed-ε figure from audit JSON files; "
+             "each cell's seeds are pooled into one bound")
+    p.add_argument("--markdown", required=True, help="output Markdown table (.md)")
+    p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
+    p.add_argument("--png", required=True, help="output figure (.png)")
+    p.add_argument("--caption", required=True, help="output caption text file (beside the figure)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the pooled bounds (default: 0.95)")
+    p.add_argument("audits", nargs="+", help="audit JSON files (from `audit`)")
 
     p = verb("stability", cmd_stability,
              "how far a graph is from its public degree bounds and how much one node removal moves the bounding")

@@ -31,6 +31,7 @@ __all__ = [
     "SCHEMA",
     "ConfigError",
     "PublicSize",
+    "audit_plan",
     "check_config",
     "check_schema",
     "known_methods",
@@ -38,6 +39,7 @@ __all__ = [
     "public_size",
     "read_config",
     "resolve_method",
+    "structure_bounds",
     "variant_overrides",
 ]
 
@@ -58,6 +60,18 @@ BATCH_OF_TRAINING_NODES = frozenset(
 
 class ConfigError(ValueError):
     pass
+
+
+def structure_bounds(dataset: Any, hparams: Mapping[str, Any]) -> dict[str, int]:
+    """The public degree bound of each degree-bounded structure kind for a method on a dataset: the dataset's
+    (``in_degree_bound`` K for in-degree, ``out_degree_bound`` D for out-degree and, NIP-GNN's undirected
+    bounding, degree) unless the method's hyperparameters set their own (``DEGREE_BOUND_KEYS``, 0: unset)."""
+    bounds = {"in-degree": dataset.in_degree_bound, "out-degree": dataset.out_degree_bound,
+              "degree": dataset.out_degree_bound}
+    for kind, key in DEGREE_BOUND_KEYS.items():
+        if hparams.get(key):  # 0 or unset: the dataset's (the methods' own convention)
+            bounds[kind] = hparams[key]
+    return bounds
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -277,6 +291,45 @@ def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]
                               f"(their hyperparameters: {sorted(fields)})")
 
 
+def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
+    """A study's ``audit:`` block with its defaults filled in: datasets, methods (its node-level private ones,
+    reference runs included), epsilons, seeds (its first), canaries (0: the default count), confidence (0.95).
+    Raises ConfigError naming the field when an audited dataset or method is not the study's, or a method has no
+    node-level ε to audit (the canaries are nodes)."""
+    from nodedp.methods import get_method
+
+    spec = config["studies"][study]
+    audit = spec.get("audit") or {}
+    field = f"studies.{study}.audit"
+
+    def node_private(name: str) -> bool:
+        info = get_method(resolve_method(config, name)[0])
+        return info.private and info.level == "node"
+
+    plan = {
+        "datasets": list(audit.get("datasets") or spec["datasets"]),
+        "methods": list(audit.get("methods") or [m for m in spec["methods"] if node_private(m)]),
+        "epsilons": list(audit.get("epsilons") or spec["epsilons"]),
+        "seeds": list(audit.get("seeds") or spec["seeds"][:1]),
+        "canaries": int(audit.get("canaries", 0)),
+        "confidence": float(audit.get("confidence", 0.95)),
+    }
+    for key in ("datasets", "methods"):
+        foreign = [v for v in plan[key] if v not in spec[key]]
+        if foreign:
+            raise ConfigError(f"{field}.{key}: {foreign} not among the study's {key} {spec[key]}")
+    bad = [m for m in plan["methods"] if not node_private(m)]
+    if bad:
+        raise ConfigError(f"{field}.methods: {bad} have no node-level ε to audit; audited: node-level private "
+                          f"methods of the study ({[m for m in spec['methods'] if node_private(m)]})")
+    if not plan["methods"]:
+        raise ConfigError(f"{field}: the study has no node-level private method to audit")
+    if plan["canaries"] and plan["canaries"] < 20:
+        raise ConfigError(f"{field}.canaries: {plan['canaries']} is too few for a bound (at least 20, or 0 for "
+                          "the default)")
+    return plan
+
+
 def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = None) -> None:
     """Raise ConfigError naming the field when the (schema-validated) config cannot run. ``graphs_dir``
     (the workflow's ``resources/graphs``) holds already built graphs, whose ``meta.json`` gives the sizes
@@ -303,4 +356,6 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
             raise ConfigError(f"methods.{name}: {err}") from None
     for study, spec in config["studies"].items():
         _check_sweeps(config, study, spec)
+        if "audit" in spec:
+            audit_plan(config, study)  # raises on an audit the study cannot run
     _check_public_limits(config, graphs_dir=graphs_dir)

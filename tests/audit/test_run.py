@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nodedp.audit.run import audit_run, canary_scores
+from nodedp.audit.run import audit_run, canary_degree_bound, canary_scores
 from nodedp.methods import get_method
 from nodedp.methods.base import RunSpec
+
+
+BOUNDS = {"in-degree": 16, "out-degree": 8, "degree": 8}  # public degree bounds (K, D, D) for the tiny graph
 
 
 def spec(method: str, epsilon: float) -> RunSpec:
@@ -16,22 +19,32 @@ def spec(method: str, epsilon: float) -> RunSpec:
 
 def test_a_correct_dp_mlp_stays_below_its_ledger_epsilon(tiny_inputs):
     hp = get_method("dp-mlp").parse_hparams({"epochs": 5, "batch_size": 32})
-    result = audit_run(tiny_inputs, spec("dp-mlp", 2.0), hp, method="dp-mlp", degree_bound=8, m=60, seed=1)
+    result = audit_run(tiny_inputs, spec("dp-mlp", 2.0), hp, method="dp-mlp", bounds=BOUNDS, m=60, seed=1)
     assert result.canaries == 60 and 0 < result.included < 60
     assert 1.9 < result.claimed_epsilon <= 2.0 and result.delta == pytest.approx(1e-3)
+    assert result.ledger_epsilon == result.claimed_epsilon and result.accounting == "suite"
+    assert result.canary_degree_bound == BOUNDS["out-degree"]
     assert 0.0 <= result.one_run.epsilon <= result.claimed_epsilon and not result.violated
     assert 0.0 <= result.auc <= 1.0 and 0.0 <= result.test_accuracy <= 1.0
     row = result.as_dict()
     assert row["epsilon_lower_one_run"] == result.one_run.epsilon and row["violated"] is False
 
 
-def test_methods_without_an_epsilon_or_with_structure_are_refused(tiny_inputs):
+def test_methods_without_a_node_level_epsilon_are_refused(tiny_inputs):
     with pytest.raises(ValueError, match="not private"):
         audit_run(tiny_inputs, spec("mlp", float("inf")), get_method("mlp").parse_hparams({}), method="mlp",
-                  degree_bound=8, m=20)
-    with pytest.raises(ValueError, match="structure artifacts"):
-        audit_run(tiny_inputs, spec("dp-gcn", 1.0), get_method("dp-gcn").parse_hparams({}), method="dp-gcn",
-                  degree_bound=8, m=20)
+                  bounds=BOUNDS, m=20)
+    with pytest.raises(ValueError, match="edge-level"):
+        audit_run(tiny_inputs, spec("edgerand", 1.0), get_method("edgerand").parse_hparams({}), method="edgerand",
+                  bounds=BOUNDS, m=20)
+
+
+def test_canaries_are_wired_within_the_identity_bound_of_every_bounding_the_method_runs():
+    bounds = {"in-degree": 9, "out-degree": 6, "degree": 5}
+    assert canary_degree_bound(("in-degree",), bounds) == 4  # Algorithm 1 keeps every edge up to ⌊K/2⌋
+    assert canary_degree_bound(("out-degree",), bounds) == 6
+    assert canary_degree_bound(("degree", "in-degree"), bounds) == 4
+    assert canary_degree_bound((), bounds) == 6 and canary_degree_bound(("dp-appr",), bounds) == 6
 
 
 def test_a_canary_scores_the_log_probability_of_its_own_label():
@@ -55,6 +68,9 @@ def csbm_inputs(tmp_path_factory):
     build_dataset("csbm-homophilous", folder)
     return RunInputs(graph=load_graph(folder), split=make_split(folder, seed=0),
                      num_classes=read_json(folder / "meta.json")["num_classes"])
+
+
+CSBM_BOUNDS = {"in-degree": 10, "out-degree": 20, "degree": 20}  # csbm-homophilous's public K and D
 
 
 def divide_dp_sgd_noise(monkeypatch, divisor: float) -> None:
@@ -82,7 +98,7 @@ def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_n
     run_spec = RunSpec(dataset="csbm-homophilous", method="dp-mlp", seed=0, target_epsilon=1.0, target_delta=1e-4)
 
     def audit():
-        return audit_run(csbm_inputs, run_spec, hp, method="dp-mlp", degree_bound=20, m=300, seed=0)
+        return audit_run(csbm_inputs, run_spec, hp, method="dp-mlp", bounds=CSBM_BOUNDS, m=300, seed=0)
 
     correct = audit()
     assert correct.one_run.epsilon <= correct.claimed_epsilon and not correct.violated
@@ -91,3 +107,14 @@ def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_n
     assert broken.claimed_epsilon == correct.claimed_epsilon  # the same ledger ...
     assert broken.violated and broken.one_run.epsilon > broken.claimed_epsilon  # ... caught at 95%
     assert broken.auc > 0.9 > correct.auc
+
+
+def test_a_graph_method_is_audited_with_its_structure_built_on_the_private_graph(tiny_inputs):
+    # DP-GCN reads the in-degree bounding: canaries within ⌊K/2⌋, so Algorithm 1 keeps every canary edge.
+    hp = get_method("dp-gcn").parse_hparams({"epochs": 3, "batch_size": 32, "hidden_dim": 16})
+    result = audit_run(tiny_inputs, spec("dp-gcn", 4.0), hp, method="dp-gcn", bounds=BOUNDS, m=40, seed=2)
+    assert result.canary_degree_bound == BOUNDS["in-degree"] // 2
+    assert result.canaries == 40 == len(result.scores) == len(result.inclusion)
+    assert sum(result.inclusion) == result.included
+    assert 3.9 < result.claimed_epsilon <= 4.0 and result.guarantee in ("bounded-degree", "conditional")
+    assert not result.violated

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch_geometric.data import Data
 
 from nodedp.accounting import (
     RDP_ORDERS,
@@ -18,7 +19,7 @@ from nodedp.accounting import (
     max_occurrences,
     verify_ledger_dict,
 )
-from nodedp.data import bound_in_degree, bound_out_degree
+from nodedp.data import Split, bound_in_degree, bound_out_degree, degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dp_gnn import (
@@ -216,7 +217,8 @@ def test_paper_noise_is_the_public_accountants_lambda_at_delta_one_over_ten_n():
     assert paper_epsilon(noise_multiplier=2 * z, **sizes) == pytest.approx(
         _public_code_epsilon(2 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)), rel=1e-9)
     # Per clip group, the paper's noise std is z·C_l; over the whole gradient that is z/√L times its bound C.
-    assert paper_reference_noise_multiplier(target_epsilon=4.0, num_groups=3, **sizes) == pytest.approx(z / math.sqrt(3))
+    assert paper_reference_noise_multiplier(target_epsilon=4.0, num_groups=3, **sizes) == pytest.approx(
+        z / math.sqrt(3))
     # Orders ≤ 9.9 cannot state a small ε at δ = 1/(10N) for any useful noise: refused, not faked.
     assert paper_epsilon_floor(90941) == pytest.approx(1.1776, abs=1e-4)
     with pytest.raises(ValueError, match="cannot state epsilon = 1 for any useful noise"):
@@ -285,9 +287,113 @@ def test_paper_reference_mode_runs_with_the_papers_noise_and_records_the_actual_
     assert Ledger.from_dict(d).to_dict() == d
     spent = verify_ledger_dict(d)
     assert spent == pytest.approx(ledger.composed()[0]) and spent > 4.0
-    assert d["claim"]["actual_epsilon"] == pytest.approx(ledger.actual_claim_epsilon()) and ledger.actual_claim_epsilon() > 4.0
+    assert d["claim"]["actual_epsilon"] == pytest.approx(ledger.actual_claim_epsilon())
+    assert ledger.actual_claim_epsilon() > 4.0
 
 
 def test_paper_reference_mode_refuses_percentile_thresholds():
     with pytest.raises(ValueError, match="accounting 'paper' clips each layer to C/√L"):
         get_method("dp-gcn").parse_hparams({"accounting": "paper", "clip_percentile": 75.0})
+
+
+# --- predict: the evaluation's inference on a graph that extends the training input ------------------------------
+
+PREDICT_METHODS = ["dp-gcn", "dp-sage", "dp-gin", "dp-gat", "gcn", "sage", "gin", "gat"]
+
+
+def _extend(graph, extra: int, *, wired: bool, seed: int = 0):
+    """``graph`` plus ``extra`` appended nodes (random features and labels), each with edges both ways to three
+    random existing nodes when ``wired``; the new edges come after the original ones."""
+    g = torch.Generator().manual_seed(seed)
+    n = graph.num_nodes
+    x = torch.cat([graph.x, torch.randn(extra, graph.num_features, generator=g)])
+    y = torch.cat([graph.y, torch.randint(int(graph.y.max()) + 1, (extra,), generator=g)])
+    edges = graph.edge_index
+    endpoints = torch.empty(0, dtype=torch.long)
+    if wired:
+        endpoints = torch.stack([torch.randperm(n, generator=g)[:3] for _ in range(extra)])  # [extra, 3]
+        new = torch.stack([torch.arange(n, n + extra).repeat_interleave(3), endpoints.flatten()])
+        edges = torch.cat([edges, new, new.flip(0)], dim=1)
+    return Data(x=x, y=y, edge_index=edges), endpoints.flatten().unique()
+
+
+def _run_with_predict(inputs: RunInputs, method: str):
+    info = get_method(method)
+    if info.private:
+        spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=8.0, target_delta=1e-3)
+        hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 16})
+    else:
+        spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=math.inf, target_delta=0.0)
+        hp = info.parse_hparams({"epochs": 5, "hidden_dim": 16})
+    result = info.run(inputs, spec, hp)
+    assert result.predict is not None
+    return result
+
+
+def _test_accuracy(logits, inputs: RunInputs) -> float:
+    test = inputs.split.test
+    return float((logits[test].argmax(1).cpu() == inputs.graph.y[test]).double().mean())
+
+
+@pytest.mark.parametrize("method", PREDICT_METHODS)
+def test_predict_is_the_evaluations_full_graph_inference_on_the_given_graph(tiny_inputs, method):
+    inputs = _inputs(tiny_inputs)
+    graph, n, extra = inputs.graph, inputs.graph.num_nodes, 5
+    result = _run_with_predict(inputs, method)
+    own = result.predict(graph)
+    assert own.shape == (n, inputs.num_classes)
+    # (2) Evaluation is deterministic (no inference noise): the same test accuracy to the last bit.
+    assert abs(_test_accuracy(own, inputs) - result.test["accuracy"]) <= 1e-9
+    # (1) Appended nodes with edges: finite logits for every node.
+    wired, endpoints = _extend(graph, extra, wired=True)
+    logits = result.predict(wired)
+    assert logits.shape == (n + extra, inputs.num_classes) and torch.isfinite(logits).all()
+    # (3) Only the argument and the trained weights: the same output twice; edgeless extra nodes leave every
+    # original node's logits as they were (message passing is local); the new edges reach their endpoints,
+    # so the given graph's edges are read, not the training graph's (unbounded: the evaluation bounds nothing).
+    assert torch.equal(result.predict(wired), logits)
+    isolated, _ = _extend(graph, extra, wired=False)
+    torch.testing.assert_close(result.predict(isolated)[:n], own, rtol=1e-5, atol=1e-6)
+    moved = (logits[:n] - own).abs().amax(1) > 1e-6
+    assert moved[endpoints].all()
+    assert moved.sum() < n  # local: nodes far from the new edges keep theirs
+
+
+@pytest.mark.parametrize("method", ["dp-gcn", "sage"])
+def test_inductive_predict_drops_cross_part_edges_and_isolates_extra_nodes(tiny_inputs, method):
+    base = tiny_inputs.split
+    split = Split(train=base.train, val=base.val, test=base.test, setting="inductive", seed=base.seed)
+    graph = tiny_inputs.graph
+    edges = remove_cross_split_edges(graph.edge_index, split)  # as the workflow's bound-degree rule does
+    artifact = degree_artifact(edges, kind="in-degree", bound=K, seed=SEED, num_nodes=graph.num_nodes,
+                               train_nodes=split.train)
+    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
+                       structure={"in-degree": artifact})
+    n, extra = graph.num_nodes, 4
+    result = _run_with_predict(inputs, method)
+    own = result.predict(graph)
+    assert abs(_test_accuracy(own, inputs) - result.test["accuracy"]) <= 1e-9
+    # The extra nodes are in no part: their edges are dropped like every cross-part edge, so wiring them in
+    # changes nobody's logits, and each extra node is scored exactly as without its edges.
+    wired, _ = _extend(graph, extra, wired=True)
+    isolated, _ = _extend(graph, extra, wired=False)
+    logits = result.predict(wired)
+    assert logits.shape == (n + extra, inputs.num_classes) and torch.isfinite(logits).all()
+    torch.testing.assert_close(logits, result.predict(isolated), rtol=0, atol=0)
+    torch.testing.assert_close(logits[:n], own, rtol=1e-5, atol=1e-6)
+    # The original nodes' cross-part edges are dropped too: the given graph already without them reads the same.
+    assert edges.size(1) < graph.edge_index.size(1)
+    assert torch.equal(result.predict(Data(x=graph.x, y=graph.y, edge_index=edges)), own)
+    # Given parts of the extended graph (the extra nodes as training nodes, as the audit scores canaries), the
+    # extra nodes' edges to training nodes are read: those with such an edge change, the rest do not.
+    parts = Split(train=torch.cat([split.train, torch.arange(n, n + extra)]), val=split.val, test=split.test,
+                  setting="inductive", seed=split.seed)
+    read = result.predict(wired, parts)
+    src, dst = wired.edge_index
+    in_train = torch.zeros(n + extra, dtype=torch.bool)
+    in_train[parts.train] = True
+    reached = torch.zeros(extra, dtype=torch.bool)
+    new_edges = (src >= n) & in_train[dst] & (dst < n)
+    reached[src[new_edges] - n] = True
+    changed = (read[n:] - logits[n:]).abs().amax(1) > 1e-6
+    assert reached.any() and torch.equal(changed, reached)

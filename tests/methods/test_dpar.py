@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -10,8 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, inner_budget, poisson_occurrence_gaussian_params, verify_ledger_dict
+from nodedp.audit.canaries import plant_canaries
+from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import clip_columns_l1
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dpar import (
@@ -24,7 +28,7 @@ from nodedp.methods.dpar import (
     training_examples,
 )
 from nodedp.models import PPRGo
-from nodedp.train import PerSampleGradients
+from nodedp.train import PerSampleGradients, metrics_from_logits
 
 # A tiny graph: sample half the 180 training nodes, 20 sources.
 FAST = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20, "k": 3, "max_rows": 2}
@@ -101,7 +105,8 @@ def test_run_composes_the_artifact_and_dp_sgd_to_the_target(tiny_inputs, method)
     assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(spent)
     # the reference code's figure is recorded beside ours: its two parts × q', never composed
     parts = result.details["claimed_epsilon_parts_on_sample"]
-    assert result.details["claimed_epsilon"] == pytest.approx(FAST["sample_rate"] * (parts["dp_appr"] + parts["dp_sgd"]))
+    assert result.details["claimed_epsilon"] == pytest.approx(
+        FAST["sample_rate"] * (parts["dp_appr"] + parts["dp_sgd"]))
 
 
 def test_non_private_variant_has_an_empty_ledger(tiny_inputs):
@@ -582,3 +587,67 @@ def test_empty_source_rows_count_the_source_examples_of_zero_weight(tiny_inputs,
     if method == "dpar-em0":  # noisy selections: about (1 − q')^K of the rows miss the sample entirely
         assert count > 0
     assert _run(tiny_inputs, method, epsilon, artifact=artifact, k=2).details["empty_source_rows"] == count
+
+
+# predict: §4's inference (f(X), then power iteration) on a graph that extends the run's input.
+
+def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
+    """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes: the audit's canaries
+    (``plant_canaries``), all of them present; ``isolated``: the same nodes without their edges."""
+    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=10**6, canary_degree=3,
+                          num_classes=inputs.num_classes, seed=1)
+    edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
+    return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
+
+
+def _accuracy(logits: torch.Tensor, graph: Data, nodes: torch.Tensor) -> float:
+    return metrics_from_logits(logits.cpu()[nodes], graph.y[nodes])["accuracy"]
+
+
+def _within_hops(edge_index: torch.Tensor, start: torch.Tensor, *, num_nodes: int, hops: int) -> torch.Tensor:
+    """[num_nodes] bool: the nodes at most ``hops`` edges (either direction) from ``start``."""
+    reached = torch.zeros(num_nodes, dtype=torch.bool)
+    reached[start] = True
+    src, dst = edge_index
+    for _ in range(hops):
+        reached = reached.index_fill(0, dst[reached[src]], True).index_fill(0, src[reached[dst]], True)
+    return reached
+
+
+@pytest.mark.parametrize("method", list(OPTIONS))
+def test_predict_is_the_evaluations_inference_and_reaches_power_steps_hops(tiny_inputs, method):
+    result = _run(tiny_inputs, method, math.inf if OPTIONS[method] == "nodp" else 4.0)
+    graph, split = tiny_inputs.graph, tiny_inputs.split
+    own = result.predict(graph).cpu()
+    # on the input graph: the logits the evaluation scored (deterministic, so exactly its accuracies)
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    assert _accuracy(own, graph, split.val) == pytest.approx(result.val["accuracy"], abs=1e-9)
+    extended = _extended(tiny_inputs)
+    n, total = graph.num_nodes, extended.num_nodes
+    logits = result.predict(extended).cpu()
+    assert logits.shape == (total, tiny_inputs.num_classes) and torch.isfinite(logits).all()
+    assert torch.equal(result.predict(extended).cpu(), logits)  # its argument and the weights alone
+    # local: nodes without edges change nothing; P steps of power iteration reach P hops from the new nodes
+    torch.testing.assert_close(result.predict(_extended(tiny_inputs, isolated=True)).cpu()[:n], own,
+                               rtol=0, atol=1e-6)
+    near = _within_hops(extended.edge_index, torch.arange(n, total), num_nodes=total,
+                        hops=get_method(method).parse_hparams(FAST).power_steps)[:n]
+    assert near.any() and (~near).any()
+    torch.testing.assert_close(logits[:n][~near], own[~near], rtol=0, atol=1e-6)
+    assert (logits[:n][near] - own[near]).abs().max() > 1e-4
+
+
+def test_inductive_predict_keeps_each_parts_edges_and_appended_nodes_read_their_features(tiny_inputs):
+    split = dataclasses.replace(tiny_inputs.split, setting="inductive")
+    inputs = RunInputs(graph=tiny_inputs.graph, split=split, num_classes=tiny_inputs.num_classes)
+    result = _run(inputs, "dpar-em0", 4.0)
+    graph, n = inputs.graph, inputs.graph.num_nodes
+    own = result.predict(graph).cpu()
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    # the cross-part edges are not read: the same logits without them
+    own_parts = Data(x=graph.x, y=graph.y, edge_index=remove_cross_split_edges(graph.edge_index, split))
+    assert torch.equal(result.predict(own_parts).cpu(), own)
+    # the appended nodes are in no part: their edges (to training nodes) are dropped, as if isolated
+    extended = result.predict(_extended(inputs)).cpu()
+    torch.testing.assert_close(extended, result.predict(_extended(inputs, isolated=True)).cpu(), rtol=0, atol=0)
+    torch.testing.assert_close(extended[:n], own, rtol=0, atol=1e-6)

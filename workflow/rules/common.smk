@@ -18,7 +18,7 @@ shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PR
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.cli import format_epsilon
-from nodedp.config import DEGREE_BOUND_KEYS, ConfigError, check_config, check_schema, resolve_method
+from nodedp.config import ConfigError, audit_plan, check_config, check_schema, resolve_method, structure_bounds
 
 # The grid's file(s), named in every config error: config.yaml, or what --configfile gave instead (Snakefile).
 CONFIG_FILES = " + ".join(str(path) for path in workflow.overwrite_configfiles or ["config.yaml"])
@@ -125,12 +125,12 @@ def figure_kind_option(wildcards):
 REPORTING = any(arg == "--report" or arg.startswith("--report=") for arg in sys.argv[1:])
 
 
-def figure_report_caption(wildcards):
+def figure_report_caption(wildcards, figure=None):
     """The figure's own caption (interval, seed count, marks; written beside it) for the report, escaped for
     reStructuredText; empty outside `--report`, so a run's recorded parameters never depend on a drawn file."""
     import re
 
-    path = f"paper/{wildcards.study}/figures/{wildcards.figure}.caption.txt"
+    path = f"paper/{wildcards.study}/figures/{figure or wildcards.figure}.caption.txt"
     if not REPORTING or not os.path.exists(path):
         return ""
     with open(path, encoding="utf-8") as fh:
@@ -166,10 +166,50 @@ def paper_tables_targets(keys):
 
 
 def all_targets():
-    """The whole grid: every study drawn, every paper table and paper/main.tex, the configuration page."""
+    """The whole grid: every study drawn, every paper table and paper/main.tex, the configuration page, and
+    every study's audit."""
     keys = configured_paper_tables()
     return [*(t for s in STUDIES for t in paper_targets(s)), *paper_tables_targets(keys),
-            *(["paper/main.tex"] if keys else []), "paper/about.html"]
+            *(["paper/main.tex"] if keys else []), "paper/about.html", *all_audit_targets()]
+
+
+# --- audit: canary lower bounds on ε and membership inference (workflow/rules/audit.smk) -----------------------
+# Studies with an `audit:` block, each with its defaults filled in (nodedp.config.audit_plan).
+AUDITS = {study: audit_plan(config, study) for study, spec in STUDIES.items() if "audit" in spec}
+
+
+def audit_targets(study):
+    """A study's audit table (Markdown, LaTeX) and figure with its caption."""
+    return [f"paper/{study}/tables/audit.md", f"paper/{study}/tables/audit.tex",
+            f"paper/{study}/figures/audit.png", f"paper/{study}/figures/audit.caption.txt"]
+
+
+def all_audit_targets():
+    return [t for study in AUDITS for t in audit_targets(study)]
+
+
+def audit_cells(wildcards):
+    """Every audited cell of the study: results/audit/<dataset>/<method>/eps~<ε>/seed~<s>/canaries~<m>.json."""
+    if wildcards.study not in AUDITS:
+        raise ValueError(f"study {wildcards.study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: "
+                         f"{sorted(AUDITS)}")
+    plan = AUDITS[wildcards.study]
+    return [f"results/audit/{d}/{m}/eps~{format_epsilon(e)}/seed~{s}/canaries~{plan['canaries']}.json"
+            for d in plan["datasets"] for m in plan["methods"] for e in plan["epsilons"] for s in plan["seeds"]]
+
+
+def audit_confidence(wildcards):
+    return AUDITS[wildcards.study]["confidence"]
+
+
+def audit_report_caption(wildcards):
+    """The audit figure's own caption for the report (as figure_report_caption)."""
+    return figure_report_caption(wildcards, figure="audit")
+
+
+def audit_runtime(wildcards, attempt):
+    """An audit trains three times (canaries, TSTF target and shadow): three training jobs' time."""
+    return 3 * train_runtime(wildcards, attempt)
 
 
 # --- redraw: what existing runs can draw ---------------------------------------------------------------------
@@ -282,7 +322,7 @@ def train_split_input(wildcards):
 
 # Input functions: named, so rules hold no lambdas.
 def demo_targets(wildcards):
-    targets = [*paper_targets("demo"), "paper/about.html"]
+    targets = [*paper_targets("demo"), "paper/about.html", *(audit_targets("demo") if "demo" in AUDITS else [])]
     return reportable(targets) if REPORTING else targets
 
 
@@ -359,13 +399,8 @@ def train_structure_inputs(wildcards):
     from nodedp.data import get_dataset
     from nodedp.methods import get_method
 
-    info = get_dataset(wildcards.dataset)
     base, hparams = resolve_method(config, wildcards.method)
-    # An undirected bound (NIP-GNN) defaults to the dataset's public out-degree bound D.
-    bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound, "degree": info.out_degree_bound}
-    for kind, key in DEGREE_BOUND_KEYS.items():
-        if hparams.get(key) is not None:
-            bounds[kind] = hparams[key]
+    bounds = structure_bounds(get_dataset(wildcards.dataset), hparams)
     root = f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}"
     return [
         f"{root}/dp-appr/{dp_appr_key(wildcards.method)[0]}/eps~{wildcards.eps}.pt" if kind == "dp-appr"

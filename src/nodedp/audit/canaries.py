@@ -156,6 +156,14 @@ class CanaryPlan:
         x[:, -m:] = 0
         return Data(x=x, y=self.graph.y, edge_index=self.graph.edge_index)
 
+    def scoring_split(self) -> Split:
+        """The split of ``graph`` to score canaries on: every canary, in or out, in ``train`` with the original
+        training nodes (``val``, ``test`` unchanged), so a method whose inference reads the parts (an inductive
+        split drops cross-part edges) reads every canary's edges alike, whatever its inclusion bit."""
+        train = torch.cat([self.split.train[self.split.train < self.num_original_nodes], self.canaries])
+        return Split(train=train, val=self.split.val, test=self.split.test, setting=self.split.setting,
+                     seed=self.split.seed)
+
     def neighbour(self, i: int) -> tuple[Data, Split, Tensor]:
         """:meth:`private_graph` with canary ``i``'s inclusion flipped (``i`` indexes the m canaries).
 

@@ -7,12 +7,20 @@ gives it more. With canaries in feature columns of their own (the default), the 
 canary as the zero input, which removes what the model predicts for an input it never saw. The lower bounds
 (``nodedp.audit.statistics``) are taken at the ledger's δ, so for a correct method and a correct ledger the one-run
 bound must stay at or below the ledger's ε with the stated confidence.
+
+Methods that read structure artifacts (degree-bounded edges, DPAR's DP-APPR matrix) get them built here, on the
+private graph, exactly as the workflow's structure rules build them for a cell (``method_trainer``): the public
+bounds of the dataset (or the method's own), the cell's seed. Canaries are wired within the identity bound of
+every bounding the method runs (``canary_degree_bound``), so the bounding keeps their edges and the audit measures
+the neighbouring relation the accountant assumes. A reference run (``<method>@paper``) is audited against the ε
+its paper claims (the ledger's ``claim``), at the paper's δ: a lower bound above it refutes the claim.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,37 +36,49 @@ from nodedp.audit.statistics import (
     tpr_at_fpr,
 )
 
-__all__ = ["AuditResult", "audit_run", "canary_scores"]
+__all__ = ["AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
 
 
 @dataclass(frozen=True)
 class AuditResult:
     method: str
-    claimed_epsilon: float  # what the run's ledger states (its composed ε)
-    delta: float  # the ledger's δ, at which the bounds are taken
+    claimed_epsilon: float  # the ε the run states: the ledger's composed ε, or a reference run's paper claim
+    ledger_epsilon: float  # the suite's ε of the run at ``delta`` (= claimed_epsilon unless a reference run)
+    delta: float  # the δ of the claim, at which the bounds are taken
+    accounting: str  # "suite", or "paper" for a reference run audited against its paper's claim
+    guarantee: str  # the ledger's guarantee class (unconditional, bounded-degree, conditional)
     canaries: int
     included: int
+    canary_degree_bound: int  # every canary edge is within this degree (kept by the method's bounding)
     one_run: OneRunBound
     threshold: ThresholdBound
     auc: float
     tpr_at_1pct_fpr: float
     test_accuracy: float
     wall_seconds: float
+    # Every canary's score and inclusion bit, in canary order: a report pools the canaries of several seeds'
+    # audits into one bound (each canary's inclusion touches one run only, so the runs together are one
+    # mechanism on all their canaries).
+    scores: tuple[float, ...] = ()
+    inclusion: tuple[bool, ...] = ()
 
     @property
     def violated(self) -> bool:
-        """Whether the one-run lower bound exceeds the ledger's ε: the method or its ledger is wrong."""
+        """Whether the one-run lower bound exceeds the claimed ε: the method or its ledger (or, for a reference
+        run, its paper's accounting) is wrong, with the bound's confidence."""
         return self.one_run.epsilon > self.claimed_epsilon
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method, "claimed_epsilon": self.claimed_epsilon, "delta": self.delta,
-            "canaries": self.canaries, "included": self.included,
+            "method": self.method, "claimed_epsilon": self.claimed_epsilon, "ledger_epsilon": self.ledger_epsilon,
+            "delta": self.delta, "accounting": self.accounting, "guarantee": self.guarantee,
+            "canaries": self.canaries, "included": self.included, "canary_degree_bound": self.canary_degree_bound,
             "epsilon_lower_one_run": self.one_run.epsilon, "confidence": self.one_run.confidence,
             "one_run_guesses": self.one_run.guesses, "one_run_correct": self.one_run.correct,
             "epsilon_lower_threshold": self.threshold.epsilon, "auc": self.auc,
             "tpr_at_1pct_fpr": self.tpr_at_1pct_fpr, "test_accuracy": self.test_accuracy,
             "wall_seconds": self.wall_seconds, "violated": self.violated,
+            "scores": list(self.scores), "inclusion": list(self.inclusion),
         }
 
 
@@ -70,44 +90,100 @@ def canary_scores(logits: torch.Tensor, canaries: torch.Tensor, labels: torch.Te
     return log_probs[canaries.cpu(), labels.cpu()]
 
 
-def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, degree_bound: int, m: int | None = None,
-              seed: int = 0, confidence: float = 0.95, own_column: float = 3.0) -> AuditResult:
+DEGREE_KINDS = ("in-degree", "out-degree", "degree")
+
+
+def canary_degree_bound(needs: tuple[str, ...], bounds: Mapping[str, int]) -> int:
+    """The degree canaries are wired within: the smallest identity bound of the degree boundings the method runs
+    (``nodedp.data.identity_bound``), else the out-degree bound D (methods that read no edges: any bound does)."""
+    from nodedp.data import identity_bound
+
+    kinds = [kind for kind in needs if kind in DEGREE_KINDS]
+    if not kinds:
+        return int(bounds["out-degree"])
+    return min(identity_bound(kind, int(bounds[kind])) for kind in kinds)
+
+
+def method_trainer(info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, int], num_classes: int,
+                   dataset: str | None = None) -> Callable[[Any, Any], Any]:
+    """``train(graph, split) -> RunResult``: the method ``info`` (a registry entry) run once on ``graph``, with
+    the structure artifacts it needs built on that graph as the workflow builds them for the cell ``spec``
+    (degree bounding at ``bounds`` with the cell's seed, inductive splits without their cross-split edges;
+    DP-APPR at the cell's ε, δ and seed, ``dataset`` naming the paper's δ for a reference run)."""
+    from nodedp.data import degree_artifact, remove_cross_split_edges
+    from nodedp.methods.base import RunInputs
+
+    def train(graph: Any, split: Any) -> Any:
+        structure: dict[str, Any] = {}
+        for kind in info.needs:
+            if kind == "dp-appr":
+                from nodedp.methods.dpar import build_dp_appr
+
+                structure[kind] = build_dp_appr(graph, split, method=info.name, hp=hparams,
+                                                target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+                                                seed=spec.seed, accountant=spec.accountant, dataset=dataset)
+                continue
+            edges = graph.edge_index
+            if split.setting == "inductive":
+                edges = remove_cross_split_edges(edges, split)
+            structure[kind] = degree_artifact(edges, kind=kind, bound=int(bounds[kind]), seed=spec.seed,
+                                              num_nodes=graph.num_nodes, train_nodes=split.train)
+        return info.run(RunInputs(graph=graph, split=split, num_classes=num_classes, structure=structure), spec,
+                        hparams)
+
+    return train
+
+
+def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapping[str, int],
+              m: int | None = None, seed: int = 0, confidence: float = 0.95, own_column: float = 3.0,
+              dataset: str | None = None) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
-    ``m`` canaries (default ``default_canary_count``) within ``degree_bound``, train once with ``spec`` and
-    ``hparams`` (the method's parsed hyperparameters) on the private graph, score every canary and bound ε.
+    ``m`` canaries (default ``default_canary_count``) within ``canary_degree_bound``, train once with ``spec``
+    and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built there at
+    the public ``bounds`` (``nodedp.config.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows."""
     from nodedp.methods import get_method
-    from nodedp.methods.base import RunInputs
 
     info = get_method(method)
     if not info.private:
         raise ValueError(f"method {method!r} is not private: there is no ε to audit")
-    if info.needs:
-        raise ValueError(f"method {method!r} needs structure artifacts {list(info.needs)}; the audit builds none "
-                         "yet (audited so far: methods that read only features and labels)")
+    if info.level != "node":
+        raise ValueError(f"method {method!r} is {info.level}-level private; the canaries are nodes (node-level "
+                         "audits only)")
     start = time.perf_counter()
     graph, split = inputs.graph, inputs.split
     m = default_canary_count(graph.num_nodes) if m is None else m
-    plan = plant_canaries(graph, split, m=m, degree_bound=degree_bound, num_classes=inputs.num_classes, seed=seed,
+    bound = canary_degree_bound(info.needs, bounds)
+    plan = plant_canaries(graph, split, m=m, degree_bound=bound, num_classes=inputs.num_classes, seed=seed,
                           own_column=own_column)
     private_graph, private_split, _ = plan.private_graph()
-    result = info.run(RunInputs(graph=private_graph, split=private_split, num_classes=inputs.num_classes), spec,
-                      hparams)
+    train = method_trainer(info, spec, hparams, bounds=bounds, num_classes=inputs.num_classes, dataset=dataset)
+    result = train(private_graph, private_split)
     if result.predict is None:
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
-    scores = canary_scores(result.predict(plan.graph), plan.canaries, plan.labels)
+    parts = plan.scoring_split()  # every canary read alike, whatever its bit
+    scores = canary_scores(result.predict(plan.graph, parts), plan.canaries, plan.labels)
     if own_column > 0:
-        scores = scores - canary_scores(result.predict(plan.baseline_graph()), plan.canaries, plan.labels)
+        scores = scores - canary_scores(result.predict(plan.baseline_graph(), parts), plan.canaries, plan.labels)
     scores = scores.numpy()
     included = plan.included.numpy()
-    claimed, delta = result.ledger.composed()
+    ledger = result.ledger
+    if ledger.claim is not None:  # a reference run: its paper's claim, at the paper's δ
+        claimed, delta = ledger.claim.epsilon, ledger.claim.delta
+        ledger_epsilon = ledger.actual_claim_epsilon()
+    else:
+        claimed, delta = ledger.composed()
+        ledger_epsilon = claimed
     if not math.isfinite(claimed):
         raise ValueError(f"method {method!r}: its ledger states ε = {claimed}; nothing to audit")
     return AuditResult(
-        method=method, claimed_epsilon=claimed, delta=delta, canaries=m, included=int(included.sum()),
+        method=method, claimed_epsilon=claimed, ledger_epsilon=ledger_epsilon, delta=delta,
+        accounting="paper" if ledger.claim is not None else "suite", guarantee=ledger.guarantee_class,
+        canaries=m, included=int(included.sum()), canary_degree_bound=bound,
         one_run=epsilon_one_run(scores, included, delta=delta, confidence=confidence, seed=seed),
         threshold=clopper_pearson_epsilon(scores, included, delta=delta, confidence=confidence),
         auc=attack_auc(scores, included), tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
         test_accuracy=float(result.test["accuracy"]), wall_seconds=time.perf_counter() - start,
+        scores=tuple(float(v) for v in scores), inclusion=tuple(bool(v) for v in included),
     )

@@ -75,9 +75,11 @@ class RunResult:
     train_seconds: float
     details: Mapping[str, Any] = field(default_factory=dict)
     # The trained model's inference on another graph that extends the one it trained on (the audit's canaries
-    # appended): Data -> logits for every node. Not private (inference reads the graph it is given), never
-    # stored; None where a method does not offer it yet.
-    predict: Callable[[Any], Any] | None = None
+    # appended): (Data, split=None) -> logits for every node. ``split``: the given graph's parts, for methods
+    # whose inference reads them (an inductive split drops cross-part edges); None: the run's own split, on
+    # which appended nodes lie in no part. Not private (inference reads the graph it is given), never stored;
+    # None where a method does not offer it.
+    predict: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,12 @@ training subgraphs. That reads private data without charge, and the ledger
 records it as an uncharged read (the run is not fully accounted).
 
 Inference is not private, as in the paper: validation and test nodes use
-their full neighbourhood in the whole graph.
+their full neighbourhood in the whole graph. The degree bounds shape only the
+training subgraphs: evaluation reads the unbounded edges (an inductive split's
+cross-part edges dropped), and so does `predict` on another graph
+(`nodedp.methods.gnn.full_graph_predict`, the non-private twins' inference):
+bounding the given graph there would score nodes on a graph the evaluation
+never reads.
 
 Reference mode (`accounting: paper`, run as `dp-*@paper`) sizes the noise as
 the paper's public code does for the claimed ε: its accountant
@@ -54,6 +59,7 @@ from nodedp.accounting import (
 from nodedp.data import bound_out_degree, remove_cross_split_edges
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import privacy_from_record
+from nodedp.methods.gnn import full_graph_predict
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.models import GraphReadout, SubgraphGNN
@@ -337,6 +343,7 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         ledger=ledger,
         generator=generator,
         device=device,
+        predict=full_graph_predict(gnn, split, device),  # the evaluation's full-graph pass (module docstring)
     )
 
 

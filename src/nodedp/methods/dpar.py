@@ -37,7 +37,8 @@ are two rules of the DAG:
    * inference: f(X) on the inference graph and P = ``power_steps`` steps of
      power iteration with teleport α (§4). Inductive splits infer on each
      part's own edges; transductive ones on the whole graph (not private,
-     as in DP-GNN).
+     as in DP-GNN). ``RunResult.predict`` runs the same inference on a
+     graph it is given (the audit's, canaries appended).
 
 Why d = max_rows + 2 (ledger params ``max_occurrences``, ``max_rows`` and
 ``occurrence_rule`` = "ranked_sources"). Neighbouring samples are S and
@@ -646,15 +647,23 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         ledger = Ledger.non_private()
     ledger.check()
 
-    edges = graph.edge_index
-    if split.setting == "inductive":
-        edges = remove_cross_split_edges(edges, split)
+    def predict(other: Any, parts: Any = None) -> Tensor:
+        """§4's inference on ``other``: f(X) for every node, then P power-iteration steps over its edges; the
+        evaluation below is this on the input graph. Inductive splits keep each part's own edges, by ``parts``
+        (``other``'s split; default the run's (public) split: nodes it does not cover, as the extra nodes of a
+        larger graph, keep none, so they read their features alone). Reads ``other``, the weights and public
+        settings only."""
+        parts = split if parts is None else parts
+        edges = other.edge_index
+        if parts.setting == "inductive":
+            edges = remove_cross_split_edges(edges, parts)
+        return model.propagate(other.x.to(device), edges.to(device), alpha=hp.alpha, steps=hp.power_steps)
+
     logits: list[Tensor] = []
 
     def logits_of(nodes: Tensor) -> Tensor:
         if not logits:  # one power iteration for every part, after training
-            logits.append(model.propagate(graph.x.to(device), edges.to(device), alpha=hp.alpha,
-                                          steps=hp.power_steps))
+            logits.append(predict(graph))
         return logits[0][nodes]
 
     result = fit_node_classifier(
@@ -673,6 +682,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         ledger=ledger,
         generator=generator,
         device=device,
+        predict=predict,
     )
     details |= {
         "sample_size": n,
@@ -683,7 +693,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         "appr_seconds": artifact["appr_seconds"],
     }
     return RunResult(val=result.val, test=result.test, ledger=result.ledger, train_seconds=result.train_seconds,
-                     details={**result.details, **details})
+                     details={**result.details, **details}, predict=result.predict)
 
 
 for _method, _option in OPTIONS.items():

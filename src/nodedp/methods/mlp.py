@@ -132,7 +132,7 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         ledger=ledger,
         generator=generator,
         device=device,
-        predict=lambda other: model(other.x.to(device)),  # features only: an MLP reads no edges
+        predict=lambda other, split=None: model(other.x.to(device)),  # features only: no edges, no parts
     )
 
 

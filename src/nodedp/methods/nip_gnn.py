@@ -58,6 +58,24 @@ same ε (their shares of it). Such a run is not private in the exact parts: its
 ledger drops their records and lists each as an uncharged read, so it is
 marked † (not fully accounted) everywhere, and its ε is the other parts'.
 It measures which mechanism puts NIP-GNN at chance, never a private result.
+
+Inference on another graph (``RunResult.predict``, the audit's graph with
+canaries appended). The trained parameters are the MLP's. H⁰ and the released
+graph are releases of the graph the run read, one row / node each of it: they
+hold nothing for a node that graph lacks, and NAP's noise and the edge
+randomization protect the graph being read, which at inference is the given
+graph (inference-time data; `predict` is not private). So `predict` recomputes
+the inference inputs on the given graph as a diagnosis run with `exact`
+"features,edges" releases them: the graph bounded to D_max by the `degree`
+artifact's public bound and seed (what `bound-degree` builds from it), H⁰ its
+exact sum aggregation, ACA (τ's median taken on the given graph) over those
+bounded edges, then the MLP. No fresh noise, no randomization or resampling;
+β, D_p and the labels play no part in inference. On the run's own graph it
+therefore equals the evaluation exactly when `exact` holds features and edges,
+and otherwise differs from it by NAP's noise and the randomized edges. Its
+outputs on the original nodes are local in the given graph's edges with
+`aggregation: plain`; with "aca" the median is taken over every node, so
+appended nodes, even isolated ones, may move every node's input.
 """
 
 from __future__ import annotations
@@ -65,6 +83,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -81,7 +100,7 @@ from nodedp.accounting import (
     split_budget,
 )
 from nodedp.accounting.nip import nip_paper_noise, nip_reference_epsilon, worst_case_budget_ratio
-from nodedp.data import bound_undirected_degree
+from nodedp.data import bound_undirected_degree, remove_cross_split_edges
 from nodedp.mechanisms import (
     debiased_degree,
     degree_preserving_randomization,
@@ -180,7 +199,8 @@ def tnie_scores(edge_index: Tensor, *, num_nodes: int, layers: int, lam: float, 
 
 def scheme_budgets(released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams,
                    seed: int) -> tuple[Tensor, Tensor]:
-    """The released graph re-bounded to ``max_degree`` (public ``seed``) and the `budgets` scheme's β on it, unscaled."""
+    """The released graph re-bounded to ``max_degree`` (public ``seed``) and the `budgets` scheme's β on it,
+    unscaled."""
     rebounded = bound_undirected_degree(released, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
     if hp.budgets == "uniform":
         return rebounded, torch.ones(num_nodes, dtype=torch.float64)
@@ -360,6 +380,24 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     features = aca_propagate(h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau,
                              adaptive=hp.aggregation == "aca")
     model = MLP(features.size(1), hp.hidden_dim, inputs.num_classes, num_layers=2).to(device)
+    bound_seed = int(artifact["seed"])  # public, as the bound: the bounding's own seed
+
+    def predict(other: Any, parts: Any = None) -> Tensor:
+        """The MLP on ACA features recomputed on ``other`` (module docstring, "Inference on another graph"):
+        ``other`` degree-bounded to D_max with the artifact's seed, H⁰ its exact sum aggregation (NAP without
+        its Laplace noise), ACA over those bounded edges (not randomized). An inductive split (``parts``,
+        ``other``'s; default the run's) first drops the cross-part edges, as the workflow does before bounding.
+        Reads ``other``, the weights and public settings only: neither the private bounded graph nor the
+        released H⁰ or graph."""
+        parts = split if parts is None else parts
+        edges = other.edge_index
+        if parts.setting == "inductive":
+            edges = remove_cross_split_edges(edges, parts)
+        edges = bound_undirected_degree(edges, num_nodes=other.num_nodes, max_degree=max_degree, seed=bound_seed)
+        inputs = aca_propagate(sum_aggregate(other.x, edges).to(device), edges.to(device), hops=hp.hops,
+                               tau=hp.tau, adaptive=hp.aggregation == "aca")
+        return model(inputs)
+
     num_train = split.train.numel()
     batches = shuffled_epochs(num_train, batch_size=hp.batch_size, epochs=hp.epochs, generator=generator)
     result = fit_node_classifier(
@@ -376,6 +414,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         ledger=ledger,
         generator=generator,
         device=device,
+        predict=predict,
     )
     details = {
         "epsilon_parts": {"nap": eps_a, "edges": eps_b, "labels": eps_c},
@@ -395,7 +434,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
             "charged_ratio": actual.charged_ratio,
         })
     return RunResult(val=result.val, test=result.test, ledger=ledger, train_seconds=result.train_seconds,
-                     details={**result.details, **details})
+                     details={**result.details, **details}, predict=result.predict)
 
 
 register_method(

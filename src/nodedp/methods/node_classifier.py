@@ -44,8 +44,9 @@ def fit_node_classifier(
     `example_nodes` are the nodes whose labels the examples carry (default: the
     split's training nodes; DPAR trains on a node sample of them), and `train_labels`
     the labels training reads (default `y`; NIP-GNN's randomized ones), while
-    validation and test always score against `y`. `predict(graph)`: the trained model's
-    logits for every node of another graph (the audit's), run in eval mode without gradients."""
+    validation and test always score against `y`. `predict(graph, split=None)`: the trained
+    model's logits for every node of another graph (the audit's; ``RunResult.predict``), run in eval mode
+    without gradients."""
     train_nodes = (split.train if example_nodes is None else example_nodes).to(device)
 
     def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:

@@ -1,0 +1,490 @@
+"""The audit report: per-seed audit JSONs (``python -m nodedp audit``) pooled into one lower bound per cell,
+written as a table (Markdown and LaTeX) and a figure of the bound against the claimed ε.
+
+Pooling. A cell (dataset, method, target ε) is audited once per seed, each seed a separate training run with
+canaries of its own, each canary in with probability 1/2. Together the runs are one mechanism on all their
+canaries: a canary's inclusion touches one run only, so flipping it changes one run's output, and the joint
+output is (max ε, max δ)-DP with respect to every canary if each run is (ε_j, δ_j)-DP. The one-run theorem of
+Steinke, Nasr & Jagielski (2023) applies to that mechanism as it does to one run, with m the total number of
+canaries: ``summarize_audits`` concatenates the seeds' scores and inclusion bits (in seed order) and calls
+``epsilon_one_run`` once, at the cell's largest δ, against the cell's largest claimed ε. Scores of different
+runs share one ranking; that is a valid guessing rule (it ignores the bits), only maybe a weaker one than ranking
+within runs.
+
+Pooling is not always tighter: the theorem's δ term is 2·m·δ with m *all* canaries, so where m·δ is not small
+(the suite's δ is a power of ten below 1/N and m is about N/4, so 2·m·δ reaches about 0.5 per seed) the pooled bound
+can fall below a single seed's. Hence ``epsilon_lower_best_seed`` beside it: the largest single-seed bound with
+the confidence split over the seeds (Bonferroni), a valid bound at the same confidence by itself.
+
+Reading the bound. ε̂ is a *lower* bound at the stated confidence: ε̂ > claimed ε refutes the claim (for a suite
+run a bug in the method or its accounting; for a reference run, ``<method>@paper``, the paper's claimed ε).
+One-run audits are loose: ε̂ far below the claim does not certify it, it only fails to refute it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+
+from nodedp.accounting.ledger import GUARANTEE_CLASSES
+from nodedp.analysis.bootstrap import CELL_KEY
+from nodedp.analysis.figures import _colours, _legend, _log_epsilon_axis, _log_ticks, _panels, _save_all
+from nodedp.analysis.paper_tables import _tex
+from nodedp.analysis.tables import _single, format_epsilon_value
+from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon, epsilon_one_run, tpr_at_fpr
+from nodedp.config import REFERENCE_SUFFIX
+from nodedp.io import atomic_write, read_json
+
+__all__ = [
+    "AUDIT_SCHEMA",
+    "VIOLATION_MARK",
+    "audit_points",
+    "plot_audit",
+    "read_audits",
+    "summarize_audits",
+    "write_audit_tables",
+]
+
+# One row per audit file: the JSON's scalars, its canaries' scores and bits, and the TSTF attack where it ran.
+AUDIT_SCHEMA: dict[str, pl.DataType] = {
+    "path": pl.String(),
+    "dataset": pl.String(),
+    "method": pl.String(),
+    "base_method": pl.String(),
+    "seed": pl.Int64(),
+    "target_epsilon": pl.Float64(),
+    "claimed_epsilon": pl.Float64(),
+    "ledger_epsilon": pl.Float64(),
+    "delta": pl.Float64(),
+    "accounting": pl.String(),
+    "guarantee": pl.String(),
+    "canaries": pl.Int64(),
+    "included": pl.Int64(),
+    "canary_degree_bound": pl.Int64(),
+    "epsilon_lower_one_run": pl.Float64(),
+    "confidence": pl.Float64(),
+    "one_run_guesses": pl.Int64(),
+    "one_run_correct": pl.Int64(),
+    "epsilon_lower_threshold": pl.Float64(),
+    "auc": pl.Float64(),
+    "tpr_at_1pct_fpr": pl.Float64(),
+    "test_accuracy": pl.Float64(),
+    "wall_seconds": pl.Float64(),
+    "violated": pl.Boolean(),
+    "scores": pl.List(pl.Float64()),
+    "inclusion": pl.List(pl.Boolean()),
+    "mia_accuracy": pl.Float64(),  # null: the audit ran without the attack
+    "mia_auc": pl.Float64(),
+    "total_seconds": pl.Float64(),  # timings.total_s (audit and attack); null where the file lacks it
+    "git_commit": pl.String(),
+}
+_OPTIONAL = ("path", "mia_accuracy", "mia_auc", "total_seconds", "git_commit")
+_REQUIRED = (*(k for k in AUDIT_SCHEMA if k not in _OPTIONAL), "mia")
+ACCOUNTINGS = ("suite", "paper")
+
+VIOLATION_MARK = "⚠ ε̂ > claimed"
+VIOLATION_GID = "violation"  # the gid of the rings around violating points
+DIAGONAL_GID = "diagonal"
+_HAT = r"$\hat{\varepsilon}$"  # ε̂ in matplotlib's mathtext (a combining accent may not render)
+
+
+# --- reading ----------------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any, integer: bool = False) -> bool:
+    kinds = int if integer else int | float
+    return isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_types(record: dict[str, Any], path: Path) -> None:
+    bad = []
+    for key in _REQUIRED:
+        if key == "mia":
+            continue
+        dtype, value = AUDIT_SCHEMA[key], record[key]
+        ok = {pl.Float64(): _is_number(value), pl.Int64(): _is_number(value, integer=True),
+              pl.String(): isinstance(value, str), pl.Boolean(): isinstance(value, bool)}.get(dtype)
+        if ok is None:  # the lists
+            inner = bool if key == "inclusion" else (int, float)
+            ok = isinstance(value, list) and all(isinstance(v, inner) and (key == "inclusion" or (
+                not isinstance(v, bool) and math.isfinite(v))) for v in value)
+        if not ok:
+            bad.append(f"{key}={value!r}"[:80])
+    if bad:
+        raise ValueError(f"audit {path}: wrong types in {', '.join(bad)}")
+    m = record["canaries"]
+    if len(record["scores"]) != m or len(record["inclusion"]) != m:
+        raise ValueError(f"audit {path}: {m} canaries but {len(record['scores'])} scores and "
+                         f"{len(record['inclusion'])} inclusion bits")
+    if sum(record["inclusion"]) != record["included"]:
+        raise ValueError(f"audit {path}: included = {record['included']} but {sum(record['inclusion'])} bits are set")
+    if record["accounting"] not in ACCOUNTINGS:
+        raise ValueError(f"audit {path}: accounting {record['accounting']!r} is not one of {list(ACCOUNTINGS)}")
+    if record["guarantee"] not in GUARANTEE_CLASSES:
+        raise ValueError(f"audit {path}: guarantee {record['guarantee']!r} is not one of {list(GUARANTEE_CLASSES)}")
+
+
+def _row(path: Path) -> dict[str, Any]:
+    record = read_json(path)  # invalid JSON: a ValueError naming the file
+    if not isinstance(record, dict):
+        raise ValueError(f"audit {path}: expected a JSON object, got {type(record).__name__}")
+    missing = [k for k in _REQUIRED if k not in record]
+    if missing:
+        raise ValueError(f"audit {path} lacks keys {missing} (written by an older `nodedp audit`? rerun it)")
+    _check_types(record, path)
+    mia = record["mia"]
+    if mia is not None and not (isinstance(mia, dict) and all(_is_number(mia.get(k)) for k in ("accuracy", "auc"))):
+        raise ValueError(f"audit {path}: mia must be null or hold numbers 'accuracy' and 'auc', got {mia!r}"[:300])
+    timings, version = record.get("timings") or {}, record.get("version") or {}
+    return {
+        **{k: record[k] for k in _REQUIRED if k != "mia"},
+        "path": str(path),
+        "mia_accuracy": None if mia is None else float(mia["accuracy"]),
+        "mia_auc": None if mia is None else float(mia["auc"]),
+        "total_seconds": timings.get("total_s") if isinstance(timings, dict) else None,
+        "git_commit": version.get("git_commit") if isinstance(version, dict) else None,
+    }
+
+
+def _check_unique(frame: pl.DataFrame) -> None:
+    """Each (cell, seed) once: a run counted twice would pool its canaries twice, which the bound does not allow."""
+    twice = frame.filter(pl.struct(*CELL_KEY, "seed").is_duplicated())
+    if twice.height:
+        first = twice.row(0, named=True)
+        where = twice.filter((pl.col("seed") == first["seed"]) & pl.all_horizontal(
+            pl.col(k) == first[k] for k in CELL_KEY))
+        names = ": " + ", ".join(map(str, where["path"].to_list())) if "path" in where.columns else ""
+        raise ValueError(f"{first['method']} on {first['dataset']} at ε = {first['target_epsilon']:g}, seed "
+                         f"{first['seed']}, is audited more than once{names}; keep one file per seed")
+
+
+def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
+    """One row per audit JSON (``AUDIT_SCHEMA``), in the order given. A file that is not valid JSON, lacks keys
+    (named), has wrongly typed ones or inconsistent canaries raises ``ValueError`` naming it; so do two files of
+    the same cell and seed."""
+    if not paths:
+        raise ValueError("no audit files given")
+    frame = pl.DataFrame([_row(Path(p)) for p in paths], schema=AUDIT_SCHEMA)
+    _check_unique(frame)
+    return frame
+
+
+# --- pooling ----------------------------------------------------------------------------------------------
+
+
+def summarize_audits(frame: pl.DataFrame, confidence: float = 0.95, seed: int | None = None) -> pl.DataFrame:
+    """One row per (dataset, method, target ε), sorted by it: every seed's canaries pooled (module docstring).
+
+    Columns: the key, ``base_method``, ``seeds``, ``canaries`` (total over seeds), ``canaries_per_seed`` (null
+    where seeds differ), ``included``, ``claimed_epsilon``/``ledger_epsilon``/``delta`` (max over seeds: the
+    pooled mechanism is as private as its worst run), ``accounting``, ``guarantee`` (the weakest), ``confidence``,
+    ``epsilon_lower`` (the pooled one-run bound), ``one_run_guesses``/``one_run_correct`` (its grid point),
+    ``epsilon_lower_threshold`` (Clopper–Pearson on the pooled scores; it assumes independent canaries, which
+    canaries sharing a model are not, so it is descriptive), ``auc``, ``tpr_at_1pct_fpr`` (pooled), ``violated``
+    (``epsilon_lower > claimed_epsilon``), ``epsilon_lower_best_seed`` (the largest one-seed bound, each at
+    confidence 1 − (1 − ``confidence``)/seeds so that all hold together at ``confidence``; it equals the pooled one
+    for one seed), ``seeds_violated`` (seeds whose corrected bound exceeds their own claim: more than 0 refutes a
+    claim at ``confidence`` too, which ``violated`` does not include), ``mia_seeds``,
+    ``mia_accuracy_mean``/``_min``/``_max``, ``mia_auc_mean`` (null where no seed ran the attack),
+    ``test_accuracy_mean``, ``wall_seconds`` (total).
+
+    ``seed`` breaks ties in the scores (``epsilon_one_run``'s ``seed``); None, the default, takes the cell's first
+    (smallest) seed, which is what ``nodedp.audit.run`` passes for a single run (its own seed), so a one-seed cell
+    reproduces that seed's stored bound exactly.
+    """
+    missing = [c for c in AUDIT_SCHEMA if c not in _OPTIONAL and c not in frame.columns]
+    missing += [c for c in ("mia_accuracy", "mia_auc") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"audit frame lacks columns {missing}; build it with read_audits")
+    if frame.is_empty():
+        raise ValueError("audit frame is empty: nothing to summarize")
+    _check_unique(frame)
+    rows = []
+    for key, runs in frame.sort(*CELL_KEY, "seed").group_by(*CELL_KEY, maintain_order=True):
+        rows.append(_pool(dict(zip(CELL_KEY, key)), runs, confidence=confidence, seed=seed))
+    return pl.DataFrame(rows, schema=_SUMMARY_SCHEMA).sort(*CELL_KEY)
+
+
+def _one(runs: pl.DataFrame, column: str, cell: dict[str, Any]) -> Any:
+    values = runs[column].unique().to_list()
+    if len(values) != 1:
+        raise ValueError(f"{cell['method']} on {cell['dataset']} at ε = {cell['target_epsilon']:g}: its seeds "
+                         f"disagree on {column} ({values}); they are not one cell")
+    return values[0]
+
+
+def _pool(cell: dict[str, Any], runs: pl.DataFrame, *, confidence: float, seed: int | None) -> dict[str, Any]:
+    scores = np.concatenate([np.asarray(s, dtype=np.float64) for s in runs["scores"].to_list()])
+    inclusion = np.concatenate([np.asarray(b, dtype=bool) for b in runs["inclusion"].to_list()])
+    delta = float(runs["delta"].max())
+    tie_break = int(runs["seed"].min()) if seed is None else seed
+    one_run = epsilon_one_run(scores, inclusion, delta=delta, confidence=confidence, seed=tie_break)
+    # Each seed alone, the confidence split over the seeds; each at its own δ and seed, as nodedp.audit.run bounds it.
+    corrected = 1 - (1 - confidence) / runs.height
+    alone = np.array([epsilon_one_run(r["scores"], r["inclusion"], delta=r["delta"], confidence=corrected,
+                                      seed=r["seed"] if seed is None else seed).epsilon
+                      for r in runs.iter_rows(named=True)])
+    claimed = float(runs["claimed_epsilon"].max())
+    per_seed = runs["canaries"].unique()
+    mia = runs["mia_accuracy"].drop_nulls()
+    return {
+        **cell,
+        "base_method": _one(runs, "base_method", cell),
+        "seeds": runs.height,
+        "canaries": int(runs["canaries"].sum()),
+        "canaries_per_seed": int(per_seed[0]) if per_seed.len() == 1 else None,
+        "included": int(runs["included"].sum()),
+        "claimed_epsilon": claimed,
+        "ledger_epsilon": float(runs["ledger_epsilon"].max()),
+        "delta": delta,
+        "accounting": _one(runs, "accounting", cell),
+        "guarantee": max(runs["guarantee"].to_list(), key=GUARANTEE_CLASSES.index),
+        "confidence": confidence,
+        "tie_break_seed": tie_break,
+        "epsilon_lower": one_run.epsilon,
+        "one_run_guesses": one_run.guesses,
+        "one_run_correct": one_run.correct,
+        "epsilon_lower_threshold": clopper_pearson_epsilon(scores, inclusion, delta=delta,
+                                                           confidence=confidence).epsilon,
+        "auc": attack_auc(scores, inclusion),
+        "tpr_at_1pct_fpr": tpr_at_fpr(scores, inclusion, fpr=0.01),
+        "violated": one_run.epsilon > claimed,
+        "epsilon_lower_best_seed": float(alone.max()),
+        "seeds_violated": int((alone > runs["claimed_epsilon"].to_numpy()).sum()),
+        "mia_seeds": mia.len(),
+        "mia_accuracy_mean": float(mia.mean()) if mia.len() else None,
+        "mia_accuracy_min": float(mia.min()) if mia.len() else None,
+        "mia_accuracy_max": float(mia.max()) if mia.len() else None,
+        "mia_auc_mean": float(runs["mia_auc"].drop_nulls().mean()) if mia.len() else None,
+        "test_accuracy_mean": float(runs["test_accuracy"].mean()),
+        "wall_seconds": float(runs["wall_seconds"].sum()),
+    }
+
+
+_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(), "method": pl.String(), "target_epsilon": pl.Float64(), "base_method": pl.String(),
+    "seeds": pl.Int64(), "canaries": pl.Int64(), "canaries_per_seed": pl.Int64(), "included": pl.Int64(),
+    "claimed_epsilon": pl.Float64(), "ledger_epsilon": pl.Float64(), "delta": pl.Float64(),
+    "accounting": pl.String(), "guarantee": pl.String(), "confidence": pl.Float64(), "tie_break_seed": pl.Int64(),
+    "epsilon_lower": pl.Float64(), "one_run_guesses": pl.Int64(), "one_run_correct": pl.Int64(),
+    "epsilon_lower_threshold": pl.Float64(), "auc": pl.Float64(), "tpr_at_1pct_fpr": pl.Float64(),
+    "violated": pl.Boolean(), "epsilon_lower_best_seed": pl.Float64(), "seeds_violated": pl.Int64(),
+    "mia_seeds": pl.Int64(),
+    "mia_accuracy_mean": pl.Float64(), "mia_accuracy_min": pl.Float64(), "mia_accuracy_max": pl.Float64(),
+    "mia_auc_mean": pl.Float64(), "test_accuracy_mean": pl.Float64(), "wall_seconds": pl.Float64(),
+}
+
+
+# --- tables -----------------------------------------------------------------------------------------------
+
+_HEADER = ("Dataset", "Method", "ε claimed (δ)", "Accounting", "ε̂ lower bound", "Threshold bound", "AUC",
+           "TPR@1%FPR", "MIA accuracy (%)", "Canaries × seeds", "Guarantee")
+_ACCOUNTING_TEXT = {"suite": "suite (ledger)", "paper": "paper (its claim)"}
+# Characters the LaTeX helpers of paper_tables do not know, as LaTeX that needs no package.
+_LATEX_TOKENS = {"ε̂": r"$\hat{\varepsilon}$", "⚠": r"\textbf{!}"}
+_LATEX_TOKEN_RE = re.compile("(" + "|".join(map(re.escape, _LATEX_TOKENS)) + ")")
+
+
+def _latex_text(text: str) -> str:
+    return "".join(_LATEX_TOKENS.get(part) or _tex(part) for part in _LATEX_TOKEN_RE.split(text))
+
+
+def _require(summary: pl.DataFrame, columns: Sequence[str], purpose: str) -> None:
+    if summary.is_empty():
+        raise ValueError(f"audit summary is empty: nothing to {purpose}")
+    missing = [c for c in columns if c not in summary.columns]
+    if missing:
+        raise ValueError(f"audit summary lacks columns {missing} needed to {purpose}; build it with summarize_audits")
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    bound = f"{format_epsilon_value(r['epsilon_lower'])} ({100 * r['confidence']:g}%)"
+    if r["violated"]:
+        bound += f" {VIOLATION_MARK}"
+    if r["mia_accuracy_mean"] is None:
+        mia = "—"
+    else:
+        mia = f"{100 * r['mia_accuracy_mean']:.1f}"
+        if r["mia_seeds"] > 1:
+            mia += f" [{100 * r['mia_accuracy_min']:.1f}–{100 * r['mia_accuracy_max']:.1f}]"
+    per_seed = r["canaries_per_seed"]
+    canaries = f"{per_seed} × {r['seeds']}" if per_seed is not None else f"{r['canaries']} in all × {r['seeds']}"
+    return [
+        r["dataset"], r["method"], f"{format_epsilon_value(r['claimed_epsilon'])} (δ = {r['delta']:g})",
+        _ACCOUNTING_TEXT[r["accounting"]], bound, format_epsilon_value(r["epsilon_lower_threshold"]),
+        f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}", mia, canaries, r["guarantee"],
+    ]
+
+
+def _notes(summary: pl.DataFrame) -> tuple[str, list[str]]:
+    confidence = _single(summary, "confidence")
+    caption = (f"Empirical privacy audit: ε̂ is the one-run lower bound on ε (Steinke, Nasr & Jagielski 2023) at "
+               f"{100 * confidence:g}% confidence and each row's claimed δ, from the canaries of all its seeds pooled "
+               "into one mechanism (each canary's inclusion touches one run), against the largest ε its runs claim.")
+    notes = []
+    if summary["violated"].any():
+        notes.append(f"{VIOLATION_MARK}: the audit refutes the row's claimed ε at {100 * confidence:g}% confidence. "
+                     "On a suite row that is a bug in the method or its accounting; on a reference row "
+                     f"(`{REFERENCE_SUFFIX}`, the paper's accounting) it refutes the paper's claimed ε.")
+    notes.append("ε̂ is a lower bound, and one-run audits are loose: ε̂ below the claimed ε does not certify the "
+                 "claim, it only fails to refute it. Pooling adds canaries but also grows the bound's δ term "
+                 "(2·m·δ over all m canaries), so a pooled ε̂ can lie below a single seed's.")
+    notes.append("Threshold bound: the best score threshold with Clopper–Pearson intervals; it assumes independent "
+                 "canaries, which canaries sharing a trained model are not, so it is descriptive. AUC and "
+                 "TPR@1%FPR: of the canary scores, pooled.")
+    if summary["mia_accuracy_mean"].is_not_null().any():
+        notes.append("MIA accuracy: the TSTF membership-inference attack's accuracy (%) on balanced members and "
+                     "non-members (50% is chance), mean [min–max] over seeds.")
+    return caption, notes
+
+
+def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, regenerate_command: str) -> None:
+    """Write the audit table (``summarize_audits``) as Markdown and as a booktabs LaTeX tabular with its note
+    paragraph (to ``\\input`` inside a table float, like ``nodedp.analysis.tables``), both atomically. A violated
+    row carries ``VIOLATION_MARK``, explained below the table."""
+    _require(summary, tuple(_SUMMARY_SCHEMA), "write the audit table")
+    caption, notes = _notes(summary)
+    rows = [_cells(r) for r in summary.iter_rows(named=True)]
+
+    def esc(text: str) -> str:
+        return text.replace("|", r"\|")
+
+    md = [f"Table: {caption}", "", "| " + " | ".join(_HEADER) + " |",
+          "|" + "|".join([":---"] * 4 + ["---:"] * 6 + [":---"]) + "|"]
+    md += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
+    md += [line for note in notes for line in ("", note)]
+    md += ["", f"Regenerate with: `{regenerate_command}`", ""]
+
+    tex = ["% Generated by nodedp.analysis.audit; do not edit by hand.",
+           f"% Regenerate with: {regenerate_command}",
+           "\\begingroup\\scriptsize",
+           "\\begin{tabular}{llll" + "r" * 6 + "l}",
+           "\\toprule",
+           " & ".join(map(_latex_text, _HEADER)) + " \\\\",
+           "\\midrule"]
+    previous = None
+    for row in rows:
+        if previous is not None and row[0] != previous:
+            tex.append("\\midrule")
+        shown = _latex_text(row[0]) if row[0] != previous else ""
+        tex.append(" & ".join([shown, *map(_latex_text, row[1:])]) + " \\\\")
+        previous = row[0]
+    note = " ".join(_latex_text(text) for text in [caption, *notes])
+    tex += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", "\\endgroup", ""]
+
+    for path, text in ((markdown, "\n".join(md)), (latex, "\n".join(tex))):
+        atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+
+
+# --- figure -----------------------------------------------------------------------------------------------
+
+_FIGURE_COLUMNS = ("dataset", "method", "target_epsilon", "claimed_epsilon", "epsilon_lower", "violated",
+                   "accounting", "canaries", "seeds", "confidence", "delta")
+
+
+def audit_points(summary: pl.DataFrame) -> tuple[pl.DataFrame, float]:
+    """What ``plot_audit`` draws, and the axis floor: per cell ``claimed_epsilon`` (x), ``epsilon_lower`` and
+    ``drawn`` (y: the bound, or the floor where it lies below it, ``at_floor``), ``violated`` and ``reference``
+    (audited against a paper's claim). The floor is a third of the smallest positive value drawn, but no lower
+    than a thousandth of the smallest claim, so one tiny bound does not stretch the axis over decades."""
+    _require(summary, _FIGURE_COLUMNS, "plot the audit")
+    claimed = summary["claimed_epsilon"].to_numpy()
+    lower = summary["epsilon_lower"].to_numpy()
+    positive = np.concatenate([claimed[claimed > 0], lower[lower > 0]])
+    floor = max(float(positive.min()) / 3, float(claimed.min()) / 1e3)
+    points = summary.select(
+        "dataset", "method", "target_epsilon", "claimed_epsilon", "epsilon_lower",
+        pl.max_horizontal(pl.col("epsilon_lower"), pl.lit(floor)).alias("drawn"),
+        (pl.col("epsilon_lower") < floor).alias("at_floor"), "violated",
+        ((pl.col("accounting") == "paper") | pl.col("method").str.ends_with(REFERENCE_SUFFIX)).alias("reference"),
+    )
+    return points, floor
+
+
+def _range_text(values: pl.Series, one: str, many: str) -> str:
+    low, high = int(values.min()), int(values.max())
+    return f"{high} {one if high == 1 else many}" if low == high else f"{low}–{high} {many}"
+
+
+def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = None) -> str:
+    """Draw the pooled lower bound ε̂ against the claimed ε (log–log), one panel per dataset, one colour per
+    method; reference runs (``@paper``) as squares, suite runs as circles. The diagonal ε̂ = claimed ε is dashed
+    and the region above it shaded: a point there, ringed red, refutes its claim. Bounds below the axis floor (0
+    among them) sit on it (``audit_points``). Writes a PNG (and a PDF where asked); returns the caption."""
+    points, floor = audit_points(summary)
+    top = 1.6 * float(max(points["claimed_epsilon"].max(), points["epsilon_lower"].max()))
+    datasets = sorted(points["dataset"].unique().to_list())
+    methods = sorted(points["method"].unique().to_list())
+    colours = _colours(methods, [])
+    reference = set(points.filter(pl.col("reference"))["method"].to_list())
+    ticks = _log_ticks(floor, top)
+    # The floor gets a tick of its own: "0" where only zero bounds sit on it, else "<floor".
+    only_zero = bool((points.filter(pl.col("at_floor"))["epsilon_lower"] == 0).all())
+    y_ticks = [floor, *(t for t in ticks if t > 1.5 * floor)]
+    y_labels = ["0" if only_zero else f"<{format_epsilon_value(floor)}", *(f"{t:g}" for t in y_ticks[1:])]
+
+    import seaborn as sns
+
+    with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=1.1):
+        fig, axes, n_cols = _panels(len(datasets))
+        for ax, dataset in zip(axes, datasets):
+            ax.fill_between([floor, top], [floor, top], top, color="red", alpha=0.06, linewidth=0)
+            ax.plot([floor, top], [floor, top], color="black", linestyle="--", linewidth=1, gid=DIAGONAL_GID)
+            panel = points.filter(pl.col("dataset") == dataset)
+            for method in methods:
+                rows = panel.filter(pl.col("method") == method)
+                if rows.is_empty():
+                    continue
+                x, y = rows["claimed_epsilon"].to_numpy(), rows["drawn"].to_numpy()
+                ax.plot(x, y, linestyle="none", marker="s" if method in reference else "o", markersize=6,
+                        color=colours[method], markeredgecolor="black", markeredgewidth=0.5, clip_on=False,
+                        zorder=3)
+                hit = rows["violated"].to_numpy()
+                if hit.any():
+                    ax.plot(x[hit], y[hit], linestyle="none", marker="o", markersize=13, markerfacecolor="none",
+                            markeredgecolor="red", markeredgewidth=1.5, clip_on=False, gid=VIOLATION_GID, zorder=4)
+            _log_epsilon_axis(ax, ticks, floor, top, label="claimed ε (log scale)")
+            ax.set_yscale("log")
+            ax.set_ylim(floor, top)
+            ax.yaxis.set_major_locator(FixedLocator(y_ticks))
+            ax.yaxis.set_major_formatter(FixedFormatter(y_labels))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel(f"lower bound {_HAT} (log scale)")
+            ax.set_title(dataset)
+        handles = [Line2D([], [], linestyle="none", marker="s" if m in reference else "o", markersize=6,
+                          color=colours[m], markeredgecolor="black", markeredgewidth=0.5,
+                          label=m + (" (paper's claim)" if m in reference else "")) for m in methods]
+        handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"{_HAT} = claimed ε"))
+        if points["violated"].any():
+            handles.append(Line2D([], [], linestyle="none", marker="o", markersize=13, markerfacecolor="none",
+                                  markeredgecolor="red", markeredgewidth=1.5, label=f"violation: {_HAT} > claimed ε"))
+        _legend(fig, handles, n_cols)
+    _save_all(fig, path, pdf_path)
+
+    confidence = _single(summary, "confidence")
+    deltas = sorted(summary["delta"].unique().to_list())
+    delta_text = f"δ = {deltas[0]:g}" if len(deltas) == 1 else "δ = " + ", ".join(f"{d:g}" for d in deltas)
+    violations, floored = int(points["violated"].sum()), int(points["at_floor"].sum())
+    canaries = _range_text(summary["canaries"], "canary", "canaries")
+    seeds = _range_text(summary["seeds"], "seed", "seeds")
+    caption = (f"Empirical privacy audit: the one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at "
+               f"{delta_text}: each run's claimed δ) against the ε the runs claim, log–log, one panel per dataset. "
+               f"Each point is one method and target ε: {canaries} pooled over {seeds}. Dashed: ε̂ = claimed ε; a "
+               f"point above it (shaded, ringed red) refutes its claim: {violations} of {points.height} cells do.")
+    if reference:
+        caption += (f" Squares: reference runs ({REFERENCE_SUFFIX}), against their paper's claimed ε and δ; a "
+                    "violation there refutes the paper's claim, one elsewhere is a bug.")
+    if floored:
+        caption += (f" {floored} of {points.height} bounds lie below {format_epsilon_value(floor)} (ε̂ = 0: no "
+                    "evidence against the claim) and are drawn on the axis floor, labelled "
+                    f"{'0' if only_zero else '<' + format_epsilon_value(floor)}.")
+    return caption + (" ε̂ is a lower bound; one-run audits are loose, so a point below the diagonal does not "
+                      "certify its claim.")

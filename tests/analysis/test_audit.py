@@ -1,0 +1,255 @@
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from nodedp.analysis.audit import (
+    VIOLATION_MARK,
+    audit_points,
+    plot_audit,
+    read_audits,
+    summarize_audits,
+    write_audit_tables,
+)
+from nodedp.audit.statistics import epsilon_one_run
+from nodedp.io import write_json
+
+DELTA = 1e-4
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+COMMAND = "nodedp audit-report a_b # 5%"
+
+
+def audit_record(*, seed: int, strong: bool, m: int = 100, dataset: str = "cora", method: str = "dp_mlp",
+                 epsilon: float = 1.0, claimed: float = 0.98, accounting: str = "suite",
+                 mia: float | None = None, ties: bool = False, delta: float = DELTA) -> dict[str, Any]:
+    """An audit JSON as `nodedp audit` writes it. ``strong``: included canaries score far above excluded ones, so
+    the one-run bound is clearly positive; otherwise scores ignore inclusion and the bound is 0. ``ties``: scores
+    on a coarse grid, so the tie-breaking seed matters."""
+    rng = np.random.default_rng(1000 + seed)
+    inclusion = rng.random(m) < 0.5
+    scores = rng.normal(size=m) + (6.0 * inclusion if strong else 0.0)
+    if ties:
+        scores = np.round(scores)
+    bound = epsilon_one_run(scores, inclusion, delta=delta, confidence=0.95, seed=seed)  # as nodedp.audit.run does
+    return {
+        "dataset": dataset, "name": method, "method": method, "base_method": method.split("@")[0], "seed": seed,
+        "target_epsilon": epsilon, "claimed_epsilon": claimed, "ledger_epsilon": claimed, "delta": delta,
+        "accounting": accounting, "guarantee": "unconditional", "canaries": m, "included": int(inclusion.sum()),
+        "canary_degree_bound": 20, "epsilon_lower_one_run": bound.epsilon, "confidence": 0.95,
+        "one_run_guesses": bound.guesses, "one_run_correct": bound.correct, "epsilon_lower_threshold": 0.0,
+        "auc": 0.5, "tpr_at_1pct_fpr": 0.0, "test_accuracy": 0.6 + 0.01 * seed, "wall_seconds": 2.0,
+        "violated": bound.epsilon > claimed, "scores": scores.tolist(), "inclusion": inclusion.tolist(),
+        "mia": None if mia is None else {"accuracy": mia, "auc": mia + 0.05, "members": 10},
+        "timings": {"total_s": 3.0}, "version": {"git_commit": "abc", "nodedp": "0.1.0"},
+    }
+
+
+def write(tmp_path: Path, records: list[dict[str, Any]]) -> list[Path]:
+    paths = []
+    for i, record in enumerate(records):
+        paths.append(write_json(tmp_path / f"audit-{i}.json", record))
+    return paths
+
+
+def test_read_audits_one_row_per_file(tmp_path: Path) -> None:
+    paths = write(tmp_path, [audit_record(seed=0, strong=True, mia=0.6), audit_record(seed=1, strong=False)])
+    frame = read_audits(paths)
+    assert frame.height == 2 and frame["seed"].to_list() == [0, 1]
+    assert frame["scores"].list.len().to_list() == [100, 100]
+    assert frame["mia_accuracy"].to_list() == [0.6, None] and frame["path"].to_list() == [str(p) for p in paths]
+    assert frame["total_seconds"].to_list() == [3.0, 3.0] and frame["git_commit"][0] == "abc"
+
+
+def test_read_audits_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="broken.json"):
+        read_audits([bad])
+
+    record = audit_record(seed=0, strong=True)
+    del record["scores"], record["delta"]
+    (path,) = write(tmp_path, [record])
+    with pytest.raises(ValueError, match=r"audit-0\.json lacks keys \['delta', 'scores'\]"):
+        read_audits([path])
+
+    record = audit_record(seed=0, strong=True)
+    record["inclusion"] = record["inclusion"][:-1]
+    (path,) = write(tmp_path, [record])
+    with pytest.raises(ValueError, match=r"audit-0\.json: 100 canaries but 100 scores and 99 inclusion bits"):
+        read_audits([path])
+
+    record = audit_record(seed=0, strong=True)
+    record["seed"], record["violated"] = "0", 1
+    (path,) = write(tmp_path, [record])
+    with pytest.raises(ValueError, match=r"audit-0\.json: wrong types in seed='0', violated=1"):
+        read_audits([path])
+
+    record = audit_record(seed=0, strong=True)
+    record["mia"] = {"auc": 0.5}
+    (path,) = write(tmp_path, [record])
+    with pytest.raises(ValueError, match="audit-0.json: mia must be null"):
+        read_audits([path])
+
+    # The same cell and seed twice would pool one run's canaries twice.
+    paths = write(tmp_path, [audit_record(seed=3, strong=True), audit_record(seed=3, strong=False)])
+    with pytest.raises(ValueError, match=r"seed 3, is audited more than once: .*audit-0\.json, .*audit-1\.json"):
+        read_audits(paths)
+
+
+def test_one_seed_reproduces_its_stored_bound(tmp_path: Path) -> None:
+    # Tied scores: the bound depends on the tie-breaking seed, which must be the run's own (7 here).
+    record = audit_record(seed=7, strong=True, ties=True)
+    summary = summarize_audits(read_audits(write(tmp_path, [record])))
+    assert summary.height == 1 and summary["tie_break_seed"][0] == 7
+    assert summary["epsilon_lower"][0] == record["epsilon_lower_one_run"] > 0
+    assert summary["epsilon_lower_best_seed"][0] == record["epsilon_lower_one_run"]
+    assert summary["one_run_correct"][0] == record["one_run_correct"]
+    # An explicit seed overrides it for every cell.
+    override = summarize_audits(read_audits(write(tmp_path, [record])), seed=0)
+    expected = epsilon_one_run(record["scores"], record["inclusion"], delta=DELTA, seed=0).epsilon
+    assert override["tie_break_seed"][0] == 0 and override["epsilon_lower"][0] == expected
+
+
+def test_pooling_two_strong_seeds_tightens_the_bound(tmp_path: Path) -> None:
+    # A small δ: the bound's δ term (2·m·δ) stays negligible for the pooled 200 canaries.
+    records = [audit_record(seed=0, strong=True, delta=1e-6), audit_record(seed=1, strong=True, delta=1e-6)]
+    frame = read_audits(write(tmp_path, records))
+    pooled = summarize_audits(frame).row(0, named=True)
+    singles = [r["epsilon_lower_one_run"] for r in records]
+    assert min(singles) > 1.0
+    assert pooled["epsilon_lower"] > max(singles) + 0.3
+    assert pooled["seeds"] == 2 and pooled["canaries"] == 200 and pooled["canaries_per_seed"] == 100
+    assert pooled["included"] == sum(r["included"] for r in records)
+    # It is the bound on the concatenated canaries (first seed breaks ties), not a mean of the seeds'.
+    scores = records[0]["scores"] + records[1]["scores"]
+    inclusion = records[0]["inclusion"] + records[1]["inclusion"]
+    assert pooled["epsilon_lower"] == epsilon_one_run(scores, inclusion, delta=1e-6, seed=0).epsilon
+    assert pooled["auc"] > 0.99
+    # The best seed alone, at confidence split over the two seeds: below its stored (95%) bound.
+    assert 0 < pooled["epsilon_lower_best_seed"] < max(singles)
+
+
+def test_large_delta_makes_pooling_looser_and_best_seed_is_bonferroni(tmp_path: Path) -> None:
+    # The δ term 2·m·δ is 0.02 per seed (m = 100, δ = 1e-4) but 0.04 for the 200 canaries pooled: with
+    # near-perfect guesses the pooled bound falls below each seed's own.
+    records = [audit_record(seed=s, strong=True) for s in range(2)]
+    row = summarize_audits(read_audits(write(tmp_path, records))).row(0, named=True)
+    singles = [r["epsilon_lower_one_run"] for r in records]
+    assert 0 < row["epsilon_lower"] < min(singles)
+    expected = max(epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=1 - 0.05 / 2,
+                                   seed=r["seed"]).epsilon for r in records)
+    assert 0 < row["epsilon_lower_best_seed"] == expected < max(singles)
+
+
+def test_summary_max_claim_violation_mia_and_order(tmp_path: Path) -> None:
+    records = [
+        audit_record(seed=0, strong=True, claimed=0.5, mia=0.6),
+        audit_record(seed=1, strong=True, claimed=0.8, mia=0.5, m=120),
+        audit_record(seed=0, strong=False, dataset="amazon", epsilon=8.0, claimed=7.9),
+        audit_record(seed=1, strong=False, dataset="amazon", epsilon=8.0, claimed=7.9),
+    ]
+    summary = summarize_audits(read_audits(write(tmp_path, records)))
+    assert summary["dataset"].to_list() == ["amazon", "cora"]  # sorted by cell
+    weak, strong = summary.row(0, named=True), summary.row(1, named=True)
+    assert strong["claimed_epsilon"] == 0.8  # the largest claim of its seeds
+    assert strong["epsilon_lower"] > 0.8 and strong["violated"]
+    # Seeds refuting their own claim at the confidence split over the seeds (97.5% each).
+    alone = [epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=0.975, seed=r["seed"]).epsilon
+             for r in records[:2]]
+    assert strong["seeds_violated"] == (alone[0] > 0.5) + (alone[1] > 0.8) >= 1
+    assert strong["canaries"] == 220 and strong["canaries_per_seed"] is None
+    assert strong["mia_accuracy_mean"] == pytest.approx(0.55) and strong["mia_seeds"] == 2
+    assert (strong["mia_accuracy_min"], strong["mia_accuracy_max"]) == (0.5, 0.6)
+    assert strong["mia_auc_mean"] == pytest.approx(0.6)
+    assert strong["test_accuracy_mean"] == pytest.approx(0.605) and strong["wall_seconds"] == 4.0
+    assert weak["epsilon_lower"] == 0.0 and not weak["violated"]
+    assert weak["mia_accuracy_mean"] is None and weak["mia_seeds"] == 0
+
+
+def test_summary_refuses_seeds_of_different_cells(tmp_path: Path) -> None:
+    records = [audit_record(seed=0, strong=True), audit_record(seed=1, strong=True, accounting="paper")]
+    with pytest.raises(ValueError, match="disagree on accounting"):
+        summarize_audits(read_audits(write(tmp_path, records)))
+
+
+def report_summary(tmp_path: Path) -> pl.DataFrame:
+    records = [
+        audit_record(seed=0, strong=True, claimed=1.0, mia=0.6),
+        audit_record(seed=1, strong=True, claimed=1.0, mia=0.5),
+        audit_record(seed=0, strong=False, method="gap@paper", epsilon=4.0, claimed=4.0, accounting="paper"),
+        audit_record(seed=1, strong=False, method="gap@paper", epsilon=4.0, claimed=4.0, accounting="paper"),
+        audit_record(seed=0, strong=False, dataset="amazon", claimed=0.98),
+        audit_record(seed=1, strong=False, dataset="amazon", claimed=0.98),
+    ]
+    return summarize_audits(read_audits(write(tmp_path, records)))
+
+
+def test_tables_mark_violations_and_explain_them(tmp_path: Path) -> None:
+    summary = report_summary(tmp_path)
+    md, tex = tmp_path / "out" / "audit.md", tmp_path / "out" / "audit.tex"
+    write_audit_tables(summary, markdown=md, latex=tex, regenerate_command=COMMAND)
+    markdown, latex = md.read_text(encoding="utf-8"), tex.read_text(encoding="utf-8")
+    lines = markdown.splitlines()
+    rows = [line for line in lines if line.startswith("| cora") or line.startswith("| amazon")]
+    assert len(rows) == 3
+    violated = next(line for line in rows if "dp_mlp" in line and "cora" in line)
+    assert VIOLATION_MARK in violated and "(95%)" in violated and "55.0 [50.0–60.0]" in violated
+    assert "| 100 × 2 |" in violated and "suite (ledger)" in violated and "| 1 (δ = 0.0001) |" in violated
+    paper = next(line for line in rows if "gap@paper" in line)
+    assert "| 0 (95%) |" in paper and "paper (its claim)" in paper and VIOLATION_MARK not in paper
+    assert sum(VIOLATION_MARK in line for line in rows) == 1
+    assert any("a bug in the method" in line and "refutes the paper's claimed ε" in line for line in lines)
+    assert any("one-run audits are loose" in line for line in lines)
+    assert f"Regenerate with: `{COMMAND}`" in lines
+
+    tex_lines = latex.splitlines()
+    assert latex.isascii() and "\\begin{tabular}{llll" in latex
+    assert tex_lines.index("\\toprule") < tex_lines.index("\\bottomrule")
+    assert "dp\\_mlp" in latex and "gap@paper" in latex and "55.0 [50.0--60.0]" in latex
+    assert "\\textbf{!} $\\hat{\\varepsilon}$ $>$ claimed" in latex
+    assert tex_lines.count("\\midrule") == 2  # below the header, and between the two datasets
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (a TeX distribution)")
+def test_latex_table_compiles(tmp_path: Path) -> None:
+    write_audit_tables(report_summary(tmp_path), markdown=tmp_path / "a.md", latex=tmp_path / "audit.tex",
+                       regenerate_command=COMMAND)
+    (tmp_path / "main.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
+                                       "\\begin{table}\\input{audit.tex}\\end{table}\n\\end{document}\n")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "main.log").read_text(errors="replace")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "Undefined control sequence" not in log and "Missing character" not in log
+
+
+def test_figure_is_a_png_and_its_caption_states_the_numbers(tmp_path: Path) -> None:
+    summary = report_summary(tmp_path)
+    points, floor = audit_points(summary)
+    assert 0 < floor < summary["claimed_epsilon"].min()
+    zero = points.filter(pl.col("epsilon_lower") == 0)
+    assert zero.height == 2 and zero["at_floor"].all() and (zero["drawn"] == floor).all()
+    assert points.filter(pl.col("violated"))["method"].to_list() == ["dp_mlp"]
+    assert points.filter(pl.col("reference"))["method"].to_list() == ["gap@paper"]
+
+    path = tmp_path / "fig" / "audit.png"
+    caption = plot_audit(summary, path)
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    for text in ("200 canaries pooled over 2 seeds", "95% confidence", "δ = 0.0001", "1 of 3 cells",
+                 "2 of 3 bounds lie below", "axis floor, labelled 0", "Squares: reference runs (@paper)"):
+        assert text in caption, text
+
+
+def test_audit_without_canary_bits_is_refused(tmp_path: Path) -> None:
+    # Audits written before the scores and bits were stored cannot be pooled.
+    record = audit_record(seed=0, strong=True)
+    del record["inclusion"]
+    (path,) = write(tmp_path, [record])
+    with pytest.raises(ValueError, match=r"lacks keys \['inclusion'\].*rerun"):
+        read_audits([path])

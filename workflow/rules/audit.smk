@@ -1,0 +1,65 @@
+# Audit stage (`snakemake audit`): an empirical lower bound on ε beside every claimed ε. A study's `audit:` block
+# (config.yaml) names the cells; each job plants canary nodes, trains the method once on the graph with the
+# included canaries, bounds ε from below at the claimed δ (one-run audit) and runs a TSTF membership-inference
+# attack (two more trainings). The report pools every seed's canaries of a cell into one bound.
+
+
+rule audit_cell:
+    input:
+        graph="resources/graphs/{dataset}/graph.pt",
+        meta="resources/graphs/{dataset}/meta.json",
+        split=train_split_input,
+    output:
+        "results/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.json",
+    wildcard_constraints:
+        canaries=r"\d+",
+    log:
+        "logs/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.log",
+    benchmark:
+        "benchmarks/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.tsv"
+    params:
+        base=method_base,
+        hparams=method_hparams,
+        delta=config["privacy"]["delta"],
+        accountant=config["privacy"]["accountant"],
+    threads: 1
+    resources:
+        mem_mb=train_mem_mb,
+        runtime=audit_runtime,
+        gres=train_gres,
+    group:
+        "audit"
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp audit --graph resources/graphs/{wildcards.dataset} --split {input.split}"
+        " --method {params.base} --name {wildcards.method} --epsilon {wildcards.eps} --seed {wildcards.seed}"
+        " --hparams {params.hparams:q} --delta {params.delta} --accountant {params.accountant}"
+        " --canaries {wildcards.canaries} --threads {threads} --out {output} > {log} 2>&1"
+
+
+rule audit_report:
+    input:
+        audit_cells,
+    output:
+        md="paper/{study}/tables/audit.md",
+        tex="paper/{study}/tables/audit.tex",
+        png=report(
+            "paper/{study}/figures/audit.png",
+            caption="../report/audit.rst",
+            category="{study}",
+            subcategory="Audit",
+            labels={"figure": "audit", "study": "{study}"},
+        ),
+        caption="paper/{study}/figures/audit.caption.txt",
+    log:
+        "logs/audit/{study}.log",
+    params:
+        confidence=audit_confidence,
+        report_caption=audit_report_caption,
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp audit-report --markdown {output.md} --latex {output.tex} --png {output.png}"
+        " --caption {output.caption} --confidence {params.confidence} {input} > {log} 2>&1"
