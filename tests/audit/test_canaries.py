@@ -331,3 +331,23 @@ def test_canaries_in_feature_columns_of_their_own(tiny_inputs):
     with pytest.raises(ValueError, match="own_column"):
         plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3,
                        own_column=-1.0)
+
+
+def test_the_scoring_graph_extends_the_private_graph_node_for_node_with_every_canary_in_train(tiny_inputs):
+    plan = plant_canaries(tiny_inputs.graph, tiny_inputs.split, m=12, degree_bound=6,
+                          num_classes=tiny_inputs.num_classes, seed=3, own_column=2.0)
+    private, private_split, _ = plan.private_graph()
+    graph, split, ids = plan.scoring_graph()
+    k = private.num_nodes
+    # The private graph is the scoring graph's first k nodes, with exactly its edges among them.
+    assert torch.equal(graph.x[:k], private.x) and torch.equal(graph.y[:k], private.y)
+    inner = graph.edge_index[:, (graph.edge_index < k).all(0)]
+    assert sorted(map(tuple, inner.t().tolist())) == sorted(map(tuple, private.edge_index.t().tolist()))
+    # Canary i is node ids[i]: its features, label and edges; every canary in train, in or out.
+    assert torch.equal(graph.x[ids], plan.graph.x[plan.canaries]) and torch.equal(graph.y[ids], plan.labels)
+    assert bool((ids[plan.included] < k).all()) and bool((ids[~plan.included] >= k).all())
+    assert set(ids.tolist()) <= set(split.train.tolist()) and torch.equal(split.test, plan.split.test)
+    assert set(private_split.train.tolist()) <= set(split.train.tolist())
+    assert graph.edge_index.size(1) == plan.graph.edge_index.size(1)
+    baseline, _, same = plan.scoring_graph(baseline=True)
+    assert torch.equal(same, ids) and float(baseline.x[ids][:, -12:].abs().sum()) == 0.0

@@ -114,7 +114,8 @@ def fake_method(calls: list, leak: float = 10.0):
     def train(graph: Data, split: Split) -> RunResult:
         calls.append(("train", graph, split))
 
-        def predict(other: Data) -> torch.Tensor:
+        def predict(other: Data, parts: Split | None = None) -> torch.Tensor:
+            assert parts is not None and parts.setting == "transductive"  # the full graph: no part drops edges
             calls.append(("predict", other, split))
             logits = torch.zeros(other.num_nodes, 3)
             logits[split.train, other.y[split.train]] = leak
@@ -169,7 +170,7 @@ def test_input_validation(tiny_inputs):
 
     def short_predict(g, s):
         return RunResult(val={}, test={"accuracy": 0.5}, ledger=Ledger.non_private(), train_seconds=0.0,
-                         predict=lambda other: torch.zeros(5, 3))
+                         predict=lambda other, parts=None: torch.zeros(5, 3))
 
     with pytest.raises(ValueError, match="expected logits"):
         tstf_attack(graph, split, train=short_predict, seed=0)

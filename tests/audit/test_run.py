@@ -9,7 +9,6 @@ from nodedp.audit.run import audit_run, canary_degree_bound, canary_scores
 from nodedp.methods import get_method
 from nodedp.methods.base import RunSpec
 
-
 BOUNDS = {"in-degree": 16, "out-degree": 8, "degree": 8}  # public degree bounds (K, D, D) for the tiny graph
 
 

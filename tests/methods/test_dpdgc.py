@@ -3,16 +3,18 @@ reference mode (the public code's noise)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 from dp_accounting.dp_event import GaussianDpEvent
+from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, verify_ledger_dict
 from nodedp.accounting.mixture_pld import pld_of_event
-from nodedp.data import bound_out_degree
+from nodedp.data import bound_out_degree, degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
@@ -28,6 +30,7 @@ from nodedp.methods.dpdgc import (
 from nodedp.models import AdjacencyEncoder
 from nodedp.train import PerSampleGradients
 from tests.methods._structure import with_bound
+from tests.methods.test_gap import _accuracy, _extended, _noise_free
 
 D = 4
 FAST = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}
@@ -366,3 +369,60 @@ def test_reference_accountant_falls_back_to_rdp_only_below_the_pld_floor():
     assert reference_accountant(PLD_MIN_NOISE_MULTIPLIER, "pld") == "pld"
     assert reference_accountant(0.5 * PLD_MIN_NOISE_MULTIPLIER, "pld") == "rdp"
     assert reference_accountant(0.5 * PLD_MIN_NOISE_MULTIPLIER, "rdp") == "rdp"
+
+
+# --- predict: the classifier on X_A recomputed without DP-Emb's noise on a graph that extends the input ----------
+
+
+@pytest.mark.parametrize("method", ["dpdgc", "dpdgc-nodp"])
+def test_predict_reads_its_argument_alone_and_one_hop_into_the_new_nodes(tiny_inputs, method):
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, method)
+    extended = _extended(inputs)
+    n, total = inputs.graph.num_nodes, extended.num_nodes
+    assert extended.edge_index.size(1) > inputs.graph.edge_index.size(1)
+    logits = result.predict(extended).cpu()
+    assert logits.shape == (total, inputs.num_classes) and torch.isfinite(logits).all()
+    assert torch.equal(result.predict(extended).cpu(), logits)  # no fresh noise: the graph and the weights alone
+    own = result.predict(inputs.graph).cpu()
+    isolated = result.predict(_extended(inputs, isolated=True)).cpu()
+    # One hop, and an appended node has no trained embedding (a zero row of Ŵ): the original nodes read what
+    # they read without the new nodes (the canaries' edges are within D, so the bounding keeps the rest) ...
+    torch.testing.assert_close(isolated[:n], own, rtol=0, atol=1e-6)
+    torch.testing.assert_close(logits[:n], own, rtol=0, atol=1e-6)
+    # ... while each new node reads its in-neighbours' embeddings
+    assert (logits[n:] - isolated[n:]).abs().amax(1).min() > 1e-6
+
+
+@pytest.mark.parametrize(("method", "hparams"), [("dpdgc", {}), ("dpdgc", {"standardize_embedding": True}),
+                                                 ("dpdgc-nodp", {})])
+def test_predict_on_the_input_is_the_evaluation_once_dp_emb_adds_no_noise(tiny_inputs, monkeypatch, method,
+                                                                          hparams):
+    """predict skips DP-Emb's noise; with none drawn (the -nodp twin's own, switched off otherwise) it scores the
+    input as the evaluation did: the artifact's bounding reproduced from its public D and seed, the same bias and
+    standardization."""
+    _noise_free(monkeypatch)
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, method, epochs=5, lr=0.01, **hparams)
+    graph, split = inputs.graph, inputs.split
+    own = result.predict(graph)
+    assert own.argmax(1)[split.test].unique().numel() > 1  # not a constant classifier: the equality says more
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    assert _accuracy(own, graph, split.val) == pytest.approx(result.val["accuracy"], abs=1e-9)
+
+
+def test_inductive_predict_reads_each_parts_edges_and_drops_the_new_nodes_edges(tiny_inputs, monkeypatch):
+    _noise_free(monkeypatch)
+    split = dataclasses.replace(tiny_inputs.split, setting="inductive")
+    graph = tiny_inputs.graph
+    artifact = degree_artifact(remove_cross_split_edges(graph.edge_index, split), kind="out-degree", bound=D,
+                               seed=3, num_nodes=graph.num_nodes, train_nodes=split.train)
+    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
+                       structure={"out-degree": artifact})
+    result = _run(inputs, "dpdgc", epochs=5, lr=0.01)
+    own = result.predict(graph).cpu()
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    own_parts = Data(x=graph.x, y=graph.y, edge_index=remove_cross_split_edges(graph.edge_index, split))
+    assert torch.equal(result.predict(own_parts).cpu(), own)
+    extended = result.predict(_extended(inputs)).cpu()
+    assert torch.equal(extended, result.predict(_extended(inputs, isolated=True)).cpu())

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
+from torch_geometric.data import Data
 
 from nodedp.accounting import verify_ledger_dict
-from nodedp.mechanisms import nap_aggregate
+from nodedp.audit.canaries import plant_canaries
+from nodedp.data import degree_artifact, remove_cross_split_edges
+from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.aggregation_perturbation import plan_aggregation_perturbation
+from nodedp.train import metrics_from_logits
 from tests.methods._structure import with_bound
 
 D = 4
@@ -239,3 +244,117 @@ def test_out_degree_bound_is_a_checked_hyperparameter_under_the_key_the_workflow
     assert get_method("gap").parse_hparams({"out_degree_bound": 168}).out_degree_bound == 168
     with pytest.raises(ValueError, match="out_degree_bound"):
         get_method("gap").parse_hparams({"out_degree_bound": -1})
+
+
+# --- predict: the trained models, K hops recomputed without noise on a graph that extends the input -------------
+
+EVERY_LEVEL = ["gap", "progap", "gap-edge", "progap-edge", "gap-nodp", "progap-nodp"]
+
+
+def _epsilon(method: str) -> float:
+    return 4.0 if get_method(method).private else math.inf
+
+
+def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
+    """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes whose out-degrees stay ≤ D
+    (so the bounding keeps their edges): the audit's canaries, all present; ``isolated``: without their edges."""
+    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=D, canary_degree=3,
+                          num_classes=inputs.num_classes, seed=1)
+    edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
+    return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
+
+
+def _accuracy(logits: torch.Tensor, graph: Data, nodes: torch.Tensor) -> float:
+    return metrics_from_logits(logits.cpu()[nodes], graph.y[nodes])["accuracy"]
+
+
+def _within_hops(edge_index: torch.Tensor, start: torch.Tensor, *, num_nodes: int, hops: int) -> torch.Tensor:
+    """[num_nodes] bool: the nodes at most ``hops`` edges (either direction) from ``start``."""
+    reached = torch.zeros(num_nodes, dtype=torch.bool)
+    reached[start] = True
+    src, dst = edge_index
+    for _ in range(hops):
+        reached = reached.index_fill(0, dst[reached[src]], True).index_fill(0, src[reached[dst]], True)
+    return reached
+
+
+@pytest.mark.parametrize("method", EVERY_LEVEL)
+def test_predict_reads_its_argument_alone_and_reaches_k_hops_from_the_new_nodes(tiny_inputs, method):
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, method, _epsilon(method), hops=1)
+    extended = _extended(inputs)
+    n, total = inputs.graph.num_nodes, extended.num_nodes
+    assert extended.edge_index.size(1) > inputs.graph.edge_index.size(1)
+    logits = result.predict(extended).cpu()
+    assert logits.shape == (total, inputs.num_classes) and torch.isfinite(logits).all()
+    assert torch.equal(result.predict(extended).cpu(), logits)  # no fresh noise: the graph and the weights alone
+    own = result.predict(inputs.graph).cpu()
+    # local (K sums over in-edges, per-row models): appended nodes without edges change nothing ...
+    torch.testing.assert_close(result.predict(_extended(inputs, isolated=True)).cpu()[:n], own, rtol=0, atol=1e-6)
+    # ... and with edges, exactly the nodes within K hops of them
+    near = _within_hops(extended.edge_index, torch.arange(n, total), num_nodes=total, hops=1)[:n]
+    assert near.any() and (~near).any()
+    torch.testing.assert_close(logits[:n][~near], own[~near], rtol=0, atol=1e-6)
+    assert (logits[:n][near] - own[near]).abs().max() > 1e-6
+
+
+def _trained(method: str) -> dict:
+    """Enough epochs for a model that is not constant, so that equal accuracies say something."""
+    return {"epochs": 5, **({"encoder_epochs": 5} if method.startswith("gap") else {})}
+
+
+def _noise_free(monkeypatch) -> None:
+    """NAP without its noise (still counted): the evaluation then reads exactly what predict recomputes."""
+
+    def aggregate(self, x, edge_index, *, generator):
+        self.calls += 1
+        return nap_aggregate(x, edge_index, num_nodes=x.size(0), row_clip=self.row_clip)
+
+    monkeypatch.setattr(NAP, "__call__", aggregate)
+
+
+@pytest.mark.parametrize("method", EVERY_LEVEL)
+def test_predict_on_the_input_is_the_evaluation_once_nap_adds_no_noise(tiny_inputs, monkeypatch, method):
+    """predict skips NAP's noise; with none drawn (the -nodp twins' own, the others' switched off), it scores
+    the input exactly as the evaluation did: at node level the artifact's bounding is reproduced from its
+    public D and seed."""
+    _noise_free(monkeypatch)
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, method, _epsilon(method), **_trained(method))
+    graph, split = inputs.graph, inputs.split
+    own = result.predict(graph)
+    assert own.argmax(1)[split.test].unique().numel() > 1  # not a constant classifier: the equality says more
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    assert _accuracy(own, graph, split.val) == pytest.approx(result.val["accuracy"], abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["gap", "progap", "progap-edge"])
+def test_inductive_predict_reads_each_parts_edges_and_drops_the_new_nodes_edges(tiny_inputs, monkeypatch, method):
+    """Inductive: the artifact is built as the workflow's bound-degree builds it (cross-part edges dropped, then
+    bounded); predict reads the given graph the same way, and appended nodes lie in no part."""
+    _noise_free(monkeypatch)
+    split = dataclasses.replace(tiny_inputs.split, setting="inductive")
+    graph = tiny_inputs.graph
+    artifact = degree_artifact(remove_cross_split_edges(graph.edge_index, split), kind="out-degree", bound=D,
+                               seed=3, num_nodes=graph.num_nodes, train_nodes=split.train)
+    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
+                       structure={"out-degree": artifact})
+    result = _run(inputs, method, 4.0, **_trained(method))
+    own = result.predict(graph).cpu()
+    assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
+    assert _accuracy(own, graph, split.val) == pytest.approx(result.val["accuracy"], abs=1e-9)
+    own_parts = Data(x=graph.x, y=graph.y, edge_index=remove_cross_split_edges(graph.edge_index, split))
+    assert torch.equal(result.predict(own_parts).cpu(), own)
+    extended = result.predict(_extended(inputs)).cpu()
+    assert torch.equal(extended, result.predict(_extended(inputs, isolated=True)).cpu())
+    torch.testing.assert_close(extended[:graph.num_nodes], own, rtol=0, atol=1e-6)
+
+
+def test_predict_refuses_a_graph_smaller_than_the_input(tiny_inputs):
+    inputs = _inputs(tiny_inputs)
+    result = _run(inputs, "gap", 4.0)
+    graph = inputs.graph
+    keep = (graph.edge_index < graph.num_nodes - 1).all(0)
+    smaller = Data(x=graph.x[:-1], y=graph.y[:-1], edge_index=graph.edge_index[:, keep])
+    with pytest.raises(ValueError, match="extending the run's input"):
+        result.predict(smaller)

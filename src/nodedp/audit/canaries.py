@@ -156,13 +156,27 @@ class CanaryPlan:
         x[:, -m:] = 0
         return Data(x=x, y=self.graph.y, edge_index=self.graph.edge_index)
 
-    def scoring_split(self) -> Split:
-        """The split of ``graph`` to score canaries on: every canary, in or out, in ``train`` with the original
-        training nodes (``val``, ``test`` unchanged), so a method whose inference reads the parts (an inductive
-        split drops cross-part edges) reads every canary's edges alike, whatever its inclusion bit."""
-        train = torch.cat([self.split.train[self.split.train < self.num_original_nodes], self.canaries])
-        return Split(train=train, val=self.split.val, test=self.split.test, setting=self.split.setting,
-                     seed=self.split.seed)
+    def scoring_graph(self, *, baseline: bool = False) -> tuple[Data, Split, Tensor]:
+        """The graph to score every canary on, as an extension of :meth:`private_graph` node for node.
+
+        Returns (graph, split, ids): ``graph`` (or :meth:`baseline_graph` with ``baseline``) with its nodes
+        reordered so the original nodes keep their ids, the included canaries follow in the private graph's
+        order (so a method's per-node state lines up with its training input) and the excluded ones come last;
+        ``split`` puts every canary, in or out, in ``train`` with the original training nodes (``val``, ``test``
+        unchanged), so a method whose inference reads the parts (an inductive split drops cross-part edges)
+        reads every canary's edges alike, whatever its bit; ``ids`` [m] are the canaries' ids in that graph.
+        """
+        n, m = self.num_original_nodes, self.canaries.numel()
+        source = self.baseline_graph() if baseline else self.graph
+        order = torch.cat([torch.arange(n), self.canaries[self.included], self.canaries[~self.included]])
+        new_id = torch.empty(n + m, dtype=torch.int64)
+        new_id[order] = torch.arange(n + m)
+        graph = Data(x=source.x[order], y=source.y[order], edge_index=new_id[source.edge_index])
+        ids = new_id[self.canaries]
+        train = torch.cat([self.split.train[self.split.train < n], ids.sort().values])
+        split = Split(train=train, val=self.split.val, test=self.split.test, setting=self.split.setting,
+                      seed=self.split.seed)
+        return graph, split, ids
 
     def neighbour(self, i: int) -> tuple[Data, Split, Tensor]:
         """:meth:`private_graph` with canary ``i``'s inclusion flipped (``i`` indexes the m canaries).

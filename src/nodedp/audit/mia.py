@@ -39,6 +39,7 @@ bound on ε use :mod:`nodedp.audit.run`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -132,13 +133,14 @@ def sorted_posteriors(logits: Tensor, k: int | None = 3) -> Tensor:
     return probs.sort(dim=1, descending=True).values[:, :top]
 
 
-def _query(result: RunResult, graph: Data, who: str) -> Tensor:
-    """The model's logits for every node of the full graph, checked (TSTF's "test on full graph")."""
+def _query(result: RunResult, graph: Data, who: str, split: Split) -> Tensor:
+    """The model's logits for every node of the full graph, checked (TSTF's "test on full graph": the run's
+    parts given as a transductive split, so a method whose inference drops cross-part edges reads them all)."""
     if not isinstance(result, RunResult):
         raise ValueError(f"train must return a RunResult, got {type(result).__name__} for the {who} model")
     if result.predict is None:
         raise ValueError(f"the {who} model offers no inference on another graph (RunResult.predict is None)")
-    logits = result.predict(graph)
+    logits = result.predict(graph, dataclasses.replace(split, setting="transductive"))
     if not isinstance(logits, Tensor) or logits.dim() != 2 or logits.size(0) != graph.num_nodes:
         found = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
         raise ValueError(f"the {who} model's predict gave {found}, expected logits [{graph.num_nodes}, classes]")
@@ -208,8 +210,8 @@ def tstf_attack(graph: Data, split: Split, *, train: Callable[[Data, Split], Run
     target_split = parts.target_split(split.setting, split.seed)
     shadow_split = parts.shadow_split(split.setting, split.seed)
     target = train(training_graph(graph, target_split), target_split)
-    target_logits = _query(target, graph, "target")
-    shadow_logits = _query(train(training_graph(graph, shadow_split), shadow_split), graph, "shadow")
+    target_logits = _query(target, graph, "target", target_split)
+    shadow_logits = _query(train(training_graph(graph, shadow_split), shadow_split), graph, "shadow", shadow_split)
 
     def labelled(logits: Tensor, members: Tensor, nonmembers: Tensor) -> tuple[Tensor, Tensor]:
         nodes = torch.cat([members, nonmembers])

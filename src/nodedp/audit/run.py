@@ -162,10 +162,13 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
     result = train(private_graph, private_split)
     if result.predict is None:
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
-    parts = plan.scoring_split()  # every canary read alike, whatever its bit
-    scores = canary_scores(result.predict(plan.graph, parts), plan.canaries, plan.labels)
+    # Scored on the graph holding every canary, laid out as an extension of the training input, every canary
+    # read alike whatever its bit (CanaryPlan.scoring_graph).
+    scoring, parts, ids = plan.scoring_graph()
+    scores = canary_scores(result.predict(scoring, parts), ids, plan.labels)
     if own_column > 0:
-        scores = scores - canary_scores(result.predict(plan.baseline_graph(), parts), plan.canaries, plan.labels)
+        baseline, parts, ids = plan.scoring_graph(baseline=True)
+        scores = scores - canary_scores(result.predict(baseline, parts), ids, plan.labels)
     scores = scores.numpy()
     included = plan.included.numpy()
     ledger = result.ledger

@@ -14,6 +14,13 @@ own cached rows. Per privacy level:
   undirected graph), stages trained non-privately, full batch (Thm. 4.1).
 * ``none``: the non-private variants: NAP without noise, the same stages.
 
+``predict`` (``ap_predict``) is the evaluation's inference on another graph: the trained models over hop
+aggregations recomputed on that graph's edges, read as the run read its own (``inference_edges``: cross-part
+edges dropped on an inductive split, then, at node level, out-degrees bounded with the artifact's public D and
+seed), through NAP's clipping and normalization but without noise. NAP's noise protects the aggregated private
+graph; a given graph is the caller's (the audit's), and scoring it noise-free adds no variance to the scores.
+The trained weights (DP-SGD releases) are used as they are.
+
 Reference mode (node level only, ``accounting: paper``; ``nodedp.accounting.gap``):
 z is calibrated as the papers do, at their δ (10^−digits of N), but NAP draws
 std z·√D, the papers' sensitivity; the ledger records that noise at its true
@@ -25,15 +32,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from nodedp.accounting import Claim, Ledger, MechanismRecord, calibrate_gap, nap_event
 from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
-from nodedp.data import remove_cross_split_edges
+from nodedp.data import Split, bound_degree, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_sensitivity
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
@@ -41,8 +49,11 @@ from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.registry import register_method
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
-__all__ = ["ApHparams", "ApPlan", "ReferenceMode", "finish", "plan_aggregation_perturbation", "register_levels",
-           "train_stage"]
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
+
+__all__ = ["ApHparams", "ApPlan", "ReferenceMode", "ap_predict", "finish", "inference_edges",
+           "plan_aggregation_perturbation", "register_levels", "train_stage"]
 
 
 @dataclass(frozen=True)
@@ -187,7 +198,8 @@ def plan_aggregation_perturbation(
                 "queries": hp.hops,
                 "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
                 "max_degree": max_degree, "undirected": undirected},
-        sensitivity=nap.sensitivity, sensitivity_reason=reason, dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
+        sensitivity=nap.sensitivity, sensitivity_reason=reason,
+        dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
         caveat=caveat,
     )]
     for i, steps in enumerate(stage_steps):
@@ -205,6 +217,42 @@ def plan_aggregation_perturbation(
     if level == "node":
         privacy = tuple(privacy_from_record(r, expected_batch_size=hp.batch_size) for r in records[1:])
     return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps, hp.hops)
+
+
+def inference_edges(graph: Data, *, split: Split, num_nodes: int, bounded: Mapping[str, Any] | None) -> Tensor:
+    """The edges of ``graph`` (the run's input with nodes appended) as the run read its input's: the workflow's
+    ``bound-degree`` order, cross-part edges dropped on an inductive split (appended nodes lie in no part, so
+    theirs go too, as ``nodedp.methods.gnn.full_graph_predict`` reads them), then out-degrees bounded with the
+    ``bounded`` artifact's public kind, bound and seed (None: no bounding, edge level). The per-edge hashes of
+    the sampling do not depend on the node count, so on the run's own input this gives the artifact's edges.
+    ``num_nodes``: the run's input's node count, the least ``graph`` may have."""
+    if graph.num_nodes < num_nodes:
+        raise ValueError(f"predict needs a graph extending the run's input of {num_nodes} nodes, got "
+                         f"{graph.num_nodes} nodes")
+    edges = graph.edge_index
+    if split.setting == "inductive":
+        edges = remove_cross_split_edges(edges, split)
+    if bounded is not None:
+        edges = bound_degree(edges, kind=bounded["kind"], num_nodes=graph.num_nodes, max_degree=int(bounded["bound"]),
+                             seed=int(bounded["seed"]))
+    return edges
+
+
+def ap_predict(plan: ApPlan, inputs: RunInputs, forward: Callable[[Tensor, NAP, Tensor], Tensor], *,
+               device: torch.device) -> Callable[..., Tensor]:
+    """``RunResult.predict``: ``forward(x, nap, edges)``, the method's inference from features through its hop
+    aggregations, given the graph's features, a noise-free NAP with the run's row clip R and the graph's edges
+    (``inference_edges``). Keeps the split's part ids and the input's node count, never its edges or features."""
+    bounded = inputs.structure["out-degree"] if plan.level == "node" else None
+    split, num_nodes = inputs.split, inputs.graph.num_nodes
+    # Noise-free on purpose (module docstring); its own counter, so the run's K queries stay K.
+    noise_free = NAP(level="none", row_clip=plan.nap.row_clip, noise_multiplier=0.0)
+
+    def predict(graph: Data, parts: Split | None = None) -> Tensor:  # parts: the given graph's split
+        edges = inference_edges(graph, split=split if parts is None else parts, num_nodes=num_nodes, bounded=bounded)
+        return forward(graph.x.to(device), noise_free, edges.to(device))
+
+    return predict
 
 
 def _stage_privacy(plan: ApPlan, stage: int) -> PrivacyConfig | None:
@@ -233,10 +281,12 @@ def train_stage(
     generator: torch.Generator,
     device: torch.device,
     final: bool = False,
+    predict: Callable[[Data], Tensor] | None = None,
 ) -> RunResult | None:
     """Train one stage through the one loop; the final stage also evaluates and returns the RunResult.
 
-    ``features(nodes)`` gives the model's inputs of those nodes (their own rows and cached aggregates).
+    ``features(nodes)`` gives the model's inputs of those nodes (their own rows and cached aggregates);
+    ``predict`` (final stage only, ``ap_predict``) becomes the result's.
     """
     split, y = inputs.split, inputs.graph.y.to(device)
     batches, total = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
@@ -244,7 +294,7 @@ def train_stage(
         return fit_node_classifier(
             model, inputs_of=features, y=y, split=split, spec=spec, optim=hp.optim_config(), batches=batches,
             total=total, privacy=_stage_privacy(plan, stage), ledger=plan.ledger, generator=generator,
-            device=device,
+            device=device, predict=predict,
         )
     train_nodes = split.train.to(device)
     train_model(

@@ -33,6 +33,14 @@ Model selection is the final model (the public code checkpoints on
 validation accuracy, an uncharged read). Inductive splits aggregate over each
 part's own edges.
 
+``predict`` runs M3 on another graph (the input with nodes appended): X_A
+recomputed as clip_R(A' Ŵ) + bias over that graph's edges read as the run read
+its own (``inference_edges``: cross-part edges dropped when inductive, out-degrees
+bounded with the artifact's D and seed), without DP-Emb's noise, which protects
+the private graph's aggregate, not a graph the caller gives (the audit's). Ŵ is
+the trained table (a DP-SGD release); an appended node has no embedding of its
+own, so its row of Ŵ is zero and its out-edges add nothing.
+
 Reference mode (``accounting: paper``, run as ``dpdgc@paper``) sizes the
 noise as the public code does for the claimed ε (``public_code_noise``; the
 paper's text is not part of the spec): one noise scale σ for all three
@@ -78,7 +86,8 @@ from nodedp.accounting import (
 )
 from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
 from nodedp.data import remove_cross_split_edges
-from nodedp.mechanisms import NAP
+from nodedp.mechanisms import NAP, nap_aggregate
+from nodedp.methods.aggregation_perturbation import inference_edges
 from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
@@ -159,7 +168,8 @@ def public_code_epsilon(sigma: float, *, num_train_nodes: int, batch_size: int, 
     steps = sum(public_code_steps(num_train_nodes=num_train_nodes, batch_size=batch_size, epochs=e)
                 for e in (encoder_epochs, epochs) if e)
     if steps:
-        sampled = dp_event.SampledWithoutReplacementDpEvent(num_train_nodes, batch_size, dp_event.GaussianDpEvent(sigma))
+        sampled = dp_event.SampledWithoutReplacementDpEvent(num_train_nodes, batch_size,
+                                                            dp_event.GaussianDpEvent(sigma))
         accountant.compose(dp_event.SelfComposedDpEvent(sampled, steps))
     accountant.compose(dp_event.GaussianDpEvent(sigma))
     return float(accountant.get_epsilon(delta))
@@ -455,20 +465,34 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
             on_step=lambda _step: encoder.normalize_(),
         )
     encoder.normalize_()  # the release needs it whatever happened before
-    released = plan.nap(encoder.embedding_table(), edges, generator=generator) + encoder.shift.bias.detach()
-    if hp.standardize_embedding and plan.nap.noise_std > 0:
-        released = released / plan.nap.noise_std
+    table, bias = encoder.embedding_table(), encoder.shift.bias.detach()
+
+    def embedding(aggregated: Tensor) -> Tensor:
+        """The classifier's x̃_A from an aggregation of the table (post-processing)."""
+        shifted = aggregated + bias
+        return shifted / plan.nap.noise_std if hp.standardize_embedding and plan.nap.noise_std > 0 else shifted
+
+    released = embedding(plan.nap(table, edges, generator=generator))
     if plan.nap.calls != 1:
         raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
     x = graph.x.to(device)
     classifier = LinkxClassifier(graph.num_features, inputs.num_classes, hidden_dim=hp.hidden_dim,
                                  base_layers=hp.base_layers, mix_layers=hp.mix_layers, dropout=hp.dropout).to(device)
+    bounded = inputs.structure["out-degree"]
+
+    def predict(other, parts=None) -> Tensor:  # module docstring: noise-free X_A of the given graph (parts: its split)
+        other_edges = inference_edges(other, split=split if parts is None else parts, num_nodes=num_nodes,
+                                      bounded=bounded).to(device)
+        extended = torch.cat([table, table.new_zeros(other.num_nodes - num_nodes, table.size(1))])
+        aggregated = nap_aggregate(extended, other_edges, num_nodes=other.num_nodes, row_clip=plan.row_clip)
+        return classifier((other.x.to(device), embedding(aggregated)))
+
     result = fit_node_classifier(
         classifier, inputs_of=lambda nodes: (x[nodes], released[nodes]), y=y, split=split, spec=spec,
         optim=hp.optim_config(), batches=poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate,
                                                          steps=plan.classifier_steps, generator=generator),
         total=plan.classifier_steps, privacy=plan.classifier_privacy, ledger=plan.ledger, generator=generator,
-        device=device,
+        device=device, predict=predict,
     )
     return dataclasses.replace(result, train_seconds=time.perf_counter() - start, details={
         **result.details, **plan.noise, "encoder_steps": plan.encoder_steps, "max_degree": plan.max_degree,

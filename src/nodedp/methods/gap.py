@@ -3,7 +3,8 @@
 The encoder (MLP + linear head) is trained on the features and labels; its
 row-normalized output X^(0) is aggregated K times, X̃^(k) = NAP(X̃^(k-1))
 with X̃^(0) = X^(0), each hop queried once and cached; the classifier trains
-on (X^(0), X̃^(1), ..., X̃^(K)) per node and predicts from the same caches.
+on (X^(0), X̃^(1), ..., X̃^(K)) per node and predicts from the same caches;
+``predict`` recomputes them, noise-free, on the given graph (``ap_predict``).
 At node level the encoder and the classifier are two DP-SGD stages.
 `encoder_epochs` trains the encoder, `epochs` the classifier.
 Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
@@ -22,6 +23,7 @@ from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
     ReferenceMode,
+    ap_predict,
     finish,
     plan_aggregation_perturbation,
     register_levels,
@@ -76,12 +78,18 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
     common = {"plan": plan, "inputs": inputs, "spec": spec, "hp": hp, "generator": generator, "device": device}
     start = time.perf_counter()
     train_stage(encoder, lambda nodes: x[nodes], stage=0, epochs=hp.encoder_epochs, **common)
-    caches = hop_caches(encoder.embed(x), plan.nap, plan.edges.to(device), hops=hp.hops, generator=generator)
+
+    def caches_of(features: Tensor, nap: NAP, edges: Tensor) -> list[Tensor]:
+        return hop_caches(encoder.embed(features), nap, edges, hops=hp.hops, generator=generator)
+
+    caches = caches_of(x, plan.nap, plan.edges.to(device))
     classifier = GAPClassifier(hp.hidden_dim, inputs.num_classes, hops=hp.hops, hidden_dim=hp.hidden_dim,
                                base_layers=hp.base_layers, head_layers=hp.head_layers, normalization=norm,
                                dropout=hp.dropout).to(device)
+    predict = ap_predict(plan, inputs, lambda features, nap, edges: classifier(caches_of(features, nap, edges)),
+                         device=device)
     result = train_stage(classifier, lambda nodes: tuple(t[nodes] for t in caches), stage=1, epochs=hp.epochs,
-                         final=True, **common)
+                         final=True, predict=predict, **common)
     assert result is not None
     return finish(result, plan, started=start)
 

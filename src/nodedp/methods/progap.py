@@ -5,7 +5,9 @@ queries NAP once on the previous stage's row-normalized embeddings
 X^(s-1) = base_{s-1}(X̃^(s-1)) and caches X̃^(s); it then trains base_s and
 head_s on (X, X̃^(1), ..., X̃^(s)) with the earlier bases frozen (JK:
 concatenation). Inference runs stage K on the caches, so it costs nothing
-more: NAP is queried exactly K times per run, whatever the epochs.
+more: NAP is queried exactly K times per run, whatever the epochs. ``predict``
+runs the trained stages on another graph, its K aggregations recomputed
+noise-free (``ap_predict``).
 Ids: `progap` (node level), `progap-edge`, `progap-nodp`.
 """
 
@@ -14,16 +16,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from torch import Tensor
+
+from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
     ReferenceMode,
+    ap_predict,
     finish,
     plan_aggregation_perturbation,
     register_levels,
     train_stage,
 )
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.models import ProGAP
+from nodedp.models import ProGAP, ProGAPStage
 from nodedp.train import resolve_device, seed_everything
 
 
@@ -42,15 +48,28 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
     model = ProGAP(x.size(1), inputs.num_classes, depth=hp.hops, hidden_dim=hp.hidden_dim,
                    base_layers=hp.base_layers, normalization=hp.normalization_for(level), dropout=hp.dropout).to(device)
     caches = [x]  # X̃^(0) = X, then one NAP output per stage
+    stages: list[ProGAPStage] = []
+
+    def aggregate(into: list[Tensor], nap: NAP, over: Tensor) -> None:
+        """Eq. 8: the next cache, ``nap`` over edges ``over`` of the last trained stage's embedding of the last."""
+        into.append(nap(stages[len(into) - 1].embed(into[-1]), over, generator=generator))
+
+    def forward(features: Tensor, nap: NAP, edges: Tensor) -> Tensor:  # inference on another graph
+        other = [features]
+        for _ in range(hp.hops):
+            aggregate(other, nap, edges)
+        return stages[-1](other)
+
+    predict = ap_predict(plan, inputs, forward, device=device)
     start = time.perf_counter()
     result = None
     for s in range(hp.hops + 1):
-        if s > 0:  # Eq. 8: the one NAP query of stage s, cached for training and inference
-            caches.append(plan.nap(model.stage(s - 1).embed(caches[s - 1]), edges, generator=generator))
-        stage = model.stage(s)
-        result = train_stage(stage, lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c), plan=plan, stage=s,
-                             epochs=hp.epochs, inputs=inputs, spec=spec, hp=hp, generator=generator, device=device,
-                             final=s == hp.hops)
+        if s > 0:  # the one NAP query of stage s, cached for training and inference
+            aggregate(caches, plan.nap, edges)
+        stages.append(model.stage(s))
+        result = train_stage(stages[s], lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c), plan=plan,
+                             stage=s, epochs=hp.epochs, inputs=inputs, spec=spec, hp=hp, generator=generator,
+                             device=device, final=s == hp.hops, predict=predict)
     assert result is not None
     return finish(result, plan, started=start)
 
