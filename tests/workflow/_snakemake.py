@@ -12,7 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 # A study that trains in about a minute: two private methods (one a variant, for a sweep figure), one in
-# reference mode, two non-private ones.
+# reference mode, two non-private ones; a quick audit of two of them.
 TINY = {
     "studies": {
         "demo": {
@@ -21,6 +21,8 @@ TINY = {
             "epsilons": [1, 8],
             "seeds": [0, 1],
             "sweeps": ["hidden_dim"],  # dp-mlp (64) against dp-mlp-wide (96): paper/demo/figures/sweep-hidden_dim.png
+            # The demo's quick audit: paper/demo/tables/audit.{md,tex}, paper/demo/figures/audit.png.
+            "audit": {"methods": ["dp-mlp", "dp-mlp@paper"], "epsilons": [8], "canaries": 40},
         }
     },
     "methods": {

@@ -149,6 +149,18 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
     assert "![frontier](figures/frontier.png)" in index and "[tables/accuracy.md](tables/accuracy.md)" in index
     assert (tmp_path / "paper/about.html").exists()
 
+    # The demo's quick audit: one audited cell per (method, ε, seed), drawn into a table and a figure.
+    audits = sorted((tmp_path / "results/audit").glob("csbm-tiny/*/eps~8/seed~0/canaries~40.json"))
+    assert [a.parts[-4] for a in audits] == ["dp-mlp", "dp-mlp@paper"]
+    for path in audits:
+        audit = json.loads(path.read_text())
+        assert audit["canaries"] == 40 == len(audit["scores"]) and audit["mia"]["accuracy"] >= 0
+        assert 0 <= audit["epsilon_lower_one_run"] <= audit["claimed_epsilon"] <= 8  # correct runs: never above
+    table = (paper / "tables/audit.md").read_text()
+    assert "| csbm-tiny | dp-mlp |" in table and "| csbm-tiny | dp-mlp@paper |" in table
+    assert (paper / "tables/audit.tex").stat().st_size > 0 and (paper / "figures/audit.png").stat().st_size > 0
+    assert "40 canaries" in (paper / "figures/audit.caption.txt").read_text()
+
     # Redrawing one study (`make paper STUDY=demo`) touches only the paper stage.
     (paper / "figures/accuracy_vs_epsilon.png").unlink()
     (paper / "tables/claims.md").unlink()
