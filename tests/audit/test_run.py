@@ -117,3 +117,24 @@ def test_a_graph_method_is_audited_with_its_structure_built_on_the_private_graph
     assert sum(result.inclusion) == result.included
     assert 3.9 < result.claimed_epsilon <= 4.0 and result.guarantee in ("bounded-degree", "conditional")
     assert not result.violated
+
+
+def test_gap_with_the_papers_root_d_noise_is_caught_by_its_nap_release_where_the_own_row_matters(csbm_inputs):
+    # D = 1 and R = 20: Δ = √401 against the papers' √1. The reference run claims ε = 1 at the papers' δ (1e-4
+    # here); its NAP release, audited white-box, refutes it. The suite's own calibration is not refuted.
+    settings = {"out_degree_bound": 1, "row_clip": 20.0, "epochs": 2, "encoder_epochs": 2, "batch_size": 256}
+    bounds = {**CSBM_BOUNDS, "out-degree": 1}
+
+    def audit(accounting: str):
+        hp = get_method("gap").parse_hparams({**settings, "accounting": accounting})
+        name = "gap@paper" if accounting == "paper" else "gap"
+        run_spec = RunSpec(dataset="csbm-homophilous", method=name, seed=0, target_epsilon=1.0, target_delta=1e-4)
+        return audit_run(csbm_inputs, run_spec, hp, method="gap", bounds=bounds, m=100, seed=0)
+
+    paper = audit("paper")
+    release = paper.nap_release
+    assert paper.accounting == "paper" and release is not None and release.target == "nap-release"
+    assert release.claimed_epsilon == 1.0 and release.ledger_epsilon > 10  # the ledger knows: actual ε > 10
+    assert release.violated and release.one_run.epsilon > 1.0
+    suite = audit("suite").nap_release
+    assert suite is not None and not suite.violated and suite.one_run.epsilon <= suite.claimed_epsilon

@@ -318,3 +318,16 @@ def test_error_messages_name_the_problem() -> None:
         clopper_pearson_epsilon([0.1, 0.2], [True, False], delta=1.5)
     with pytest.raises(ValueError, match="confidence"):
         clopper_pearson_epsilon([0.1, 0.2], [True, False], delta=DELTA, confidence=1.2)
+
+
+def test_the_best_canary_count_is_the_perfect_attacks_strongest_at_delta():
+    from nodedp.audit.statistics import CANARY_COUNTS, best_canary_count
+
+    for delta in (1e-4, 1e-5):
+        ceilings = {}
+        for m in CANARY_COUNTS:
+            included = np.arange(m) % 2 == 0
+            ceilings[m] = epsilon_one_run(included.astype(float), included, delta=delta).epsilon
+        assert best_canary_count(delta) == max(ceilings, key=ceilings.get)
+    # The 2·m·δ term: the larger δ, the fewer canaries pay.
+    assert best_canary_count(1e-4) < best_canary_count(1e-5) < best_canary_count(1e-6)

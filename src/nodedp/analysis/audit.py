@@ -132,10 +132,29 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
         raise ValueError(f"audit {path}: guarantee {record['guarantee']!r} is not one of {list(GUARANTEE_CLASSES)}")
 
 
-def _row(path: Path) -> dict[str, Any]:
+# The method label of a run's white-box NAP-release audit (``nodedp.audit.nap``), a cell of its own.
+NAP_RELEASE_LABEL = "{method} · NAP release"
+# What a NAP-release audit takes from the audit it belongs to (the rest is its own).
+_CELL_FIELDS = ("dataset", "name", "base_method", "seed", "target_epsilon")
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    """The audit's row, and its white-box NAP-release audit's where it has one (labelled ``NAP_RELEASE_LABEL``)."""
     record = read_json(path)  # invalid JSON: a ValueError naming the file
     if not isinstance(record, dict):
         raise ValueError(f"audit {path}: expected a JSON object, got {type(record).__name__}")
+    rows = [_row(path, record)]
+    release = record.get("nap_release")
+    if release is not None:
+        if not isinstance(release, dict):
+            raise ValueError(f"audit {path}: nap_release must be null or an audit object")
+        release = {**release, **{k: record[k] for k in _CELL_FIELDS if k in record}, "mia": None,
+                   "method": NAP_RELEASE_LABEL.format(method=record.get("method"))}
+        rows.append(_row(path, release))
+    return rows
+
+
+def _row(path: Path, record: dict[str, Any]) -> dict[str, Any]:
     missing = [k for k in _REQUIRED if k not in record]
     if missing:
         raise ValueError(f"audit {path} lacks keys {missing} (written by an older `nodedp audit`? rerun it)")
@@ -167,12 +186,13 @@ def _check_unique(frame: pl.DataFrame) -> None:
 
 
 def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
-    """One row per audit JSON (``AUDIT_SCHEMA``), in the order given. A file that is not valid JSON, lacks keys
+    """One row per audit JSON (``AUDIT_SCHEMA``), in the order given, followed by its NAP-release audit's row
+    where it has one (method ``NAP_RELEASE_LABEL``). A file that is not valid JSON, lacks keys
     (named), has wrongly typed ones or inconsistent canaries raises ``ValueError`` naming it; so do two files of
     the same cell and seed."""
     if not paths:
         raise ValueError("no audit files given")
-    frame = pl.DataFrame([_row(Path(p)) for p in paths], schema=AUDIT_SCHEMA)
+    frame = pl.DataFrame([row for p in paths for row in _rows(Path(p))], schema=AUDIT_SCHEMA)
     _check_unique(frame)
     return frame
 
@@ -315,11 +335,12 @@ def _cells(r: dict[str, Any]) -> list[str]:
         mia = f"{100 * r['mia_accuracy_mean']:.1f}"
         if r["mia_seeds"] > 1:
             mia += f" [{100 * r['mia_accuracy_min']:.1f}–{100 * r['mia_accuracy_max']:.1f}]"
+    actual = f"; actual ε = {format_epsilon_value(r['ledger_epsilon'])}" if r["accounting"] == "paper" else ""
     per_seed = r["canaries_per_seed"]
     canaries = f"{per_seed} × {r['seeds']}" if per_seed is not None else f"{r['canaries']} in all × {r['seeds']}"
     return [
         r["dataset"], r["method"], f"{format_epsilon_value(r['claimed_epsilon'])} (δ = {r['delta']:g})",
-        _ACCOUNTING_TEXT[r["accounting"]], bound, format_epsilon_value(r["epsilon_lower_threshold"]),
+        _ACCOUNTING_TEXT[r["accounting"]] + actual, bound, format_epsilon_value(r["epsilon_lower_threshold"]),
         f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}", mia, canaries, r["guarantee"],
     ]
 

@@ -27,10 +27,12 @@ from typing import Any
 import torch
 
 from nodedp.audit.canaries import default_canary_count, plant_canaries
+from nodedp.audit.nap import nap_record, nap_release_scores
 from nodedp.audit.statistics import (
     OneRunBound,
     ThresholdBound,
     attack_auc,
+    best_canary_count,
     clopper_pearson_epsilon,
     epsilon_one_run,
     tpr_at_fpr,
@@ -61,6 +63,11 @@ class AuditResult:
     # mechanism on all their canaries).
     scores: tuple[float, ...] = ()
     inclusion: tuple[bool, ...] = ()
+    # What was scored: "model" (the trained model's predictions) or "nap-release" (the run's NAP noise on the
+    # graph that reaches its sensitivity, ``nodedp.audit.nap``); a model audit carries its run's NAP-release
+    # audit where its ledger records a node-level NAP.
+    target: str = "model"
+    nap_release: AuditResult | None = None
 
     @property
     def violated(self) -> bool:
@@ -78,7 +85,8 @@ class AuditResult:
             "epsilon_lower_threshold": self.threshold.epsilon, "auc": self.auc,
             "tpr_at_1pct_fpr": self.tpr_at_1pct_fpr, "test_accuracy": self.test_accuracy,
             "wall_seconds": self.wall_seconds, "violated": self.violated,
-            "scores": list(self.scores), "inclusion": list(self.inclusion),
+            "scores": list(self.scores), "inclusion": list(self.inclusion), "target": self.target,
+            "nap_release": None if self.nap_release is None else self.nap_release.as_dict(),
         }
 
 
@@ -136,13 +144,16 @@ def method_trainer(info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, i
 
 def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapping[str, int],
               m: int | None = None, seed: int = 0, confidence: float = 0.95, own_column: float = 3.0,
-              dataset: str | None = None) -> AuditResult:
+              dataset: str | None = None, nap_release: bool = True) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
     ``m`` canaries (default ``default_canary_count``) within ``canary_degree_bound``, train once with ``spec``
     and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built there at
     the public ``bounds`` (``nodedp.config.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
-    (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows."""
+    (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
+    ``nap_release``: where the run's ledger records a node-level NAP, also audit that release white-box
+    (``nodedp.audit.nap``, with synthetic canaries of its own, ``best_canary_count`` at the claim's δ) into
+    ``AuditResult.nap_release``."""
     from nodedp.methods import get_method
 
     info = get_method(method)
@@ -169,24 +180,49 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
     if own_column > 0:
         baseline, parts, ids = plan.scoring_graph(baseline=True)
         scores = scores - canary_scores(result.predict(baseline, parts), ids, plan.labels)
-    scores = scores.numpy()
-    included = plan.included.numpy()
     ledger = result.ledger
-    if ledger.claim is not None:  # a reference run: its paper's claim, at the paper's δ
-        claimed, delta = ledger.claim.epsilon, ledger.claim.delta
-        ledger_epsilon = ledger.actual_claim_epsilon()
-    else:
-        claimed, delta = ledger.composed()
-        ledger_epsilon = claimed
+    common = {"method": method, "test_accuracy": float(result.test["accuracy"]), "confidence": confidence,
+              "seed": seed}
+    record = nap_record(ledger) if nap_release else None
+    release = None
+    if record is not None:
+        params = record.params
+        # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
+        release_scores, release_bits = nap_release_scores(
+            noise_std=float(params["noise_std"]), row_clip=float(params["row_clip"]),
+            max_degree=int(params["max_degree"]), m=best_canary_count(_claimed(ledger)[1], confidence=confidence),
+            seed=seed)
+        release = _bounded(ledger, release_scores.numpy(), release_bits.numpy(), target="nap-release",
+                           degree_bound=int(params["max_degree"]), start=time.perf_counter(), **common)
+    return _bounded(ledger, scores.numpy(), plan.included.numpy(), target="model", degree_bound=bound, start=start,
+                    nap_release=release, **common)
+
+
+def _claimed(ledger: Any) -> tuple[float, float, float]:
+    """(ε, δ) the run states and the suite's ε there: the ledger's composed (ε, δ), or for a reference run its
+    paper's claim and the actual ε at the claim's δ."""
+    if ledger.claim is not None:
+        return ledger.claim.epsilon, ledger.claim.delta, ledger.actual_claim_epsilon()
+    epsilon, delta = ledger.composed()
+    return epsilon, delta, epsilon
+
+
+def _bounded(ledger: Any, scores: Any, included: Any, *, method: str, target: str, degree_bound: int,
+             test_accuracy: float, confidence: float, seed: int, start: float,
+             nap_release: AuditResult | None = None) -> AuditResult:
+    """The bounds of one audit from its scores and inclusion bits, against the ε the run's ``ledger`` states
+    (a reference run's paper claim, at the paper's δ)."""
+    claimed, delta, ledger_epsilon = _claimed(ledger)
     if not math.isfinite(claimed):
         raise ValueError(f"method {method!r}: its ledger states ε = {claimed}; nothing to audit")
     return AuditResult(
         method=method, claimed_epsilon=claimed, ledger_epsilon=ledger_epsilon, delta=delta,
         accounting="paper" if ledger.claim is not None else "suite", guarantee=ledger.guarantee_class,
-        canaries=m, included=int(included.sum()), canary_degree_bound=bound,
+        canaries=len(scores), included=int(included.sum()), canary_degree_bound=degree_bound,
         one_run=epsilon_one_run(scores, included, delta=delta, confidence=confidence, seed=seed),
         threshold=clopper_pearson_epsilon(scores, included, delta=delta, confidence=confidence),
         auc=attack_auc(scores, included), tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
-        test_accuracy=float(result.test["accuracy"]), wall_seconds=time.perf_counter() - start,
-        scores=tuple(float(v) for v in scores), inclusion=tuple(bool(v) for v in included),
+        test_accuracy=test_accuracy, wall_seconds=time.perf_counter() - start,
+        scores=tuple(float(v) for v in scores), inclusion=tuple(bool(v) for v in included), target=target,
+        nap_release=nap_release,
     )

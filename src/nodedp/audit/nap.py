@@ -1,0 +1,80 @@
+"""White-box audit of a NAP release: the noise a run's ledger records, on the graph where its sensitivity is reached.
+
+A node-level NAP release (GAP and ProGAP's hop aggregations, DPDGC's DP-Emb) adds Gaussian noise of std σ to
+S = clip_R(Σ_{j→i} x_j/‖x_j‖), the rows summed over in-neighbours and clipped to R, out-degrees bounded to D.
+Removing a node v moves each of its ≤ D out-neighbours' rows by its unit message and removes its own row, of norm
+up to R: Δ = √(D + R²). The papers' public code takes Δ = √D, which omits the own row; on a graph whose nodes
+have many in-neighbours and a large R that under-report is large.
+
+The black-box audit (``nodedp.audit.run``) sees this release only through the trained model. This one reads the
+release itself, as an adversary who sees the noisy aggregations would, with canaries built to reach Δ:
+
+* every canary c has its own D receivers (c → t, each t receiving from c alone) and ⌈R⌉ feeders (f → c, each
+  feeder sending to c alone), so every out-degree is at most D (feeders and canaries send ≤ D messages);
+* messages: feeders send e₀, canaries e₁, receivers nothing (a zero row), so an included canary's own row is
+  clip_R(⌈R⌉·e₀) = R·e₀ and each receiver's row is e₁;
+* an excluded canary has no edges: its own row is noise alone (the convention under which NAP is DP for
+  add/remove: the removed node's row counts as 0), its receivers read nothing from it;
+* score: Σ_t H̃[t, 1] + R·H̃[c, 0], the Neyman–Pearson statistic of the shift (1, …, 1, R): it separates the
+  two cases by √(D + R²)/σ = Δ/σ standard deviations, 1/z for a release whose noise is z·Δ.
+
+The noise is the ledger's own NAP record (std σ, R, D), drawn by ``nodedp.mechanisms.NAP``; the release is
+audited once (one of its K queries), a lower bound on the whole run's ε. The bound is taken against the ε the
+run states: its ledger's, or for a reference run its paper's claim, at that claim's δ.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from nodedp.mechanisms import NAP
+
+__all__ = ["nap_record", "nap_release_scores"]
+
+
+def nap_record(ledger: Any) -> Any | None:
+    """The ledger's first node-level NAP record (``params["mechanism"] == "nap"``), or None."""
+    for record in ledger.mechanisms:
+        params = record.params
+        if params.get("mechanism") == "nap" and params.get("level", "node") == "node":
+            return record
+    return None
+
+
+def nap_release_scores(*, noise_std: float, row_clip: float, max_degree: int, m: int,
+                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Release one NAP query with noise std ``noise_std`` over the canary graph of the module docstring (m
+    canaries, each included with probability ½) and score every canary; returns (scores [m], included [m])."""
+    if isinstance(m, bool) or not isinstance(m, int) or m < 2:
+        raise ValueError(f"m must be an integer >= 2, got {m!r}")
+    if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
+        raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
+    if not (math.isfinite(row_clip) and row_clip > 0):
+        raise ValueError(f"row_clip must be finite and > 0 (a node-level NAP), got {row_clip!r}")
+    if not (math.isfinite(noise_std) and noise_std > 0):
+        raise ValueError(f"noise_std must be finite and > 0, got {noise_std!r}")
+    generator = torch.Generator().manual_seed(seed)
+    included = torch.rand(m, generator=generator) < 0.5
+    feeders, receivers = math.ceil(row_clip), max_degree
+    block = 1 + feeders + receivers  # canary, its feeders, its receivers
+    base = torch.arange(m) * block
+    canary = base
+    feeder = base[:, None] + 1 + torch.arange(feeders)  # [m, ⌈R⌉]
+    receiver = base[:, None] + 1 + feeders + torch.arange(receivers)  # [m, D]
+    x = torch.zeros(m * block, 2, dtype=torch.float64)
+    x[feeder.flatten(), 0] = 1.0
+    x[canary, 1] = 1.0
+    kept = included.nonzero().flatten()
+    into = torch.stack([feeder[kept].flatten(), canary[kept].repeat_interleave(feeders)])
+    out = torch.stack([canary[kept].repeat_interleave(receivers), receiver[kept].flatten()])
+    edges = torch.cat([into, out], dim=1)
+    # Δ = √(D + R²): a NAP whose noise multiplier gives exactly the recorded std.
+    sensitivity = math.sqrt(max_degree + row_clip**2)
+    nap = NAP(level="node", row_clip=row_clip, noise_multiplier=noise_std / sensitivity, max_degree=max_degree)
+    released = nap(x, edges, generator=generator)
+    own = min(float(feeders), row_clip)  # the included canary's own row, clip_R(⌈R⌉·e₀)
+    scores = released[receiver, 1].sum(dim=1) + own * released[canary, 0]
+    return scores, included
