@@ -584,7 +584,13 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
 
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
-    summary = summarize_audits(read_audits([Path(p) for p in args.audits]), confidence=args.confidence)
+    frame = read_audits([Path(p) for p in args.audits])
+    summary = summarize_audits(frame, confidence=args.confidence)
+    if args.mia_summary:
+        from nodedp.analysis import write_runs
+        from nodedp.analysis.audit import mia_summary
+
+        write_runs(mia_summary(frame, confidence=args.confidence), Path(args.mia_summary))
     command = "snakemake --cores 2 " + " ".join(args.markdown.rsplit(".", 1)[0] + ext for ext in (".md", ".tex"))
     write_audit_tables(summary, markdown=Path(args.markdown), latex=Path(args.latex), regenerate_command=command)
     caption = plot_audit(summary, Path(args.png))
@@ -801,7 +807,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
     p.add_argument("--png", required=True, help="output figure (.png)")
     p.add_argument("--caption", required=True, help="output caption text file (beside the figure)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the pooled bounds (default: 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the pooled bounds and of the attack's bootstrap intervals (default: 0.95)")
+    p.add_argument("--mia-summary", default=None,
+                   help="also write the membership-inference accuracy per cell as a summary (.parquet) for the "
+                        "paper tables that report it (NIP-GNN Table 4)")
     p.add_argument("audits", nargs="+", help="audit JSON files (from `audit`)")
 
     p = verb("stability", cmd_stability,

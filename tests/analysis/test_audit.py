@@ -253,3 +253,31 @@ def test_audit_without_canary_bits_is_refused(tmp_path: Path) -> None:
     (path,) = write(tmp_path, [record])
     with pytest.raises(ValueError, match=r"lacks keys \['inclusion'\].*rerun"):
         read_audits([path])
+
+
+def test_the_attack_summary_feeds_nip_gnn_table_4(tmp_path: Path) -> None:
+    from nodedp.analysis.audit import mia_summary
+    from nodedp.analysis.paper_tables import PAPER_TABLES, render_paper_table
+
+    assert PAPER_TABLES["nip-gnn-t4"].summary == "mia" and PAPER_TABLES["nip-gnn-t1"].summary == "summary"
+    records = [audit_record(seed=s, strong=False, method="gap", epsilon=4.0, mia=a) for s, a in ((0, 0.50), (1, 0.54))]
+    summary = mia_summary(read_audits(write(tmp_path, records)), n_resamples=1000)
+    row = summary.row(0, named=True)
+    assert (row["dataset"], row["method"], row["target_epsilon"], row["n_runs"]) == ("cora", "gap", 4.0, 2)
+    assert row["mia_accuracy_mean"] == pytest.approx(0.52) and 0.50 <= row["mia_accuracy_ci_low"] < 0.52
+    md, _ = render_paper_table("nip-gnn-t4", summary, regenerate_command="x")
+    assert "52.0 ± " in md and "paper 50.12 ± 2.17" in md
+    with pytest.raises(ValueError, match="membership-inference"):
+        mia_summary(read_audits(write(tmp_path / "none", [audit_record(seed=0, strong=False)])))
+
+
+def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
+    record = audit_record(seed=0, strong=False, method="gap", mia=0.5)
+    record["nap_release"] = {k: v for k, v in audit_record(seed=0, strong=True, method="x").items()
+                             if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")}
+    frame = read_audits(write(tmp_path, [record]))
+    assert frame["method"].to_list() == ["gap", "gap · NAP release"]
+    assert frame["mia_accuracy"].to_list() == [0.5, None]
+    summary = summarize_audits(frame)
+    release = summary.filter(pl.col("method") == "gap · NAP release").row(0, named=True)
+    assert release["violated"] and release["epsilon_lower"] > release["claimed_epsilon"]

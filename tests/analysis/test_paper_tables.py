@@ -232,7 +232,8 @@ def test_the_audit_table_needs_the_audit_until_the_summary_has_it() -> None:
     cells = {("cora", "nip-gnn", 4): [0.5, 0.5], ("cora", "gap", 4): [0.4, 0.4]}
     md, _ = render_paper_table("nip-gnn-t4", summary_of(cells), regenerate_command="x")
     _, rows = parse_markdown(md)
-    assert all(c.startswith("needs the membership-inference audit<br>paper ") for r in rows for c in r[1:])
+    assert all(c.startswith("needs the membership-inference audit (`make audit STUDY=nip-gnn-mia`)<br>paper ")
+               for r in rows for c in r[1:])
     frame = runs(cells).with_columns(mia_accuracy=pl.lit(0.52))
     audited = summarize(frame, metrics=("test_accuracy", "mia_accuracy"), n_resamples=1000)
     md, _ = render_paper_table("nip-gnn-t4", audited, regenerate_command="x")

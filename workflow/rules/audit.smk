@@ -52,6 +52,7 @@ rule audit_report:
             labels={"figure": "audit", "study": "{study}"},
         ),
         caption="paper/{study}/figures/audit.caption.txt",
+        mia="results/summary/{study}/mia.parquet",
     log:
         "logs/audit/{study}.log",
     params:
@@ -62,4 +63,5 @@ rule audit_report:
         "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp audit-report --markdown {output.md} --latex {output.tex} --png {output.png}"
-        " --caption {output.caption} --confidence {params.confidence} {input} > {log} 2>&1"
+        " --caption {output.caption} --mia-summary {output.mia} --confidence {params.confidence} {input}"
+        " > {log} 2>&1"

@@ -154,7 +154,17 @@ def paper_table_studies(key):
 
 
 def paper_table_summaries(wildcards):
-    return [f"results/summary/{s}/summary.parquet" for s in paper_table_studies(wildcards.key)]
+    kind = PAPER_TABLES[wildcards.key].summary  # "summary" (training runs) or "mia" (the audit's attack)
+    return [f"results/summary/{s}/{kind}.parquet" for s in paper_table_studies(wildcards.key)]
+
+
+def paper_table_ready(key, done):
+    """Whether a redraw can draw paper table ``key``: its studies' runs all finished (``done``), or, for a table
+    of the audit's attack, every audited cell of its studies there (a redraw never audits)."""
+    studies = paper_table_studies(key)
+    if PAPER_TABLES[key].summary == "mia":
+        return all(s in AUDITS and all(os.path.exists(t) for t in audit_cell_paths(s)) for s in studies)
+    return set(studies) <= done
 
 
 def main_tex_tables(wildcards):
@@ -188,14 +198,18 @@ def all_audit_targets():
     return [t for study in AUDITS for t in audit_targets(study)]
 
 
-def audit_cells(wildcards):
-    """Every audited cell of the study: results/audit/<dataset>/<method>/eps~<ε>/seed~<s>/canaries~<m>.json."""
-    if wildcards.study not in AUDITS:
-        raise ValueError(f"study {wildcards.study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: "
+def audit_cell_paths(study):
+    """Every audited cell of a study: results/audit/<dataset>/<method>/eps~<ε>/seed~<s>/canaries~<m>.json."""
+    if study not in AUDITS:
+        raise ValueError(f"study {study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: "
                          f"{sorted(AUDITS)}")
-    plan = AUDITS[wildcards.study]
+    plan = AUDITS[study]
     return [f"results/audit/{d}/{m}/eps~{format_epsilon(e)}/seed~{s}/canaries~{plan['canaries']}.json"
             for d in plan["datasets"] for m in plan["methods"] for e in plan["epsilons"] for s in plan["seeds"]]
+
+
+def audit_cells(wildcards):
+    return audit_cell_paths(wildcards.study)
 
 
 def audit_confidence(wildcards):
@@ -236,7 +250,7 @@ def redraw_targets():
     wanted = ONLY_STUDIES or list(STUDIES)
     done = set(complete_studies()) & set(wanted)
     keys = [] if ONLY_STUDIES else configured_paper_tables()
-    drawable = [k for k in keys if set(paper_table_studies(k)) <= done]
+    drawable = [k for k in keys if paper_table_ready(k, done)]
     for study in wanted:
         if study not in done:
             missing = sum(not os.path.exists(t) for t in run_targets(study))
@@ -245,8 +259,10 @@ def redraw_targets():
                   f"(`snakemake paper/{study}/index.md` trains them)", file=sys.stderr)
     for key in keys:
         if key not in drawable:
-            print(f"nodedp: not redrawing paper/tables/{key}: needs the runs of "
-                  f"{sorted(set(paper_table_studies(key)) - done)}", file=sys.stderr)
+            what = "audits" if PAPER_TABLES[key].summary == "mia" else "runs"
+            print(f"nodedp: not redrawing paper/tables/{key}: needs the {what} of "
+                  f"{sorted(set(paper_table_studies(key)) - (set() if what == 'audits' else done))}",
+                  file=sys.stderr)
     if keys and drawable != keys:
         print("nodedp: not redrawing paper/main.tex: it inputs every paper table", file=sys.stderr)
     if not done:

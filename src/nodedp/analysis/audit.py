@@ -197,6 +197,23 @@ def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
     return frame
 
 
+def mia_summary(frame: pl.DataFrame, *, n_resamples: int = 1000, confidence: float = 0.95,
+                seed: int = 0) -> pl.DataFrame:
+    """The membership-inference attack's accuracy and AUC per (dataset, method, target ε) in the training
+    summary's format (``nodedp.analysis.bootstrap.summarize``: mean and percentile-bootstrap interval over the
+    seeds, ``n_runs``), for the paper tables that report attack accuracy (NIP-GNN's Table 4). Only the model
+    audits that ran the attack count (NAP-release rows have none); ``epsilon`` is each run's ledger ε."""
+    from nodedp.analysis.bootstrap import summarize
+
+    runs = frame.filter(pl.col("mia_accuracy").is_not_null())
+    if runs.is_empty():
+        raise ValueError("no audit ran the membership-inference attack (audit without --no-mia)")
+    runs = runs.select(*CELL_KEY, "seed", "guarantee", "base_method", "mia_accuracy", "mia_auc",
+                       pl.col("ledger_epsilon").alias("epsilon"))
+    return summarize(runs, metrics=("mia_accuracy", "mia_auc"), n_resamples=n_resamples, confidence=confidence,
+                     seed=seed)
+
+
 # --- pooling ----------------------------------------------------------------------------------------------
 
 

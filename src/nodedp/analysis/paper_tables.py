@@ -94,6 +94,9 @@ class PaperTable:
     studies: tuple[str, ...]  # the studies whose summaries it reads (concatenated)
     notes: tuple[str, ...] = ()
     needs: str | None = None  # what every cell needs beyond a training summary (NIP-GNN Table 4: the audit)
+    # Which summary of each study it reads: "summary" (training runs: results/summary/<study>/summary.parquet) or
+    # "mia" (the audit's membership-inference attack: results/summary/<study>/mia.parquet, `snakemake audit`).
+    summary: str = "summary"
 
     @property
     def title(self) -> str:
@@ -105,7 +108,7 @@ class PaperTable:
 
 
 def _layout(key: str, row_header: tuple[str, ...], *, studies: tuple[str, ...], study_of: Mapping[str, str | None],
-            notes: tuple[str, ...] = (), needs: str | None = None) -> PaperTable:
+            notes: tuple[str, ...] = (), needs: str | None = None, summary: str = "summary") -> PaperTable:
     """The paper's table ``key`` from its published cells' coordinates; ``study_of`` maps a run id to the study
     that produces it (``"*"``: every other run)."""
     cells = [p for p in PUBLISHED + PUBLISHED_UNREGISTERED if p.paper == key and p.column]
@@ -121,7 +124,7 @@ def _layout(key: str, row_header: tuple[str, ...], *, studies: tuple[str, ...], 
             published=p, dataset=p.dataset, run=p.suite_method, epsilon=p.epsilon, at_most=p.at_most,
             metric=p.metric, study=study_of.get(p.suite_method, study_of.get("*")))
     rows = tuple((r, tuple(grid.get((r, c)) for c in columns)) for r in row_labels)
-    return PaperTable(key, row_header, columns, rows, studies, notes, needs)
+    return PaperTable(key, row_header, columns, rows, studies, notes, needs, summary)
 
 
 _DP_GNN_NOTES = (
@@ -159,11 +162,12 @@ PAPER_TABLES: dict[str, PaperTable] = {
     "nip-gnn-t3": _layout("nip-gnn-t3", ("Method",), studies=("nip-gnn-ablation-reproduction",),
                           study_of={"*": "nip-gnn-ablation-reproduction"}),
     "nip-gnn-t4": _layout(
-        "nip-gnn-t4", ("Dataset",), studies=("nip-gnn-reproduction",), study_of={"*": None},
-        needs="the membership-inference audit",
-        notes=("Membership-inference accuracy (TSTF attack, NIP-GNN §5.2.3) against each model trained at ε = 4: "
-               "lower is better and 50 is chance; no cell is bold. The suite has no audit yet: every cell needs "
-               "a summary with mia_accuracy columns.",)),
+        "nip-gnn-t4", ("Dataset",), studies=("nip-gnn-mia",), study_of={"*": "nip-gnn-mia"},
+        needs="the membership-inference audit (`make audit STUDY=nip-gnn-mia`)", summary="mia",
+        notes=("Membership-inference accuracy (TSTF attack, NIP-GNN §5.2.3: target and shadow models of the "
+               "audited method, each trained on a quarter of the labelled nodes and queried on the full graph; "
+               "nodedp.audit.mia) against each model trained at ε = 4, from the study nip-gnn-mia's audit: lower "
+               "is better and 50 is chance; no cell is bold.",)),
 }
 
 
@@ -177,8 +181,10 @@ def _check_key(key: str) -> PaperTable:
 # --- reading the summary ---------------------------------------------------------------------------------------
 
 
-def _check_summary(summary: pl.DataFrame) -> None:
-    needed = [*_KEY_COLUMNS, *(f"test_accuracy_{s}" for s in ("mean", "ci_low", "ci_high"))]
+def _check_summary(summary: pl.DataFrame, table: PaperTable) -> None:
+    """The key columns, and a training summary's accuracy (an attack summary's cells say what they need)."""
+    metrics = ("test_accuracy",) if table.summary == "summary" else ()
+    needed = [*_KEY_COLUMNS, *(f"{m}_{s}" for m in metrics for s in ("mean", "ci_low", "ci_high"))]
     missing = [c for c in needed if c not in summary.columns]
     if missing:
         raise ValueError(f"summary lacks columns {missing}; it has {summary.columns}")
@@ -503,7 +509,7 @@ def render_paper_table(key: str, summary: pl.DataFrame, *, regenerate_command: s
     table = _check_key(key)
     if interval not in INTERVALS:
         raise ValueError(f"unknown interval {interval!r}; choose from {list(INTERVALS)}")
-    _check_summary(summary)
+    _check_summary(summary, table)
     view = _view(table, summary, interval=interval)
     return _markdown(view, regenerate_command), _latex(view, regenerate_command)
 
