@@ -48,10 +48,9 @@ _PM = r"\s*(?:±|\$\\pm\$|<math>\\pm</math>)\s*"
 
 
 def test_every_cell_names_a_known_paper_dataset_method_and_variant() -> None:
+    from nodedp.analysis.paper_tables import NOT_CONFIGURED
     from nodedp.data import dataset_names
     from nodedp.methods import method_names
-
-    from nodedp.analysis.paper_tables import NOT_CONFIGURED
 
     variants = method_variants(_config())
     for p in ALL:
