@@ -85,6 +85,9 @@ def test_default_canary_count():
     assert default_canary_count(3999) == 999
     assert default_canary_count(300) == 75
     assert default_canary_count(80) == 20
+    # At a δ, no more than the count whose perfect-attack bound is highest (the 2·m·δ term); δ = 0: the graph's.
+    assert default_canary_count(3000, 1e-4) == 100 and default_canary_count(30000, 1e-5) == 500
+    assert default_canary_count(300, 1e-4) == 75 and default_canary_count(3000, 0.0) == 750
     assert default_canary_count(10) == 20
     for bad in (0, -5, 1.5, True):
         with pytest.raises(ValueError, match="num_nodes"):

@@ -146,8 +146,8 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
               m: int | None = None, seed: int = 0, confidence: float = 0.95, own_column: float = 3.0,
               dataset: str | None = None, nap_release: bool = True) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
-    ``m`` canaries (default ``default_canary_count``) within ``canary_degree_bound``, train once with ``spec``
-    and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built there at
+    ``m`` canaries (default ``default_canary_count`` at the run's δ) within ``canary_degree_bound``, train once
+    with ``spec`` and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built at
     the public ``bounds`` (``nodedp.config.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
@@ -164,7 +164,7 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
                          "audits only)")
     start = time.perf_counter()
     graph, split = inputs.graph, inputs.split
-    m = default_canary_count(graph.num_nodes) if m is None else m
+    m = default_canary_count(graph.num_nodes, spec.target_delta) if m is None else m
     bound = canary_degree_bound(info.needs, bounds)
     plan = plant_canaries(graph, split, m=m, degree_bound=bound, num_classes=inputs.num_classes, seed=seed,
                           own_column=own_column)
