@@ -403,3 +403,38 @@ def test_report_page_index_lists_a_studys_tables_and_figures(tmp_path):
     assert "[tables/accuracy.md](tables/accuracy.md)" in text
     assert text.index("![a](figures/a.png)") < text.index("The caption of a.")
     assert "a.caption.txt" not in text and str(tmp_path) not in text  # paths relative to the index
+
+
+def audit_args(graph, split, out, *extra):
+    return ["audit", "--graph", str(graph), "--split", str(split), "--out", str(out), "--seed", "0", *extra]
+
+
+def test_audit_writes_one_json_with_the_bounds_the_scores_and_the_attack(tiny_graph_dir, tiny_split_path, tmp_path,
+                                                                         capsys):
+    out = tmp_path / "audit.json"
+    args = audit_args(tiny_graph_dir, tiny_split_path, out, "--method", "dp-mlp", "--epsilon", "2", "--canaries", "40",
+                      "--hparams", '{"epochs": 2, "batch_size": 32}')
+    assert main(args) == 0
+    record = json.loads(out.read_text())
+    assert record["method"] == record["name"] == "dp-mlp" and record["target_epsilon"] == 2.0
+    assert record["canaries"] == 40 == len(record["scores"]) == len(record["inclusion"])
+    assert 0 <= record["epsilon_lower_one_run"] <= record["claimed_epsilon"] <= 2.0 and not record["violated"]
+    assert 0 <= record["mia"]["accuracy"] <= 1 and record["nap_release"] is None  # DP-MLP releases no NAP
+    assert "claim holds" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--method", "mlp", "--epsilon", "1"], "non-private"),
+        (["--method", "edgerand", "--epsilon", "1"], "edge-level"),
+        (["--method", "dp-mlp", "--epsilon", "1", "--canaries", "5"], "--canaries 5"),
+        (["--method", "dp-mlp", "--epsilon", "1", "--confidence", "1.5"], "--confidence"),
+    ],
+)
+def test_audit_refuses_what_it_cannot_bound_in_one_line(tiny_graph_dir, tiny_split_path, tmp_path, capsys, extra,
+                                                        message):
+    out = tmp_path / "audit.json"
+    assert main(audit_args(tiny_graph_dir, tiny_split_path, out, *extra)) == 2
+    assert message in only_line(capsys.readouterr().err)
+    assert not out.exists()

@@ -473,6 +473,8 @@ def cmd_audit(args: argparse.Namespace) -> None:
                          "audit bounds node-level ε (audit a node-level private method; see `methods`)")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if args.canaries and args.canaries < 20:
+        raise ValueError(f"--canaries {args.canaries}: at least 20 (fewer give a bound of 0), or 0 for the default")
     if args.threads:
         torch.set_num_threads(args.threads)
     graph_dir = Path(args.graph)
