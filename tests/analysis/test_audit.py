@@ -281,3 +281,20 @@ def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
     summary = summarize_audits(frame)
     release = summary.filter(pl.col("method") == "gap · NAP release").row(0, named=True)
     assert release["violated"] and release["epsilon_lower"] > release["claimed_epsilon"]
+
+
+def test_a_dp_sgd_release_of_independent_runs_is_bounded_by_its_threshold_bound(tmp_path: Path) -> None:
+    record = audit_record(seed=0, strong=False, method="dpar-features@paper", mia=0.5)
+    release = audit_record(seed=0, strong=True, m=2000, delta=5e-3, method="x")  # δ where one-run bounds are 0
+    record["dpsgd_release"] = {**{k: v for k, v in release.items()
+                                  if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")},
+                               "bound": "runs"}
+    frame = read_audits(write(tmp_path, [record]))
+    assert frame["method"].to_list() == ["dpar-features@paper", "dpar-features@paper · DP-SGD release"]
+    assert frame["bound"].to_list() == ["one-run", "runs"]
+    row = summarize_audits(frame).filter(pl.col("bound") == "runs").row(0, named=True)
+    assert row["epsilon_lower"] == row["epsilon_lower_threshold"] > row["claimed_epsilon"] and row["violated"]
+    assert epsilon_one_run(np.asarray(release["scores"]), np.asarray(release["inclusion"]), delta=5e-3).epsilon == 0
+    write_audit_tables(summarize_audits(frame), markdown=tmp_path / "a.md", latex=tmp_path / "a.tex",
+                       regenerate_command=COMMAND)
+    assert "independent runs" in (tmp_path / "a.md").read_text()

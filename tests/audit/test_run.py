@@ -138,3 +138,24 @@ def test_gap_with_the_papers_root_d_noise_is_caught_by_its_nap_release_where_the
     assert release.violated and release.one_run.epsilon > 1.0
     suite = audit("suite").nap_release
     assert suite is not None and not suite.violated and suite.one_run.epsilon <= suite.claimed_epsilon
+
+
+def test_dpar_claiming_q_times_its_sample_epsilon_is_caught_by_its_dp_sgd_release(csbm_inputs):
+    # DPAR's Features in reference mode: DP-SGD sized for ε/q' on the q' = 9% node sample, the run claiming ε = 1
+    # at the paper's δ (1/⌈q'·train⌉ ≈ 5e-3, where every one-run bound is 0); its DP-SGD release, audited over
+    # independent simulated runs, refutes the claim. The suite's calibration of the same method is not refuted.
+    def audit(accounting: str):
+        hp = get_method("dpar-features").parse_hparams({"accounting": accounting, "epochs": 20})
+        name = "dpar-features@paper" if accounting == "paper" else "dpar-features"
+        run_spec = RunSpec(dataset="csbm-homophilous", method=name, seed=0, target_epsilon=1.0, target_delta=1e-4)
+        return audit_run(csbm_inputs, run_spec, hp, method="dpar-features", bounds=CSBM_BOUNDS, m=100, seed=0,
+                         dataset="csbm-homophilous")
+
+    paper = audit("paper")
+    release = paper.dpsgd_release
+    assert release is not None and release.bound == "runs" and release.target == "dpsgd-release"
+    assert release.claimed_epsilon == 1.0 and release.delta > 1e-3 and release.ledger_epsilon > 10
+    assert release.violated and release.lower_bound == release.threshold.epsilon > 1.0
+    assert paper.nap_release is None and paper.as_dict()["dpsgd_release"]["bound"] == "runs"
+    suite = audit("suite").dpsgd_release
+    assert suite is not None and not suite.violated and suite.lower_bound <= suite.claimed_epsilon

@@ -85,8 +85,12 @@ AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "mia_auc": pl.Float64(),
     "total_seconds": pl.Float64(),  # timings.total_s (audit and attack); null where the file lacks it
     "git_commit": pl.String(),
+    # "one-run" (canaries sharing one training run: the one-run bound) or "runs" (one canary in each of many
+    # independent runs, a DP-SGD release: the Clopper–Pearson threshold bound is valid and is the bound)
+    "bound": pl.String(),
 }
-_OPTIONAL = ("path", "mia_accuracy", "mia_auc", "total_seconds", "git_commit")
+_OPTIONAL = ("path", "mia_accuracy", "mia_auc", "total_seconds", "git_commit", "bound")
+BOUNDS = ("one-run", "runs")
 _REQUIRED = (*(k for k in AUDIT_SCHEMA if k not in _OPTIONAL), "mia")
 ACCOUNTINGS = ("suite", "paper")
 
@@ -132,8 +136,10 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
         raise ValueError(f"audit {path}: guarantee {record['guarantee']!r} is not one of {list(GUARANTEE_CLASSES)}")
 
 
-# The method label of a run's white-box NAP-release audit (``nodedp.audit.nap``), a cell of its own.
-NAP_RELEASE_LABEL = "{method} · NAP release"
+# The method labels of a run's white-box release audits (``nodedp.audit.nap``, ``nodedp.audit.dpsgd``), cells of
+# their own, by the key of the audit JSON that holds them.
+RELEASE_LABELS = {"nap_release": "{method} · NAP release", "dpsgd_release": "{method} · DP-SGD release"}
+NAP_RELEASE_LABEL = RELEASE_LABELS["nap_release"]
 # What a NAP-release audit takes from the audit it belongs to (the rest is its own).
 _CELL_FIELDS = ("dataset", "name", "base_method", "seed", "target_epsilon")
 
@@ -144,12 +150,14 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     if not isinstance(record, dict):
         raise ValueError(f"audit {path}: expected a JSON object, got {type(record).__name__}")
     rows = [_row(path, record)]
-    release = record.get("nap_release")
-    if release is not None:
+    for key, label in RELEASE_LABELS.items():
+        release = record.get(key)
+        if release is None:
+            continue
         if not isinstance(release, dict):
-            raise ValueError(f"audit {path}: nap_release must be null or an audit object")
+            raise ValueError(f"audit {path}: {key} must be null or an audit object")
         release = {**release, **{k: record[k] for k in _CELL_FIELDS if k in record}, "mia": None,
-                   "method": NAP_RELEASE_LABEL.format(method=record.get("method"))}
+                   "method": label.format(method=record.get("method"))}
         rows.append(_row(path, release))
     return rows
 
@@ -170,7 +178,15 @@ def _row(path: Path, record: dict[str, Any]) -> dict[str, Any]:
         "mia_auc": None if mia is None else float(mia["auc"]),
         "total_seconds": timings.get("total_s") if isinstance(timings, dict) else None,
         "git_commit": version.get("git_commit") if isinstance(version, dict) else None,
+        "bound": _bound_kind(record, path),
     }
+
+
+def _bound_kind(record: dict[str, Any], path: Path) -> str:
+    bound = record.get("bound", "one-run")
+    if bound not in BOUNDS:
+        raise ValueError(f"audit {path}: bound must be one of {list(BOUNDS)}, got {bound!r}")
+    return bound
 
 
 def _check_unique(frame: pl.DataFrame) -> None:
@@ -270,6 +286,10 @@ def _pool(cell: dict[str, Any], runs: pl.DataFrame, *, confidence: float, seed: 
                                       seed=r["seed"] if seed is None else seed).epsilon
                       for r in runs.iter_rows(named=True)])
     claimed = float(runs["claimed_epsilon"].max())
+    threshold = clopper_pearson_epsilon(scores, inclusion, delta=delta, confidence=confidence).epsilon
+    bound = _one(runs.with_columns(pl.col("bound").fill_null("one-run")), "bound", cell)
+    # Independent runs (a DP-SGD release): the threshold bound is valid there, and far stronger at a large δ.
+    lower = threshold if bound == "runs" else one_run.epsilon
     per_seed = runs["canaries"].unique()
     mia = runs["mia_accuracy"].drop_nulls()
     return {
@@ -286,14 +306,14 @@ def _pool(cell: dict[str, Any], runs: pl.DataFrame, *, confidence: float, seed: 
         "guarantee": max(runs["guarantee"].to_list(), key=GUARANTEE_CLASSES.index),
         "confidence": confidence,
         "tie_break_seed": tie_break,
-        "epsilon_lower": one_run.epsilon,
+        "epsilon_lower": lower,
+        "bound": bound,
         "one_run_guesses": one_run.guesses,
         "one_run_correct": one_run.correct,
-        "epsilon_lower_threshold": clopper_pearson_epsilon(scores, inclusion, delta=delta,
-                                                           confidence=confidence).epsilon,
+        "epsilon_lower_threshold": threshold,
         "auc": attack_auc(scores, inclusion),
         "tpr_at_1pct_fpr": tpr_at_fpr(scores, inclusion, fpr=0.01),
-        "violated": one_run.epsilon > claimed,
+        "violated": lower > claimed,
         "epsilon_lower_best_seed": float(alone.max()),
         "seeds_violated": int((alone > runs["claimed_epsilon"].to_numpy()).sum()),
         "mia_seeds": mia.len(),
@@ -311,7 +331,7 @@ _SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "seeds": pl.Int64(), "canaries": pl.Int64(), "canaries_per_seed": pl.Int64(), "included": pl.Int64(),
     "claimed_epsilon": pl.Float64(), "ledger_epsilon": pl.Float64(), "delta": pl.Float64(),
     "accounting": pl.String(), "guarantee": pl.String(), "confidence": pl.Float64(), "tie_break_seed": pl.Int64(),
-    "epsilon_lower": pl.Float64(), "one_run_guesses": pl.Int64(), "one_run_correct": pl.Int64(),
+    "epsilon_lower": pl.Float64(), "bound": pl.String(), "one_run_guesses": pl.Int64(), "one_run_correct": pl.Int64(),
     "epsilon_lower_threshold": pl.Float64(), "auc": pl.Float64(), "tpr_at_1pct_fpr": pl.Float64(),
     "violated": pl.Boolean(), "epsilon_lower_best_seed": pl.Float64(), "seeds_violated": pl.Int64(),
     "mia_seeds": pl.Int64(),
@@ -343,7 +363,8 @@ def _require(summary: pl.DataFrame, columns: Sequence[str], purpose: str) -> Non
 
 
 def _cells(r: dict[str, Any]) -> list[str]:
-    bound = f"{format_epsilon_value(r['epsilon_lower'])} ({100 * r['confidence']:g}%)"
+    runs = ", independent runs" if r["bound"] == "runs" else ""
+    bound = f"{format_epsilon_value(r['epsilon_lower'])} ({100 * r['confidence']:g}%{runs})"
     if r["violated"]:
         bound += f" {VIOLATION_MARK}"
     if r["mia_accuracy_mean"] is None:
@@ -376,8 +397,13 @@ def _notes(summary: pl.DataFrame) -> tuple[str, list[str]]:
                  "claim, it only fails to refute it. Pooling adds canaries but also grows the bound's δ term "
                  "(2·m·δ over all m canaries), so a pooled ε̂ can lie below a single seed's.")
     notes.append("Threshold bound: the best score threshold with Clopper–Pearson intervals; it assumes independent "
-                 "canaries, which canaries sharing a trained model are not, so it is descriptive. AUC and "
-                 "TPR@1%FPR: of the canary scores, pooled.")
+                 "canaries, which canaries sharing a trained model are not, so it is descriptive, except on "
+                 "rows marked \"independent runs\" (a DP-SGD release: one canary per simulated run), where it is "
+                 "valid and is ε̂. AUC and TPR@1%FPR: of the canary scores, pooled.")
+    if summary["method"].str.contains(" · ").any():
+        notes.append("· NAP release / · DP-SGD release: white-box audits of the run's own NAP or DP-SGD noise as "
+                     "its ledger records it, with canaries that reach the mechanism's sensitivity "
+                     "(nodedp.audit.nap, nodedp.audit.dpsgd); the canaries column counts their canaries or runs.")
     if summary["mia_accuracy_mean"].is_not_null().any():
         notes.append("MIA accuracy: the TSTF membership-inference attack's accuracy (%) on balanced members and "
                      "non-members (50% is chance), mean [min–max] over seeds.")

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from nodedp.audit.canaries import default_canary_count, plant_canaries
+from nodedp.audit.dpsgd import dpsgd_record, dpsgd_release_scores
 from nodedp.audit.nap import nap_record, nap_release_scores
 from nodedp.audit.statistics import (
     OneRunBound,
@@ -38,7 +39,10 @@ from nodedp.audit.statistics import (
     tpr_at_fpr,
 )
 
-__all__ = ["AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
+# Simulated runs of a DP-SGD release audit (each one canary; cheap: drawn, not trained).
+RELEASE_RUNS = 20000
+
+__all__ = ["RELEASE_RUNS", "AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,21 @@ class AuditResult:
     # audit where its ledger records a node-level NAP.
     target: str = "model"
     nap_release: AuditResult | None = None
+    dpsgd_release: AuditResult | None = None  # the run's DP-SGD noise against a Dirac canary (nodedp.audit.dpsgd)
+    # "one-run": canaries share one run, the one-run bound is ε̂; "runs": one canary per independent run (a
+    # DP-SGD release), the Clopper–Pearson threshold bound is valid and is ε̂.
+    bound: str = "one-run"
+
+    @property
+    def lower_bound(self) -> float:
+        """ε̂: the one-run bound, or for independent runs the threshold bound."""
+        return self.threshold.epsilon if self.bound == "runs" else self.one_run.epsilon
 
     @property
     def violated(self) -> bool:
         """Whether the one-run lower bound exceeds the claimed ε: the method or its ledger (or, for a reference
         run, its paper's accounting) is wrong, with the bound's confidence."""
-        return self.one_run.epsilon > self.claimed_epsilon
+        return self.lower_bound > self.claimed_epsilon
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +100,8 @@ class AuditResult:
             "wall_seconds": self.wall_seconds, "violated": self.violated,
             "scores": list(self.scores), "inclusion": list(self.inclusion), "target": self.target,
             "nap_release": None if self.nap_release is None else self.nap_release.as_dict(),
+            "dpsgd_release": None if self.dpsgd_release is None else self.dpsgd_release.as_dict(),
+            "bound": self.bound, "epsilon_lower": self.lower_bound,
         }
 
 
@@ -144,16 +159,17 @@ def method_trainer(info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, i
 
 def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapping[str, int],
               m: int | None = None, seed: int = 0, confidence: float = 0.95, own_column: float = 3.0,
-              dataset: str | None = None, nap_release: bool = True) -> AuditResult:
+              dataset: str | None = None, releases: bool = True) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
     ``m`` canaries (default ``default_canary_count`` at the run's δ) within ``canary_degree_bound``, train once
     with ``spec`` and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built at
     the public ``bounds`` (``nodedp.config.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
-    ``nap_release``: where the run's ledger records a node-level NAP, also audit that release white-box
-    (``nodedp.audit.nap``, with synthetic canaries of its own, ``best_canary_count`` at the claim's δ) into
-    ``AuditResult.nap_release``."""
+    ``releases``: also audit white-box the run's NAP release where its ledger records a node-level NAP
+    (``nodedp.audit.nap``, synthetic canaries of its own, ``best_canary_count`` at the claim's δ) and its DP-SGD
+    release where it records Poisson-sampled DP-SGD (``nodedp.audit.dpsgd``, ``RELEASE_RUNS`` simulated runs)
+    into ``AuditResult.nap_release`` and ``dpsgd_release``."""
     from nodedp.methods import get_method
 
     info = get_method(method)
@@ -183,8 +199,8 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
     ledger = result.ledger
     common = {"method": method, "test_accuracy": float(result.test["accuracy"]), "confidence": confidence,
               "seed": seed}
-    record = nap_record(ledger) if nap_release else None
-    release = None
+    record = nap_record(ledger) if releases else None
+    release = dpsgd = None
     if record is not None:
         params = record.params
         # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
@@ -194,8 +210,17 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
             seed=seed)
         release = _bounded(ledger, release_scores.numpy(), release_bits.numpy(), target="nap-release",
                            degree_bound=int(params["max_degree"]), start=time.perf_counter(), **common)
+    record = dpsgd_record(ledger) if releases else None
+    if record is not None:
+        params = record.params
+        sgd_scores, sgd_bits = dpsgd_release_scores(
+            noise_multiplier=float(params["noise_std"]) / float(params["clip_norm"]),
+            sampling_rate=float(params["sampling_rate"]), steps=int(params["steps"]),
+            node_sample_rate=ledger.node_sample_rate, runs=RELEASE_RUNS, seed=seed)
+        dpsgd = _bounded(ledger, sgd_scores.numpy(), sgd_bits.numpy(), target="dpsgd-release", degree_bound=bound,
+                         start=time.perf_counter(), bound_kind="runs", **common)
     return _bounded(ledger, scores.numpy(), plan.included.numpy(), target="model", degree_bound=bound, start=start,
-                    nap_release=release, **common)
+                    nap_release=release, dpsgd_release=dpsgd, **common)
 
 
 def _claimed(ledger: Any) -> tuple[float, float, float]:
@@ -208,8 +233,8 @@ def _claimed(ledger: Any) -> tuple[float, float, float]:
 
 
 def _bounded(ledger: Any, scores: Any, included: Any, *, method: str, target: str, degree_bound: int,
-             test_accuracy: float, confidence: float, seed: int, start: float,
-             nap_release: AuditResult | None = None) -> AuditResult:
+             test_accuracy: float, confidence: float, seed: int, start: float, bound_kind: str = "one-run",
+             nap_release: AuditResult | None = None, dpsgd_release: AuditResult | None = None) -> AuditResult:
     """The bounds of one audit from its scores and inclusion bits, against the ε the run's ``ledger`` states
     (a reference run's paper claim, at the paper's δ)."""
     claimed, delta, ledger_epsilon = _claimed(ledger)
@@ -224,5 +249,5 @@ def _bounded(ledger: Any, scores: Any, included: Any, *, method: str, target: st
         auc=attack_auc(scores, included), tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
         test_accuracy=test_accuracy, wall_seconds=time.perf_counter() - start,
         scores=tuple(float(v) for v in scores), inclusion=tuple(bool(v) for v in included), target=target,
-        nap_release=nap_release,
+        nap_release=nap_release, dpsgd_release=dpsgd_release, bound=bound_kind,
     )

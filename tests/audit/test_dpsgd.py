@@ -1,0 +1,80 @@
+"""The white-box DP-SGD release audit: a Dirac canary over independent simulated runs of the recorded noise; a
+correct accounting is never refuted, DPAR's q'·ε claim for noise sized at ε on its q'-sample is."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nodedp.accounting.events import epsilon_of, subsampled_gaussian_event
+from nodedp.audit.dpsgd import dpsgd_record, dpsgd_release_scores
+from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon
+
+DELTA = 1e-4
+RUNS = 20000
+
+
+def bound(scores, included, delta=DELTA) -> float:
+    return clopper_pearson_epsilon(scores.numpy(), included.numpy(), delta=delta).epsilon
+
+
+def test_an_included_canary_adds_its_sampled_steps_and_an_excluded_one_nothing():
+    # Almost no noise: the score is the number of steps that drew the canary (in units of σ/C = z).
+    z = 1e-6
+    scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=0.2, steps=50, runs=4000, seed=0)
+    counts = scores * z
+    assert counts[~included].abs().max() < 1e-3
+    assert counts[included].round().sub(counts[included]).abs().max() < 1e-3
+    assert counts[included].mean() == pytest.approx(10.0, rel=0.05)  # T·γ
+    # A node sample of rate q': only that share of the included canaries is ever drawn.
+    scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=1.0, steps=5, node_sample_rate=0.1,
+                                            runs=4000, seed=1)
+    drawn = (scores[included] * z > 0.5).float().mean()
+    assert drawn == pytest.approx(0.1, abs=0.02)
+
+
+@pytest.mark.parametrize(("z", "rate", "steps"), [(0.7, 0.05, 200), (1.0, 0.1, 100), (3.0, 1.0, 10)])
+def test_a_correctly_accounted_release_is_never_refuted(z, rate, steps):
+    # The bound stays below the accountant's ε of the same mechanism (RDP, an upper bound on the true ε).
+    claimed = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate, steps=steps), delta=DELTA)
+    for seed in range(3):
+        scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=rate, steps=steps, runs=RUNS,
+                                                seed=seed)
+        assert bound(scores, included) <= claimed
+
+
+def test_noise_sized_on_the_node_sample_and_claimed_times_q_is_refuted():
+    # DPAR's reference rule: DP-SGD sized for ε/q' at δ/q' on a q'-node sample, the run claiming ε at δ.
+    q, claimed, delta = 0.09, 1.0, 5e-3
+    rate, steps = 0.3, 600
+
+    def z_for(target: float) -> float:  # the multiplier whose ε on the sample is target at δ/q'
+        low, high = 0.3, 50.0
+        for _ in range(60):
+            mid = math.sqrt(low * high)
+            event = subsampled_gaussian_event(noise_multiplier=mid, sampling_rate=rate, steps=steps)
+            low, high = (mid, high) if epsilon_of(event, delta=delta / q) > target else (low, mid)
+        return high
+
+    z = z_for(claimed / q)
+    scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=rate, steps=steps, node_sample_rate=q,
+                                            runs=RUNS, seed=0)
+    assert bound(scores, included, delta=delta) > claimed
+    assert attack_auc(scores.numpy(), included.numpy()) < 0.6  # 91% of the included canaries were never sampled
+
+
+def test_the_ledgers_dp_sgd_record_is_found_and_bad_settings_are_refused():
+    class Record:
+        def __init__(self, kind, **params):
+            self.kind, self.params = kind, params
+
+    class Ledger:
+        mechanisms = (Record("gaussian", mechanism="nap"),
+                      Record("subsampled_gaussian", noise_std=2.0, clip_norm=1.0, sampling_rate=0.1, steps=5))
+
+    assert dpsgd_record(Ledger()).params["noise_std"] == 2.0
+    with pytest.raises(ValueError, match="node_sample_rate"):
+        dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, node_sample_rate=0.0, runs=10, seed=0)
+    with pytest.raises(ValueError, match="runs"):
+        dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, runs=1, seed=0)
