@@ -502,9 +502,12 @@ def cmd_audit(args: argparse.Namespace) -> None:
     record["version"] = provenance()
     write_json(Path(args.out), record)
     verdict = "VIOLATED" if result.violated else "holds"
+    releases = [r for r in (result.nap_release, result.dpsgd_release) if r is not None]
+    verdict += "".join(f"; its {r.target} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}"
+                       for r in releases)
     mia = "" if record["mia"] is None else f"; TSTF attack accuracy {record['mia']['accuracy']:.3f}"
     print(f"{name} on {meta['name']} seed {args.seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
-          f"empirical lower bound {result.one_run.epsilon:.4g} at {result.one_run.confidence:.0%} confidence "
+          f"empirical lower bound {result.lower_bound:.4g} at {result.one_run.confidence:.0%} confidence "
           f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}")
 
 

@@ -67,9 +67,10 @@ class AuditResult:
     # mechanism on all their canaries).
     scores: tuple[float, ...] = ()
     inclusion: tuple[bool, ...] = ()
-    # What was scored: "model" (the trained model's predictions) or "nap-release" (the run's NAP noise on the
-    # graph that reaches its sensitivity, ``nodedp.audit.nap``); a model audit carries its run's NAP-release
-    # audit where its ledger records a node-level NAP.
+    # What was scored: "model" (the trained model's predictions), "nap-release" (the run's NAP noise on the
+    # graph that reaches its sensitivity, ``nodedp.audit.nap``) or "dpsgd-release" (its DP-SGD noise against a
+    # Dirac canary, ``nodedp.audit.dpsgd``); a model audit carries its run's release audits where its ledger
+    # records those mechanisms.
     target: str = "model"
     nap_release: AuditResult | None = None
     dpsgd_release: AuditResult | None = None  # the run's DP-SGD noise against a Dirac canary (nodedp.audit.dpsgd)
@@ -84,7 +85,7 @@ class AuditResult:
 
     @property
     def violated(self) -> bool:
-        """Whether the one-run lower bound exceeds the claimed ε: the method or its ledger (or, for a reference
+        """Whether ε̂ (``lower_bound``) exceeds the claimed ε: the method or its ledger (or, for a reference
         run, its paper's accounting) is wrong, with the bound's confidence."""
         return self.lower_bound > self.claimed_epsilon
 
