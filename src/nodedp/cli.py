@@ -778,8 +778,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("audit", cmd_audit,
              "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "
-             "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; optionally a "
-             "TSTF membership-inference attack. Writes one JSON file")
+             "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; white-box "
+             "audits of the run's NAP and DP-SGD releases where its ledger records them; optionally a TSTF "
+             "membership-inference attack. Writes one JSON file")
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt); canaries join its training nodes")
     p.add_argument("--method", required=True,
@@ -795,7 +796,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
                    help="'auto' (default), 'rdp' or 'pld', as for `train`")
     p.add_argument("--canaries", type=int, default=0,
-                   help="number of canaries m (0, the default: 1000 on graphs of >= 4000 nodes, else N/4)")
+                   help="number of canaries m (0, the default: the count a perfect attack pays best at the run's "
+                        "δ, 100 at 1e-4, at most N/4 and 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
     p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the TSTF membership-inference attack (two more trainings; default: on)")
