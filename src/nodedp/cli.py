@@ -323,6 +323,27 @@ def method_settings(args: argparse.Namespace) -> tuple[str, str, Any, Any, float
     return method, name, info, hp, delta, accountant
 
 
+def add_settings_options(p: argparse.ArgumentParser) -> None:
+    """A cell's settings, as ``method_settings`` reads them: --hparams or --config, --delta, --accountant."""
+    from nodedp.accounting.events import ACCOUNTANT_POLICIES
+
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
+    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
+    p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
+    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
+                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
+                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
+
+
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    """Where and how a training verb runs: --device, --threads, --progress."""
+    p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
+                   help=PROGRESS_HELP)
+
+
 def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
     """δ of a private method: the configured one, or 'auto' from the number of private units."""
     from nodedp.accounting import resolve_delta
@@ -763,17 +784,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the name the run is recorded under (a variant's name; default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target ε ('inf' for non-private methods)")
     p.add_argument("--seed", type=int, required=True, help="seed of initialisation, sampling and noise")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
-    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
-    p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
-    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
-                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
-                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
-    p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
-                   help=PROGRESS_HELP)
+    add_settings_options(p)
+    add_device_options(p)
     p.add_argument("--out", required=True, help="run directory")
 
     p = verb("audit", cmd_audit,
@@ -789,22 +801,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the name the audit is recorded under (default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target (or, @paper, claimed) ε")
     p.add_argument("--seed", type=int, required=True, help="seed of canaries, inclusion bits, training and noise")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
-    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
-    p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
-    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
-                   help="'auto' (default), 'rdp' or 'pld', as for `train`")
+    add_settings_options(p)
     p.add_argument("--canaries", type=int, default=0,
                    help="number of canaries m (0, the default: the count a perfect attack pays best at the run's "
                         "δ, 100 at 1e-4, at most N/4 and 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
     p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the TSTF membership-inference attack (two more trainings; default: on)")
-    p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
-    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
-                   help=PROGRESS_HELP)
+    add_device_options(p)
     p.add_argument("--out", required=True, help="output audit JSON file")
 
     p = verb("audit-report", cmd_audit_report,
