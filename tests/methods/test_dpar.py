@@ -14,7 +14,6 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, inner_budget, poisson_occurrence_gaussian_params, verify_ledger_dict
-from nodedp.audit.canaries import plant_canaries
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import clip_columns_l1
 from nodedp.methods import RunInputs, RunSpec, get_method
@@ -28,7 +27,10 @@ from nodedp.methods.dpar import (
     training_examples,
 )
 from nodedp.models import PPRGo
-from nodedp.train import PerSampleGradients, metrics_from_logits
+from nodedp.train import PerSampleGradients
+from tests.methods._structure import accuracy_on as _accuracy
+from tests.methods._structure import extended_graph
+from tests.methods._structure import within_hops as _within_hops
 
 # A tiny graph: sample half the 180 training nodes, 20 sources.
 FAST = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20, "k": 3, "max_rows": 2}
@@ -591,27 +593,15 @@ def test_empty_source_rows_count_the_source_examples_of_zero_weight(tiny_inputs,
 
 # predict: §4's inference (f(X), then power iteration) on a graph that extends the run's input.
 
+
 def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
-    """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes: the audit's canaries
-    (``plant_canaries``), all of them present; ``isolated``: the same nodes without their edges."""
-    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=10**6, canary_degree=3,
-                          num_classes=inputs.num_classes, seed=1)
-    edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
-    return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
+    """``extended_graph`` with this file's degree bound."""
+    return extended_graph(inputs, degree_bound=10**6, extra=extra, isolated=isolated)
 
 
-def _accuracy(logits: torch.Tensor, graph: Data, nodes: torch.Tensor) -> float:
-    return metrics_from_logits(logits.cpu()[nodes], graph.y[nodes])["accuracy"]
 
 
-def _within_hops(edge_index: torch.Tensor, start: torch.Tensor, *, num_nodes: int, hops: int) -> torch.Tensor:
-    """[num_nodes] bool: the nodes at most ``hops`` edges (either direction) from ``start``."""
-    reached = torch.zeros(num_nodes, dtype=torch.bool)
-    reached[start] = True
-    src, dst = edge_index
-    for _ in range(hops):
-        reached = reached.index_fill(0, dst[reached[src]], True).index_fill(0, src[reached[dst]], True)
-    return reached
+
 
 
 @pytest.mark.parametrize("method", list(OPTIONS))

@@ -29,8 +29,9 @@ from nodedp.methods.dpdgc import (
 )
 from nodedp.models import AdjacencyEncoder
 from nodedp.train import PerSampleGradients
+from tests.methods._structure import accuracy_on as _accuracy
 from tests.methods._structure import with_bound
-from tests.methods.test_gap import _accuracy, _extended, _noise_free
+from tests.methods.test_gap import _extended, _noise_free
 
 D = 4
 FAST = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}

@@ -10,13 +10,13 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.accounting import verify_ledger_dict
-from nodedp.audit.canaries import plant_canaries
 from nodedp.data import degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.aggregation_perturbation import plan_aggregation_perturbation
-from nodedp.train import metrics_from_logits
-from tests.methods._structure import with_bound
+from tests.methods._structure import accuracy_on as _accuracy
+from tests.methods._structure import extended_graph, with_bound
+from tests.methods._structure import within_hops as _within_hops
 
 D = 4
 FAST = {"epochs": 1, "batch_size": 32, "hops": 2}
@@ -248,6 +248,11 @@ def test_out_degree_bound_is_a_checked_hyperparameter_under_the_key_the_workflow
 
 # --- predict: the trained models, K hops recomputed without noise on a graph that extends the input -------------
 
+
+def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
+    """``extended_graph`` with this file's degree bound."""
+    return extended_graph(inputs, degree_bound=D, extra=extra, isolated=isolated)
+
 EVERY_LEVEL = ["gap", "progap", "gap-edge", "progap-edge", "gap-nodp", "progap-nodp"]
 
 
@@ -255,27 +260,10 @@ def _epsilon(method: str) -> float:
     return 4.0 if get_method(method).private else math.inf
 
 
-def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
-    """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes whose out-degrees stay ≤ D
-    (so the bounding keeps their edges): the audit's canaries, all present; ``isolated``: without their edges."""
-    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=D, canary_degree=3,
-                          num_classes=inputs.num_classes, seed=1)
-    edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
-    return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
 
 
-def _accuracy(logits: torch.Tensor, graph: Data, nodes: torch.Tensor) -> float:
-    return metrics_from_logits(logits.cpu()[nodes], graph.y[nodes])["accuracy"]
 
 
-def _within_hops(edge_index: torch.Tensor, start: torch.Tensor, *, num_nodes: int, hops: int) -> torch.Tensor:
-    """[num_nodes] bool: the nodes at most ``hops`` edges (either direction) from ``start``."""
-    reached = torch.zeros(num_nodes, dtype=torch.bool)
-    reached[start] = True
-    src, dst = edge_index
-    for _ in range(hops):
-        reached = reached.index_fill(0, dst[reached[src]], True).index_fill(0, src[reached[dst]], True)
-    return reached
 
 
 @pytest.mark.parametrize("method", EVERY_LEVEL)

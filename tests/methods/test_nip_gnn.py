@@ -10,7 +10,6 @@ from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, min_keep_parameter, split_budget, verify_ledger_dict
 from nodedp.accounting.nip import worst_case_budget_ratio
-from nodedp.audit.canaries import plant_canaries
 from nodedp.data import bound_undirected_degree
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.mechanisms import (
@@ -23,8 +22,8 @@ from nodedp.mechanisms import (
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.nip_gnn import NipHparams, nap_budgets, tnie_scores
 from nodedp.models import aca_propagate
-from nodedp.train import metrics_from_logits
-from tests.methods._structure import with_bound
+from tests.methods._structure import accuracy_on as _accuracy
+from tests.methods._structure import extended_graph, with_bound
 
 D = 5
 FAST = {"epochs": 2, "batch_size": 32, "hidden_dim": 8}
@@ -283,16 +282,12 @@ def test_exact_is_refused_in_reference_mode():
 
 
 def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
-    """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes whose degrees stay ≤ D (so
-    the bounding keeps their edges): the audit's canaries, all present; ``isolated``: without their edges."""
-    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=D, canary_degree=3,
-                          num_classes=inputs.num_classes, seed=1)
-    edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
-    return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
+    """``extended_graph`` with this file's degree bound."""
+    return extended_graph(inputs, degree_bound=D, extra=extra, isolated=isolated)
 
 
-def _accuracy(logits: torch.Tensor, graph: Data, nodes: torch.Tensor) -> float:
-    return metrics_from_logits(logits.cpu()[nodes], graph.y[nodes])["accuracy"]
+
+
 
 
 @pytest.mark.parametrize("hparams", [{}, {"budgets": "uniform"}, {"resample": False}, {"aggregation": "plain"},
