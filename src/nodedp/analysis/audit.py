@@ -139,13 +139,12 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
 # The method labels of a run's white-box release audits (``nodedp.audit.nap``, ``nodedp.audit.dpsgd``), cells of
 # their own, by the key of the audit JSON that holds them.
 RELEASE_LABELS = {"nap_release": "{method} · NAP release", "dpsgd_release": "{method} · DP-SGD release"}
-NAP_RELEASE_LABEL = RELEASE_LABELS["nap_release"]
 # What a NAP-release audit takes from the audit it belongs to (the rest is its own).
 _CELL_FIELDS = ("dataset", "name", "base_method", "seed", "target_epsilon")
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    """The audit's row, and its white-box NAP-release audit's where it has one (labelled ``NAP_RELEASE_LABEL``)."""
+    """The audit's row, and its white-box release audits' where it has them (labelled by ``RELEASE_LABELS``)."""
     record = read_json(path)  # invalid JSON: a ValueError naming the file
     if not isinstance(record, dict):
         raise ValueError(f"audit {path}: expected a JSON object, got {type(record).__name__}")
@@ -202,8 +201,8 @@ def _check_unique(frame: pl.DataFrame) -> None:
 
 
 def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
-    """One row per audit JSON (``AUDIT_SCHEMA``), in the order given, followed by its NAP-release audit's row
-    where it has one (method ``NAP_RELEASE_LABEL``). A file that is not valid JSON, lacks keys
+    """One row per audit JSON (``AUDIT_SCHEMA``), in the order given, followed by the rows of its release audits
+    where it has them (methods labelled by ``RELEASE_LABELS``). A file that is not valid JSON, lacks keys
     (named), has wrongly typed ones or inconsistent canaries raises ``ValueError`` naming it; so do two files of
     the same cell and seed."""
     if not paths:

@@ -114,15 +114,12 @@ def canary_scores(logits: torch.Tensor, canaries: torch.Tensor, labels: torch.Te
     return log_probs[canaries.cpu(), labels.cpu()]
 
 
-DEGREE_KINDS = ("in-degree", "out-degree", "degree")
-
-
 def canary_degree_bound(needs: tuple[str, ...], bounds: Mapping[str, int]) -> int:
     """The degree canaries are wired within: the smallest identity bound of the degree boundings the method runs
     (``nodedp.data.identity_bound``), else the out-degree bound D (methods that read no edges: any bound does)."""
-    from nodedp.data import identity_bound
+    from nodedp.data import BOUND_KINDS, identity_bound
 
-    kinds = [kind for kind in needs if kind in DEGREE_KINDS]
+    kinds = [kind for kind in needs if kind in BOUND_KINDS]
     if not kinds:
         return int(bounds["out-degree"])
     return min(identity_bound(kind, int(bounds[kind])) for kind in kinds)
