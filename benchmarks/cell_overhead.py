@@ -2,14 +2,16 @@
 
     python benchmarks/cell_overhead.py [WORKSPACE] [--study demo]
 
-Reads, for every training cell of the workspace (``results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/``), the
-job's wall time from Snakemake's benchmark file (``benchmarks/train/...tsv``, column ``s``) and the times the run
-records itself in ``metrics.json`` (``timings.train_s``: training; ``timings.total_s``: the verb from its first
-line to its output, i.e. loading, training and evaluation). Prints, over the cells:
+Reads the training jobs' wall times from Snakemake's benchmark files (``benchmarks/train/<dataset>/<method>/``,
+column ``s``) and the times each run records itself in ``metrics.json`` (``timings.train_s``: training;
+``timings.total_s``: the cell from its first line to its output, i.e. loading, training and evaluation). A job
+trains the cells of one (dataset, method) (``job~<study>-<k>.tsv``; before one process trained several cells, each
+cell was a job, ``eps~<ε>/seed~<s>.tsv``): a job's wall time is shared by its cells. Prints, over the cells:
 
-* overhead per cell = wall − train_s (start-up, imports, loading, evaluation, writing), mean and median;
-* start-up per cell = wall − total_s (the interpreter and its imports, before the verb's first line);
-* cells per minute of job time, and the workspace's wall time (first to last line of its newest Snakemake log).
+* overhead per cell = (job wall − Σ train_s) / cells: start-up, imports, loading, evaluation, writing;
+* start-up per cell = (job wall − Σ total_s) / cells: the interpreter and its imports, outside every cell;
+* training jobs (processes) and cells per job; cells per minute of job time; the workspace's wall time (first
+  to last line of its newest Snakemake log).
 
 ``--study`` keeps the cells of one study of the workspace's config (its ``config.yaml``). Nothing is run: the
 figures come from the files a finished `make demo` (or any run) leaves behind.
@@ -30,22 +32,34 @@ import yaml
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]")
 
 
-def cells(workspace: Path, study: dict | None) -> list[tuple[float, float, float]]:
-    """(wall, train_s, total_s) of every training cell with both a benchmark file and metrics.json."""
+def jobs(workspace: Path, study: str | None, spec: dict | None) -> list[tuple[float, list[tuple[float, float]]]]:
+    """(wall, [(train_s, total_s) of each cell]) of the training jobs of every (dataset, method), all jobs of one
+    (dataset, method) together (their walls summed, with their number) against its cells with metrics.json
+    (with a study: those of its grid)."""
     rows = []
-    for metrics_path in sorted((workspace / "results/runs").glob("*/*/eps~*/seed~*/metrics.json")):
-        run = metrics_path.parent
-        dataset, method, eps, seed = run.parts[-4], run.parts[-3], run.parts[-2], run.parts[-1]
-        if study is not None and (dataset not in study["datasets"] or method not in study["methods"]):
+    for pair in sorted(p for p in (workspace / "benchmarks/train").glob("*/*") if p.is_dir()):
+        dataset, method = pair.parts[-2], pair.parts[-1]
+        if spec is not None and (dataset not in spec["datasets"] or method not in spec["methods"]):
             continue
-        bench = workspace / "benchmarks/train" / dataset / method / eps / f"{seed}.tsv"
-        if not bench.exists():
-            continue
-        lines = bench.read_text().splitlines()
-        wall = float(lines[-1].split("\t")[0])
-        timings = json.loads(metrics_path.read_text())["timings"]
-        rows.append((wall, float(timings["train_s"]), float(timings["total_s"])))
+        timings = {}
+        for metrics_path in (workspace / "results/runs" / dataset / method).glob("eps~*/seed~*/metrics.json"):
+            eps, seed = metrics_path.parts[-3], metrics_path.parts[-2]
+            if spec is not None and (int(seed.removeprefix("seed~")) not in spec["seeds"] or (
+                    eps != "eps~inf" and float(eps.removeprefix("eps~")) not in spec["epsilons"])):
+                continue
+            t = json.loads(metrics_path.read_text())["timings"]
+            timings[(eps, seed)] = (float(t["train_s"]), float(t["total_s"]))
+        # Now: one job (process) trains several cells (job~<study>-<k>.tsv); before, one per cell (eps~/seed~.tsv).
+        job_files = sorted(pair.glob(f"job~{study + '-' if study else ''}*.tsv"))
+        cell_files = {(f.parent.name, f.stem): f for f in pair.glob("eps~*/seed~*.tsv")}
+        if job_files and timings:
+            rows.append((sum(_wall(f) for f in job_files), len(job_files), list(timings.values())))
+        rows += [(_wall(cell_files[key]), 1, [t]) for key, t in timings.items() if not job_files and key in cell_files]
     return rows
+
+
+def _wall(path: Path) -> float:
+    return float(path.read_text().splitlines()[-1].split("\t")[0])
 
 
 def wall_time(workspace: Path) -> float | None:
@@ -64,25 +78,26 @@ def main() -> None:
     parser.add_argument("--study", default=None, help="only the cells of this study of the workspace's config.yaml")
     args = parser.parse_args()
     workspace = Path(args.workspace)
-    study = None
+    study = None  # the study's grid
     if args.study:
         config = yaml.safe_load((workspace / "config.yaml").read_text())
         if args.study not in config.get("studies", {}):
             sys.exit(f"{workspace / 'config.yaml'} has no study {args.study!r}; studies: {sorted(config['studies'])}")
         study = config["studies"][args.study]
-    rows = cells(workspace, study)
-    if not rows:
-        sys.exit(f"{workspace}: no training cell with both benchmarks/train/...tsv and metrics.json")
-    overhead = [wall - train for wall, train, _ in rows]
-    startup = [wall - total for wall, _, total in rows]
+    rows = jobs(workspace, args.study, study)
+    cells = [cell for _, _, group in rows for cell in group]
+    if not cells:
+        sys.exit(f"{workspace}: no training job with both benchmarks/train/... and its cells' metrics.json")
     job_time = sum(wall for wall, _, _ in rows)
-    print(f"{len(rows)} training cells in {workspace}")
-    print(f"overhead per cell (wall - train_s): mean {statistics.mean(overhead):.2f} s, "
-          f"median {statistics.median(overhead):.2f} s")
-    print(f"start-up per cell (wall - total_s): mean {statistics.mean(startup):.2f} s, "
-          f"median {statistics.median(startup):.2f} s")
-    print(f"training per cell (train_s): mean {statistics.mean(t for _, t, _ in rows):.2f} s")
-    print(f"cells per minute of job time: {60 * len(rows) / job_time:.1f}")
+    processes = sum(n for _, n, _ in rows)
+    overhead = job_time - sum(train for train, _ in cells)
+    startup = job_time - sum(total for _, total in cells)
+    print(f"{len(cells)} training cells in {processes} training jobs (processes) in {workspace}: "
+          f"{len(cells) / processes:.2f} cells per job")
+    print(f"overhead per cell (job wall - train_s): {overhead / len(cells):.2f} s")
+    print(f"start-up per cell (job wall - total_s): {startup / len(cells):.2f} s")
+    print(f"training per cell (train_s): {statistics.mean(t for t, _ in cells):.2f} s")
+    print(f"cells per minute of job time: {60 * len(cells) / job_time:.1f}")
     total = wall_time(workspace)
     if total is not None:
         print(f"workspace wall time (newest Snakemake log): {total:.0f} s ({total / 60:.1f} min)")

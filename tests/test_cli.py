@@ -438,3 +438,93 @@ def test_audit_refuses_what_it_cannot_bound_in_one_line(tiny_graph_dir, tiny_spl
     assert main(audit_args(tiny_graph_dir, tiny_split_path, out, *extra)) == 2
     assert message in only_line(capsys.readouterr().err)
     assert not out.exists()
+
+
+# --- train-cells: several cells of one method in one process (what each training job of the workflow runs) ---
+# Methods covering the paths a cell can take: DP-SGD (RDP), a non-private GNN, DP-GNN on in-degree-bounded
+# subgraphs (PLD), NIP-GNN's randomized structure on degree-bounded edges.
+CELL_METHODS = {
+    "dp-mlp": ({"epochs": 2, "batch_size": 32}, [], ["2", "8"]),
+    "gcn": ({"epochs": 3}, [], ["inf", "inf"]),
+    "dp-gcn": ({"epochs": 2, "batch_size": 32, "hidden_dim": 8}, ["in-degree"], ["1", "4"]),
+    "nip-gnn": ({"epochs": 3}, ["degree"], ["4", "12"]),
+}
+
+
+def _artifacts(graph, split, root):
+    paths = {}
+    for kind in ("in-degree", "degree"):
+        paths[kind] = root / f"{kind}.pt"
+        assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", kind, "--bound", "3",
+                     "--seed", "0", "--out", str(paths[kind])]) == 0
+    return paths
+
+
+def _comparable(run):
+    """A run's metrics.json without its timings, and its ledger.json, as bytes apart from the timings."""
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics.pop("timings")
+    return metrics, (run / "ledger.json").read_bytes()
+
+
+def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_graph_dir, tiny_split_path, tmp_path):
+    artifacts = _artifacts(tiny_graph_dir, tiny_split_path, tmp_path)
+    batches, singles = [], []
+    for method, (hparams, needs, epsilons) in CELL_METHODS.items():
+        settings = ["--method", method, "--hparams", json.dumps(hparams), "--threads", "1", "--no-progress"]
+        cells = [{"epsilon": eps, "seed": seed, "split": str(tiny_split_path),
+                  "structure": [str(artifacts[k]) for k in needs], "out": str(tmp_path / "cells" / method / str(i)),
+                  "log": str(tmp_path / "logs" / method / f"{i}.log")}
+                 for i, (eps, seed) in enumerate(zip(epsilons, (1, 0)))]  # a second cell: other ε and seed
+        batches.append(["train-cells", "--graph", str(tiny_graph_dir), "--cells", json.dumps(cells), *settings])
+        singles += [["train", "--graph", str(tiny_graph_dir), "--split", cell["split"], "--structure",
+                     *cell["structure"], "--epsilon", cell["epsilon"], "--seed", str(cell["seed"]),
+                     "--out", str(tmp_path / "single" / method / str(i)), *settings] for i, cell in enumerate(cells)]
+    # Every invocation a fresh interpreter, two at a time.
+    procs = [subprocess.Popen([sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for args in batches + singles]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out[-3000:]
+    for method in CELL_METHODS:
+        for i in range(2):
+            batch, single = tmp_path / "cells" / method / str(i), tmp_path / "single" / method / str(i)
+            assert _comparable(batch) == _comparable(single), (method, i)
+            # The cell's own output went to its log, as one process of its own would print it.
+            assert f"{method} on csbm-tiny seed {1 - i}: test accuracy" in (
+                tmp_path / "logs" / method / f"{i}.log").read_text()
+    # The two cells of a method really differ (different seeds and ε), so equality above is not vacuous.
+    assert _comparable(tmp_path / "cells/dp-mlp/0") != _comparable(tmp_path / "cells/dp-mlp/1")
+
+
+@pytest.mark.parametrize(("cells", "message"), [
+    ("not json", "--cells: not JSON"),
+    ("[]", "need a non-empty JSON list of cells"),
+    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": []}]', "cell 0 lacks ['out']"),
+    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o", "lr": 1}]', "has unknown ['lr']"),
+    ('[{"epsilon": 0, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "cell 0: ε must be > 0"),
+    ('[{"epsilon": 2, "seed": "0", "split": "s.pt", "structure": [], "out": "o"}]', "seed must be an integer"),
+    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o"},'
+     ' {"epsilon": 8, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "run directory o appears twice"),
+    ('[{"epsilon": "inf", "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "'dp-mlp' is private"),
+])
+def test_train_cells_refuses_a_bad_cell_list_before_any_training(tiny_graph_dir, tmp_path, capsys, cells, message,
+                                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train-cells", "--graph", str(tiny_graph_dir), "--method", "dp-mlp", "--cells", cells]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_failing_cell_stops_the_job_and_its_log_says_why(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
+    cells = [{"epsilon": 2, "seed": 0, "split": str(tiny_split_path), "structure": [], "out": str(tmp_path / "a"),
+              "log": str(tmp_path / "a.log")},
+             {"epsilon": 2, "seed": 0, "split": str(tmp_path / "missing.pt"), "structure": [],
+              "out": str(tmp_path / "b"), "log": str(tmp_path / "b.log")},
+             {"epsilon": 4, "seed": 0, "split": str(tiny_split_path), "structure": [], "out": str(tmp_path / "c")}]
+    args = ["train-cells", "--graph", str(tiny_graph_dir), "--method", "dp-mlp", "--cells", f"@{tmp_path / 'c.json'}",
+            "--hparams", '{"epochs": 1, "batch_size": 32}', "--no-progress"]
+    (tmp_path / "c.json").write_text(json.dumps(cells))
+    assert main(args) == 2
+    assert "missing.pt" in capsys.readouterr().err and "missing.pt" in (tmp_path / "b.log").read_text()
+    assert (tmp_path / "a/metrics.json").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()

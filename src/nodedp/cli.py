@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -300,9 +301,10 @@ def check_reference_name(name: str, hp) -> None:
                          f"{getattr(hp, 'accounting', 'suite')!r}")
 
 
-def method_settings(args: argparse.Namespace) -> tuple[str, str, Any, Any, float | str, str]:
+def method_settings(args: argparse.Namespace, epsilon: float | None = None
+                    ) -> tuple[str, str, Any, Any, float | str, str]:
     """(method, name, registry entry, parsed hyperparameters, δ, accountant) of a run from ``--method``,
-    ``--name``, ``--epsilon`` and either ``--hparams``/``--delta``/``--accountant`` or ``--config`` (whose
+    ``--name``, ``--epsilon`` (or ``epsilon``) and either ``--hparams``/``--delta``/``--accountant`` or ``--config`` (whose
     variant, privacy δ and accountant win)."""
     from nodedp.methods import get_method
 
@@ -317,7 +319,7 @@ def method_settings(args: argparse.Namespace) -> tuple[str, str, Any, Any, float
         delta = privacy.get("delta", delta)
         accountant = privacy.get("accountant", accountant)
     info = get_method(method)
-    info.check_epsilon(args.epsilon)
+    info.check_epsilon(args.epsilon if epsilon is None else epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
     check_reference_name(name, hp)
     return method, name, info, hp, delta, accountant
@@ -390,34 +392,141 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    cell = {"epsilon": args.epsilon, "seed": args.seed, "split": args.split, "structure": args.structure,
+            "out": args.out}
+    _train_cells(args, [cell])
+
+
+def cmd_train_cells(args: argparse.Namespace) -> None:
+    _train_cells(args, parse_cells(args.cells))
+
+
+CELL_KEYS = {"epsilon": "target ε (a number, or 'inf' for a non-private method)", "seed": "an integer",
+             "split": "the stored split (.pt)", "structure": "a list of structure artifacts (.pt)",
+             "out": "the run directory", "log": "optional: a file that gets the cell's output"}
+
+
+def parse_cells(text: str) -> list[dict]:
+    """The cells of `train-cells`: a JSON list (or @FILE holding one) of objects with ``CELL_KEYS``."""
+    where = "--cells"
+    if text.startswith("@"):
+        where = text[1:]
+        try:
+            text = Path(where).read_text(encoding="utf-8")
+        except OSError as err:
+            raise ValueError(f"--cells {text}: cannot read the cell list ({err.strerror})") from None
+    try:
+        cells = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not JSON ({err})") from None
+    valid = "; ".join(f"{k}: {v}" for k, v in CELL_KEYS.items())
+    if not isinstance(cells, list) or not cells:
+        raise ValueError(f"{where}: need a non-empty JSON list of cells, each an object with {valid}")
+    outs = set()
+    for i, cell in enumerate(cells):
+        missing = set(CELL_KEYS) - {"log"} - set(cell) if isinstance(cell, dict) else set(CELL_KEYS) - {"log"}
+        unknown = set(cell) - set(CELL_KEYS) if isinstance(cell, dict) else set()
+        if missing or unknown:
+            raise ValueError(f"{where}: cell {i} lacks {sorted(missing)} / has unknown {sorted(unknown)}; "
+                             f"a cell has {valid}")
+        try:
+            cell["epsilon"] = parse_epsilon(str(cell["epsilon"]))
+        except argparse.ArgumentTypeError as err:
+            raise ValueError(f"{where}: cell {i}: {err}") from None
+        if not isinstance(cell["seed"], int) or isinstance(cell["seed"], bool) or not isinstance(
+                cell["structure"], list):
+            raise ValueError(f"{where}: cell {i}: seed must be an integer and structure a list, got "
+                             f"{cell['seed']!r} and {cell['structure']!r}")
+        if cell["out"] in outs:
+            raise ValueError(f"{where}: cell {i}: run directory {cell['out']} appears twice")
+        outs.add(cell["out"])
+    return cells
+
+
+@functools.cache
+def _loaded_graph(graph_dir: str):
+    """A graph directory's meta.json and graph, read once per process (each cell trains on a copy)."""
+    from nodedp.data import load_graph, load_graph_meta
+
+    return load_graph_meta(Path(graph_dir)), load_graph(Path(graph_dir))
+
+
+def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
+    """Train one method on each cell in turn, in this process: the graph is read once, every cell trains on a
+    fresh copy of it with its own seed, so a cell's metrics and ledger are those a process of its own writes.
+    A cell with a ``log`` writes its output there; the first failing cell stops the job."""
+    import torch
+
+    for cell in cells:  # every cell's settings checked before any trains
+        method_settings(args, cell["epsilon"])
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for i, cell in enumerate(cells):
+        log = cell.get("log")
+        if len(cells) > 1:
+            note(f"cell {i + 1}/{len(cells)}: ε = {format_epsilon(cell['epsilon'])}, seed {cell['seed']}"
+                 + (f" (log: {log})" if log else ""))
+        if log is None:
+            _train_cell(args, cell)
+            continue
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w", encoding="utf-8") as stream, _redirected(stream, progress=args.progress):
+            try:
+                _train_cell(args, cell)
+            except Exception:
+                import traceback
+
+                traceback.print_exc()
+                raise
+
+
+class _redirected:
+    """stdout and stderr into a cell's log (progress bars as lines, as in a rule's log), restored after."""
+
+    def __init__(self, stream, *, progress: bool) -> None:
+        self._stream, self._progress = stream, progress
+
+    def __enter__(self) -> None:
+        global STARTED
+        self._saved = sys.stdout, sys.stderr, STARTED
+        STARTED = time.monotonic()
+        sys.stdout = self._stream
+        sys.stderr = LogProgress(self._stream) if self._progress else self._stream
+
+    def __exit__(self, *exc) -> None:
+        global STARTED
+        if isinstance(sys.stderr, LogProgress):
+            sys.stderr.finish()
+        sys.stdout.flush()
+        sys.stdout, sys.stderr, STARTED = self._saved
+
+
+def _train_cell(args: argparse.Namespace, cell: dict) -> None:
     import dataclasses
 
     import torch
 
-    from nodedp.data import load_graph, load_graph_meta, load_split
+    from nodedp.data import load_split
     from nodedp.io import write_json
     from nodedp.methods import RunInputs, RunSpec
     from nodedp.provenance import provenance
 
     started = time.perf_counter()
-    method, name, info, hp, delta, accountant = method_settings(args)
-    structure = load_structure(args.structure)
+    method, name, info, hp, delta, accountant = method_settings(args, cell["epsilon"])
+    structure = load_structure(cell["structure"])
     check_structure(method, info.needs, structure)
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    graph_dir = Path(args.graph)
-    meta = load_graph_meta(graph_dir)
-    graph = load_graph(graph_dir)
-    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
+    meta, graph = _loaded_graph(args.graph)
+    graph = graph.clone()  # a method may change its input in place: the next cell gets the graph as read
+    split = load_split(Path(cell["split"]), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training; training {name} "
-         f"at ε = {args.epsilon:g}, seed {args.seed}")
+         f"at ε = {cell['epsilon']:g}, seed {cell['seed']}")
     target_delta = _target_delta(info, meta, graph, delta)
     spec = RunSpec(
         dataset=meta["name"],
         method=name,
-        seed=args.seed,
-        target_epsilon=args.epsilon,
+        seed=cell["seed"],
+        target_epsilon=cell["epsilon"],
         target_delta=target_delta,
         accountant=info.resolve_accountant(accountant),
         device=args.device,
@@ -439,7 +548,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                          "and only such a run")
     ledger.check()
     epsilon, spent_delta = ledger.composed()
-    out = Path(args.out)
+    out = Path(cell["out"])
     out.mkdir(parents=True, exist_ok=True)
     metrics = {
         "dataset": spec.dataset,
@@ -787,6 +896,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(p)
     add_device_options(p)
     p.add_argument("--out", required=True, help="run directory")
+
+    p = verb("train-cells", cmd_train_cells,
+             "train one method on several cells of one graph in one process (what each training job of the "
+             "workflow runs): the graph is read once, and each cell writes the metrics.json and ledger.json "
+             "that `train` would write for it alone")
+    p.add_argument("--graph", required=True, help="canonical graph directory")
+    p.add_argument("--method", required=True,
+                   help="a method id (see `methods`); with --config also a variant named in its `methods:`")
+    p.add_argument("--name", help="the name the runs are recorded under (a variant's name; default: --method)")
+    p.add_argument("--cells", required=True,
+                   help="the cells, as a JSON list (or @FILE holding one) of objects with " + "; ".join(
+                       f"{k}: {v}" for k, v in CELL_KEYS.items()))
+    add_settings_options(p)
+    add_device_options(p)
 
     p = verb("audit", cmd_audit,
              "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "

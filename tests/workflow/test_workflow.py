@@ -23,20 +23,36 @@ def test_lint_reports_nothing(tmp_path):
 
 
 def test_shipped_config_plans_the_full_grid(tmp_path):
-    result = snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=ROOT / "config.yaml")
+    result = snakemake(tmp_path, "--summary", config=ROOT / "config.yaml")  # every planned file and its rule
     assert result.returncode == 0, result.stderr
+    from nodedp.cli import format_epsilon
     from nodedp.config import resolve_method
     from nodedp.methods import get_method
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cells = set()
-    for study in config["studies"].values():
+    cells = {}  # study -> its runs
+    for name, study in config["studies"].items():
         for method in study["methods"]:
             for eps in study["epsilons"] if get_method(resolve_method(config, method)[0]).private else ["inf"]:
-                cells |= {(d, method, eps, s) for d in study["datasets"] for s in study["seeds"]}
-    table = result.stdout + result.stderr
-    train_line = next(line for line in table.splitlines() if line.split()[:1] == ["train"])
-    assert int(train_line.split()[1]) == len(cells)
+                cells.setdefault(name, set()).update(
+                    f"results/runs/{d}/{method}/eps~{format_epsilon(float(eps))}/seed~{s}/metrics.json"
+                    for d in study["datasets"] for s in study["seeds"])
+    planned = {}  # metrics.json -> the rule (one job) that trains it
+    for line in result.stdout.splitlines():
+        fields = line.split("\t")
+        if fields[0].startswith("results/runs/") and fields[0].endswith("/metrics.json"):
+            planned[fields[0]] = fields[2]
+    assert set(planned) == set().union(*cells.values())
+    # A job trains at most cells_per_job cells of one (dataset, method); the demo's jobs hold only its cells.
+    jobs = {}
+    for path, rule in planned.items():
+        jobs.setdefault(rule, []).append(path)
+    assert all(rule.startswith("train_") and len({p.split("/eps~")[0] for p in runs}) == 1
+               for rule, runs in jobs.items())
+    assert max(len(runs) for runs in jobs.values()) == config["resources"]["cells_per_job"]
+    demo_jobs = {planned[path] for path in cells["demo"]}
+    assert {p for rule in demo_jobs for p in jobs[rule]} == cells["demo"]
+    assert len(demo_jobs) == len({p.split("/eps~")[0] for p in cells["demo"]})  # one job per (dataset, method)
 
 
 def test_slurm_profile_dry_runs(tmp_path):
@@ -53,8 +69,10 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
     config = write_config(tmp_path, {**TINY, "resources": {"train_gres": gres, "train_mem_mb": 1500}})
     result = snakemake(tmp_path, "demo", "--dry-run", config=config)
     assert result.returncode == 0, result.stderr
-    train = [block for block in result.stdout.split("rule ") if block.startswith("train:")]
-    assert train and all(shown in block and "mem_mb=1500," in block for block in train)
+    train = {block.split(":")[0]: block for block in result.stdout.split("rule ") if block.startswith("train_")}
+    assert train and all(shown in block and "mem_mb=1500," in block for block in train.values())
+    # A job of 4 cells (2 ε × 2 seeds) asks for 4 × train_runtime (60 min), one of 2 cells (ε = ∞) for 2 ×.
+    assert "runtime=240," in train["train_csbm-tiny_dp-mlp_demo-0"] and "runtime=120," in train["train_csbm-tiny_mlp_demo-0"]
 
 
 @pytest.mark.parametrize(
@@ -110,7 +128,9 @@ def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp
     jobs = planned_jobs(result)
     # the cell, its graph and split, and the study's paper stage (tables, 2 figures, report pages, index): nothing
     # of config.yaml's
-    assert jobs["train"] == jobs["graph"] == jobs["split"] == jobs["collect"] == jobs["summarize"] == 1
+    train = [rule for rule in jobs if rule.startswith("train_")]
+    assert train == ["train_csbm-tiny_dp-mlp_mine-0"] and jobs[train[0]] == 1
+    assert jobs["graph"] == jobs["split"] == jobs["collect"] == jobs["summarize"] == 1
     assert jobs["total"] == sum(count for rule, count in jobs.items() if rule != "total") <= 20
 
 

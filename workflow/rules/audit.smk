@@ -8,7 +8,7 @@ rule audit_cell:
     input:
         graph="resources/graphs/{dataset}/graph.pt",
         meta="resources/graphs/{dataset}/meta.json",
-        split=train_split_input,
+        split=cell_split_input,
     output:
         "results/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.json",
     wildcard_constraints:

@@ -2,6 +2,7 @@
 import functools
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ ALL_METHODS = sorted({m for s in STUDIES.values() for m in s["methods"]})
 STUDY_TABLES = ("accuracy", "reproduction", "claims", "crossover")
 
 
+@functools.cache
 def dataset_setting(dataset):
     """The split setting (transductive/inductive) the dataset's preprocessing protocol prescribes."""
     from nodedp.data import get_dataset
@@ -332,8 +334,13 @@ def mirror_option(wildcards):
     return f"--mirror {shlex.quote(mirror)}" if mirror else ""
 
 
-def train_split_input(wildcards):
-    return f"results/splits/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}.pt"
+def train_split_input(dataset, seed):
+    return f"results/splits/{dataset}/{dataset_setting(dataset)}/seed~{seed}.pt"
+
+
+def cell_split_input(wildcards):
+    """The split of a cell's seed, in the dataset's own setting."""
+    return train_split_input(wildcards.dataset, wildcards.seed)
 
 
 # Input functions: named, so rules hold no lambdas.
@@ -369,10 +376,15 @@ def method_base(wildcards):
 
 
 def method_hparams(wildcards):
+    return hparams_json(wildcards.method)
+
+
+def hparams_json(method):
     """Only this method's (or variant's) hyperparameters, so editing one method reruns only its cells."""
-    return json.dumps(resolve_method(config, wildcards.method)[1], sort_keys=True)
+    return json.dumps(resolve_method(config, method)[1], sort_keys=True)
 
 
+@functools.cache
 def dp_appr_key(method):
     """The DP-APPR artifact of a DPAR method or variant: `<option>-<digest of its DP-APPR settings>`, so runs
     whose settings differ only in training share one artifact (and its ledger)."""
@@ -408,21 +420,79 @@ def dp_appr_hparams(wildcards):
     return json.dumps(resolve_method(config, DP_APPR[wildcards.key])[1], sort_keys=True)
 
 
-def train_structure_inputs(wildcards):
-    """Structure artifacts a method declares it needs. Degree-bounded edge sets at the dataset's public
-    bounds unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`);
+def cell_structure(dataset, method, eps, seed):
+    """Structure artifacts a method declares it needs, for one cell. Degree-bounded edge sets at the dataset's
+    public bounds unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`);
     DPAR's DP-APPR matrix at the run's ε and seed."""
+    root = f"results/structure/{dataset}/{dataset_setting(dataset)}/seed~{seed}"
+    return [f"{root}/dp-appr/{dp_appr_key(method)[0]}/eps~{eps}.pt" if kind == "dp-appr" else f"{root}/{kind}~{bound}.pt"
+            for kind, bound in _structure_kinds(dataset, method)]
+
+
+@functools.cache
+def _structure_kinds(dataset, method):
+    """(kind, public bound) of every artifact the method needs on the dataset (bound None for DP-APPR)."""
     from nodedp.data import get_dataset
     from nodedp.methods import get_method
 
-    base, hparams = resolve_method(config, wildcards.method)
-    bounds = structure_bounds(get_dataset(wildcards.dataset), hparams)
-    root = f"results/structure/{wildcards.dataset}/{dataset_setting(wildcards.dataset)}/seed~{wildcards.seed}"
-    return [
-        f"{root}/dp-appr/{dp_appr_key(wildcards.method)[0]}/eps~{wildcards.eps}.pt" if kind == "dp-appr"
-        else f"{root}/{kind}~{bounds[kind]}.pt"
-        for kind in get_method(base).needs
-    ]
+    base, hparams = resolve_method(config, method)
+    bounds = structure_bounds(get_dataset(dataset), hparams)
+    return tuple((kind, bounds.get(kind)) for kind in get_method(base).needs)
+
+
+class TrainJob:
+    """One training job: up to `resources.cells_per_job` cells (ε, seed) of one (dataset, method), trained in one
+    process (`python -m nodedp train-cells`) that reads the graph once. Each cell keeps its own outputs
+    (results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json) and log; the job has a log and a
+    benchmark of its own. Forcing one cell reruns its job's cells; editing one method reruns only its jobs."""
+
+    def __init__(self, study, dataset, method, index, cells):
+        self.dataset, self.method, self.cells = dataset, method, cells
+        job = f"{study}-{index}"  # the job's own log and benchmark: logs/train/<dataset>/<method>/job~<study>-<k>.log
+        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"train_{dataset}_{method}_{job}")
+        run = f"results/runs/{dataset}/{method}"
+        self.metrics = [f"{run}/eps~{e}/seed~{s}/metrics.json" for e, s in cells]
+        self.ledgers = [f"{run}/eps~{e}/seed~{s}/ledger.json" for e, s in cells]
+        self.splits = sorted({train_split_input(dataset, s) for _, s in cells})
+        self.structure = sorted({p for e, s in cells for p in cell_structure(dataset, method, e, s)})
+        self.log = f"logs/train/{dataset}/{method}/job~{job}.log"
+        self.cell_logs = [f"logs/train/{dataset}/{method}/eps~{e}/seed~{s}.log" for e, s in cells]
+        self.benchmark = f"benchmarks/train/{dataset}/{method}/job~{job}.tsv"
+        self.cells_json = json.dumps([
+            {"epsilon": e, "seed": s, "split": train_split_input(dataset, s),
+             "structure": cell_structure(dataset, method, e, s), "out": f"{run}/eps~{e}/seed~{s}", "log": log}
+            for (e, s), log in zip(cells, self.cell_logs)
+        ])
+
+    def mem_mb(self, wildcards, attempt):
+        return train_mem_mb(wildcards, attempt)  # one cell at a time
+
+    def runtime(self, wildcards, attempt):
+        return len(self.cells) * train_runtime(wildcards, attempt)
+
+
+def _epsilon_order(cell):
+    eps, seed = cell
+    return float(eps), seed
+
+
+def train_jobs():
+    """Every training job of the grid. A cell belongs to the first study (in config order) that has it; each
+    study's own cells of one (dataset, method), in (ε, seed) order, are cut into jobs of at most
+    `resources.cells_per_job`. So a study trains no cell of a later study (the demo, first, trains only its
+    own), and a study added at the end leaves every existing job, and so every finished cell, as it is."""
+    owned, jobs = set(), []
+    per_job = RESOURCES["cells_per_job"]
+    for study in STUDIES:
+        pairs = {}
+        for d, m, e, s in study_cells(study):
+            if (d, m, e, s) not in owned:
+                owned.add((d, m, e, s))
+                pairs.setdefault((d, m), []).append((e, s))
+        for (d, m), cells in pairs.items():
+            cells.sort(key=_epsilon_order)
+            jobs += [TrainJob(study, d, m, i // per_job, cells[i:i + per_job]) for i in range(0, len(cells), per_job)]
+    return jobs
 
 
 # Cluster resources of training jobs (config `resources:`; sites set partitions and

@@ -1,38 +1,45 @@
-# Training stage: one cell of the grid (dataset, method, ε, seed) per job; on a cluster,
-# cells are submitted in group jobs (`group: train`, the profile's `group-components`).
+# Training stage. One job trains up to `resources.cells_per_job` cells (ε, seed) of one (dataset, method) in one
+# process that reads the graph once (`python -m nodedp train-cells`); every cell writes the metrics.json and
+# ledger.json that `python -m nodedp train` writes for it alone, and a log of its own. A rule per job
+# (`train_<dataset>_<method>_<k>`, from `train_jobs()` in common.smk), as a job's outputs are its cells. On a
+# cluster, jobs are submitted in group jobs (`group: train`, the profile's `group-components`).
 
+for job in train_jobs():
 
-rule train:
-    input:
-        graph="resources/graphs/{dataset}/graph.pt",
-        meta="resources/graphs/{dataset}/meta.json",
-        split=train_split_input,
-        structure=train_structure_inputs,
-    output:
-        metrics="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/metrics.json",
-        ledger="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/ledger.json",
-    log:
-        "logs/train/{dataset}/{method}/eps~{eps}/seed~{seed}.log",
-    benchmark:
-        "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
-    params:
-        base=method_base,
-        hparams=method_hparams,
-        delta=config["privacy"]["delta"],
-        accountant=config["privacy"]["accountant"],
-    threads: 1
-    resources:
-        mem_mb=train_mem_mb,
-        runtime=train_runtime,
-        gres=train_gres,
-    group:
-        "train"
-    conda:
-        "../../envs/nodedp.yaml"
-    shell:
-        "python -m nodedp train --graph resources/graphs/{wildcards.dataset}"
-        " --split {input.split} --structure {input.structure}"
-        " --method {params.base} --name {wildcards.method} --epsilon {wildcards.eps} --seed {wildcards.seed}"
-        " --hparams {params.hparams:q} --delta {params.delta} --accountant {params.accountant}"
-        " --threads {threads} --out results/runs/{wildcards.dataset}/{wildcards.method}/eps~{wildcards.eps}/seed~{wildcards.seed}"
-        " > {log} 2>&1"
+    rule:
+        name:
+            job.name
+        input:
+            graph=f"resources/graphs/{job.dataset}/graph.pt",
+            meta=f"resources/graphs/{job.dataset}/meta.json",
+            splits=job.splits,
+            structure=job.structure,
+        output:
+            metrics=job.metrics,
+            ledgers=job.ledgers,
+        log:
+            job.log,
+            *job.cell_logs,
+        benchmark:
+            job.benchmark
+        params:
+            dataset=job.dataset,
+            name=job.method,
+            base=resolve_method(config, job.method)[0],
+            hparams=hparams_json(job.method),
+            delta=config["privacy"]["delta"],
+            accountant=config["privacy"]["accountant"],
+            cells=job.cells_json,
+        threads: 1
+        resources:
+            mem_mb=job.mem_mb,
+            runtime=job.runtime,
+            gres=train_gres,
+        group:
+            "train"
+        conda:
+            "../../envs/nodedp.yaml"
+        shell:
+            "python -m nodedp train-cells --graph resources/graphs/{params.dataset} --method {params.base}"
+            " --name {params.name:q} --hparams {params.hparams:q} --delta {params.delta}"
+            " --accountant {params.accountant} --threads {threads} --cells {params.cells:q} > {log[0]} 2>&1"
