@@ -72,7 +72,8 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
     train = {block.split(":")[0]: block for block in result.stdout.split("rule ") if block.startswith("train_")}
     assert train and all(shown in block and "mem_mb=1500," in block for block in train.values())
     # A job of 4 cells (2 ε × 2 seeds) asks for 4 × train_runtime (60 min), one of 2 cells (ε = ∞) for 2 ×.
-    assert "runtime=240," in train["train_csbm-tiny_dp-mlp_demo-0"] and "runtime=120," in train["train_csbm-tiny_mlp_demo-0"]
+    assert "runtime=240," in train["train_csbm-tiny_dp-mlp_demo-0"]
+    assert "runtime=120," in train["train_csbm-tiny_mlp_demo-0"]
 
 
 @pytest.mark.parametrize(
