@@ -304,8 +304,8 @@ def check_reference_name(name: str, hp) -> None:
 def method_settings(args: argparse.Namespace, epsilon: float | None = None
                     ) -> tuple[str, str, Any, Any, float | str, str]:
     """(method, name, registry entry, parsed hyperparameters, δ, accountant) of a run from ``--method``,
-    ``--name``, ``--epsilon`` (or ``epsilon``) and either ``--hparams``/``--delta``/``--accountant`` or ``--config`` (whose
-    variant, privacy δ and accountant win)."""
+    ``--name``, ``--epsilon`` (or ``epsilon``) and either ``--hparams``/``--delta``/``--accountant`` or
+    ``--config`` (whose variant, privacy δ and accountant win)."""
     from nodedp.methods import get_method
 
     method, name = args.method, args.name or args.method
