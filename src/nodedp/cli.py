@@ -327,7 +327,7 @@ def method_settings(args: argparse.Namespace, epsilon: float | None = None
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:
     """A cell's settings, as ``method_settings`` reads them: --hparams or --config, --delta, --accountant."""
-    from nodedp.accounting.events import ACCOUNTANT_POLICIES
+    from nodedp.accounting import ACCOUNTANT_POLICIES
 
     source = p.add_mutually_exclusive_group()
     source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
@@ -803,7 +803,7 @@ def _paper_table_keys() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nodedp.accounting.events import ACCOUNTANT_POLICIES
+    from nodedp.accounting import ACCOUNTANT_POLICIES
 
     parser = argparse.ArgumentParser(
         prog="python -m nodedp",

@@ -391,7 +391,7 @@ def dp_appr_key(method):
     import hashlib
 
     from nodedp.methods import get_method
-    from nodedp.methods.dpar import appr_spec
+    from nodedp.methods.specs.dpar import appr_spec
 
     base, hparams = resolve_method(config, method)
     spec = appr_spec(base, get_method(base).parse_hparams(hparams))

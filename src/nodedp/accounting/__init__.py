@@ -1,156 +1,53 @@
-"""Privacy accounting: mechanisms as DpEvents (or RDP curves of their own), noise calibration, the δ policy and the ledger.
+"""Privacy accounting: mechanisms as DpEvents (or RDP curves of their own), noise calibration, the δ policy
+and the ledger.
 
 Torch-free by design (numpy, scipy and dp_accounting only), so that ledgers
-can be verified and aggregated without a deep-learning stack.
+can be verified and aggregated without a deep-learning stack. The names below
+load lazily (PEP 562): planning (``default_delta``, ``resolve_delta``,
+``ACCOUNTANTS``) reads torch-free modules only and never pays for
+dp_accounting or scipy; every name imports as before.
 """
 
 from __future__ import annotations
 
-from nodedp.accounting.calibration import (
-    calibrate,
-    calibrate_dp_gnn,
-    calibrate_dpsgd,
-    calibrate_ledger,
-    calibrate_noise_multiplier,
-)
-from nodedp.accounting.delta import default_delta, resolve_delta
-from nodedp.accounting.dpar import (
-    EM_OPTIONS,
-    EM_VALUE_SHARE,
-    advanced_composition_epsilon,
-    amplified,
-    calibrate_gumbel_topk,
-    claimed_dp_appr_epsilon,
-    dp_appr_em_records,
-    dp_appr_gm_event,
-    dp_appr_gm_record,
-    dp_appr_plan,
-    gm_sensitivity,
-    gumbel_topk_epsilon,
-    gumbel_topk_rdp,
-    inner_budget,
-    paper_composition_epsilon,
-    reference_understated,
-)
-from nodedp.accounting.events import (
-    ACCOUNTANT_POLICIES,
-    ACCOUNTANTS,
-    RDP_ORDERS,
-    compose,
-    epsilon_of,
-    event_from_dict,
-    event_to_dict,
-    gaussian_event,
-    subsampled_gaussian_event,
-)
-from nodedp.accounting.gap import calibrate_gap, gap_event, nap_event, progap_edge_epsilon, progap_eq11_epsilon
-from nodedp.accounting.hypergeometric import (
-    dpar_occurrences,
-    hypergeometric_gaussian_epsilon,
-    hypergeometric_gaussian_params,
-    hypergeometric_gaussian_rdp,
-    max_occurrences,
-    poisson_occurrence_gaussian_params,
-    poisson_occurrence_gaussian_rdp,
-)
-from nodedp.accounting.ledger import (
-    DEGREE_BOUND_KINDS,
-    GUARANTEE_CLASSES,
-    LEVELS,
-    MECHANISM_KINDS,
-    RDP_CURVES,
-    TOUCHABLE,
-    Claim,
-    DegreeBound,
-    Ledger,
-    MechanismRecord,
-    PrivacyBudgetExceeded,
-    UnchargedRead,
-    read_ledger,
-    verify_ledger_dict,
-    write_ledger,
-)
-from nodedp.accounting.nip import (
-    BUDGET_SCHEMES,
-    aggregation_sensitivity,
-    edge_randomization_epsilon,
-    min_keep_parameter,
-    nip_aggregation_record,
-    nip_edge_record,
-    nip_label_record,
-    split_budget,
-)
-from nodedp.accounting.rebuild import MECHANISMS, RecordMismatch, check_record
+import importlib
+from typing import Any
 
-__all__ = [
-    "ACCOUNTANTS",
-    "ACCOUNTANT_POLICIES",
-    "BUDGET_SCHEMES",
-    "DEGREE_BOUND_KINDS",
-    "EM_OPTIONS",
-    "EM_VALUE_SHARE",
-    "GUARANTEE_CLASSES",
-    "LEVELS",
-    "MECHANISMS",
-    "MECHANISM_KINDS",
-    "RDP_CURVES",
-    "RDP_ORDERS",
-    "TOUCHABLE",
-    "Claim",
-    "DegreeBound",
-    "Ledger",
-    "MechanismRecord",
-    "PrivacyBudgetExceeded",
-    "RecordMismatch",
-    "UnchargedRead",
-    "advanced_composition_epsilon",
-    "aggregation_sensitivity",
-    "amplified",
-    "calibrate",
-    "calibrate_dp_gnn",
-    "calibrate_dpsgd",
-    "calibrate_gap",
-    "calibrate_gumbel_topk",
-    "calibrate_ledger",
-    "calibrate_noise_multiplier",
-    "check_record",
-    "claimed_dp_appr_epsilon",
-    "compose",
-    "default_delta",
-    "dp_appr_em_records",
-    "dp_appr_gm_event",
-    "dp_appr_gm_record",
-    "dp_appr_plan",
-    "dpar_occurrences",
-    "edge_randomization_epsilon",
-    "epsilon_of",
-    "event_from_dict",
-    "event_to_dict",
-    "gap_event",
-    "gaussian_event",
-    "gm_sensitivity",
-    "gumbel_topk_epsilon",
-    "gumbel_topk_rdp",
-    "hypergeometric_gaussian_epsilon",
-    "hypergeometric_gaussian_params",
-    "hypergeometric_gaussian_rdp",
-    "inner_budget",
-    "max_occurrences",
-    "min_keep_parameter",
-    "nap_event",
-    "nip_aggregation_record",
-    "nip_edge_record",
-    "nip_label_record",
-    "paper_composition_epsilon",
-    "poisson_occurrence_gaussian_params",
-    "poisson_occurrence_gaussian_rdp",
-    "progap_edge_epsilon",
-    "progap_eq11_epsilon",
-    "read_ledger",
-    "reference_understated",
-    "resolve_delta",
-    "split_budget",
-    "subsampled_gaussian_event",
-    "verify_ledger_dict",
-    "write_ledger",
-]
+# submodule -> the public names it provides here
+_SUBMODULES: dict[str, tuple[str, ...]] = {
+    "calibration": ("calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_ledger",
+                    "calibrate_noise_multiplier"),
+    "constants": ("ACCOUNTANTS", "ACCOUNTANT_POLICIES", "BUDGET_SCHEMES", "EM_VALUE_SHARE"),
+    "delta": ("default_delta", "resolve_delta"),
+    "dpar": ("EM_OPTIONS", "advanced_composition_epsilon", "amplified", "calibrate_gumbel_topk",
+             "claimed_dp_appr_epsilon", "dp_appr_em_records", "dp_appr_gm_event", "dp_appr_gm_record",
+             "dp_appr_plan", "gm_sensitivity", "gumbel_topk_epsilon", "gumbel_topk_rdp", "inner_budget",
+             "paper_composition_epsilon", "reference_understated"),
+    "events": ("RDP_ORDERS", "compose", "epsilon_of", "event_from_dict", "event_to_dict", "gaussian_event",
+               "subsampled_gaussian_event"),
+    "gap": ("calibrate_gap", "gap_event", "nap_event", "progap_edge_epsilon", "progap_eq11_epsilon"),
+    "hypergeometric": ("dpar_occurrences", "hypergeometric_gaussian_epsilon", "hypergeometric_gaussian_params",
+                       "hypergeometric_gaussian_rdp", "max_occurrences", "poisson_occurrence_gaussian_params",
+                       "poisson_occurrence_gaussian_rdp"),
+    "ledger": ("DEGREE_BOUND_KINDS", "GUARANTEE_CLASSES", "LEVELS", "MECHANISM_KINDS", "RDP_CURVES", "TOUCHABLE",
+               "Claim", "DegreeBound", "Ledger", "MechanismRecord", "PrivacyBudgetExceeded", "UnchargedRead",
+               "read_ledger", "verify_ledger_dict", "write_ledger"),
+    "nip": ("aggregation_sensitivity", "edge_randomization_epsilon", "min_keep_parameter", "nip_aggregation_record",
+            "nip_edge_record", "nip_label_record", "split_budget"),
+    "rebuild": ("MECHANISMS", "RecordMismatch", "check_record"),
+}
+_HOME = {name: module for module, names in _SUBMODULES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -40,6 +40,7 @@ from scipy.optimize import brentq
 
 from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
+from nodedp.accounting.constants import EM_VALUE_SHARE  # re-exported
 from nodedp.accounting.events import RDP_ORDERS, check_delta
 from nodedp.accounting.gumbel import gumbel_topk_rdp
 from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
@@ -251,9 +252,6 @@ def calibrate_gumbel_topk(*, target_epsilon: float, delta: float, selections: in
                                                                 orders=RDP_ORDERS), delta),
     )
     return 1 / scale
-
-
-EM_VALUE_SHARE = 0.5  # em1: the share of DP-APPR's budget its Laplace values get (the paper does not say)
 
 
 def dp_appr_plan(

@@ -22,6 +22,7 @@ from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEvent
 from dp_accounting.rdp import RdpAccountant
 
 from nodedp.accounting._checks import check_positive
+from nodedp.accounting.constants import ACCOUNTANT_POLICIES, ACCOUNTANTS  # re-exported
 
 __all__ = [
     "ACCOUNTANTS",
@@ -36,10 +37,6 @@ __all__ = [
     "subsampled_gaussian_event",
 ]
 
-ACCOUNTANTS: tuple[str, ...] = ("rdp", "pld")
-# What a config may ask for: an accountant, or "auto" (the method's own choice, ``MethodInfo.auto_accountant``:
-# "pld" where its mixture mechanisms have a PLD and it is tighter, "rdp" elsewhere).
-ACCOUNTANT_POLICIES: tuple[str, ...] = ("auto", *ACCOUNTANTS)
 
 
 def _drop_nonconvergence_notice(record: logging.LogRecord) -> bool:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from nodedp.accounting._checks import check_int, check_positive
+from nodedp.accounting.constants import BUDGET_SCHEMES  # re-exported
 from nodedp.accounting.ledger import MechanismRecord
 
 __all__ = [
@@ -68,11 +69,6 @@ __all__ = [
     "split_budget",
     "worst_case_budget_ratio",
 ]
-
-# How NAP's per-node budgets β_u are set (``nodedp.mechanisms.nip.nip_budget_weights``):
-# "paper" Eq. 11 as printed; "capped" Eq. 11 and β_u ≤ D/D_u (the bound Theorem 3's proof uses);
-# "uniform" β = 1 (plain Laplace, the paper's "w/o A-a" ablation).
-BUDGET_SCHEMES: tuple[str, ...] = ("paper", "capped", "uniform")
 
 # Floating-point room when checking a claimed bound (s ≥ s_min, the budget scale).
 _RTOL = 1e-12

@@ -14,23 +14,15 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-import numpy as np
-import torch
-
 from nodedp.data.download import RemoteFile
-from nodedp.data.formats import (
-    RawGraph,
-    encode_facebook100,
-    read_facebook100_mat,
-    read_graphmining_npz,
-    read_npz_graph,
-    read_ogb_node,
-    read_planetoid,
-    read_reddit,
-)
 from nodedp.data.registry import DatasetInfo, register_dataset
+
+if TYPE_CHECKING:
+    from nodedp.data.formats import RawGraph
 
 PLANETOID_URL = "https://github.com/kimiyoung/planetoid/raw/master/data/ind.{name}.{part}"
 PLANETOID_PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -78,6 +70,14 @@ FACEBOOK100_SCHOOLS = (
 )
 
 
+def _formats() -> ModuleType:
+    """The readers' module (torch, torch_geometric, scipy, pandas), imported when a graph is read: the
+    catalog itself is read torch-free (planning looks datasets up)."""
+    from nodedp.data import formats
+
+    return formats
+
+
 def remote(url: str, *, name: str | None = None) -> RemoteFile:
     return RemoteFile(url=url, sha256=PINNED_SHA256.get(url), name=name)
 
@@ -93,13 +93,17 @@ def school_id(school: str) -> str:
 def read_facebook100_union(paths: Sequence[Path]) -> RawGraph:
     """Several schools as one graph (FB-100): block-diagonal adjacency, features and
     labels encoded over the stacked ``local_info`` so every school shares one vocabulary."""
+    import numpy as np
+    import torch
+    from torch_geometric.data import Data
+
+    from nodedp.data.formats import RawGraph, encode_facebook100, read_facebook100_mat
+
     schools = [read_facebook100_mat(path) for path in paths]
     offsets = np.cumsum([0] + [s.data.num_nodes for s in schools])
     edge_index = torch.cat([s.data.edge_index + int(o) for s, o in zip(schools, offsets[:-1])], dim=1)
     local_info = torch.cat([s.extra["local_info"] for s in schools]).numpy()
     x, y, extra = encode_facebook100(local_info, where=f"{len(paths)} Facebook100 schools")
-    from torch_geometric.data import Data
-
     extra["schools"] = tuple(path.stem for path in paths)
     extra["school_offsets"] = tuple(int(o) for o in offsets)
     return RawGraph(data=Data(x=x, y=y, edge_index=edge_index), extra=extra)
@@ -139,7 +143,7 @@ for _name, (_description, _protocol) in _PLANETOID.items():
         _name,
         description=_description,
         files=[remote(PLANETOID_URL.format(name=_name, part=part)) for part in PLANETOID_PARTS],
-        reader=lambda raw, _n=_name: read_planetoid(raw, _n),
+        reader=lambda raw, _n=_name: _formats().read_planetoid(raw, _n),
         protocol=_protocol,
         out_degree_bound=20, in_degree_bound=10,
         citation="Yang, Cohen, Salakhutdinov (2016), Revisiting semi-supervised learning with graph embeddings",
@@ -169,7 +173,7 @@ _NPZ = {
 for _name, (_url, _file, _description, _protocol, _citation) in _NPZ.items():
     _register(
         _name, description=_description, files=[remote(_url)],
-        reader=lambda raw, _f=_file: read_npz_graph(raw / _f),
+        reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
         protocol=_protocol, out_degree_bound=20, in_degree_bound=10, citation=_citation,
     )
 
@@ -180,7 +184,7 @@ _url, _file, _, _, _citation = _NPZ["cora-ml"]
 _register(
     "cora-ml-transductive",
     description="Cora-ML as cora-ml, DPAR's 80/20 split made transductive (ablation: GAP's setting)",
-    files=[remote(_url)], reader=lambda raw, _f=_file: read_npz_graph(raw / _f),
+    files=[remote(_url)], reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
     protocol="dpar-transductive", out_degree_bound=20, in_degree_bound=10, citation=_citation,
 )
 
@@ -192,7 +196,7 @@ _GRAPHMINING = {
 for _name, (_file, _description, _protocol) in _GRAPHMINING.items():
     _register(
         _name, description=_description, files=[remote(GRAPHMINING_URL.format(file=_file))],
-        reader=lambda raw, _f=_file: read_graphmining_npz(raw / _f),
+        reader=lambda raw, _f=_file: _formats().read_graphmining_npz(raw / _f),
         protocol=_protocol, out_degree_bound=20, in_degree_bound=10,
         citation="Rozemberczki, Allen, Sarkar (2021), Multi-scale attributed node embedding",
     )
@@ -202,7 +206,7 @@ _register(
     "facebook",
     description="Facebook100 UIllinois20, predict class year (GAP/ProGAP 'Facebook')",
     files=[remote(facebook100_url("UIllinois20"))],
-    reader=lambda raw: read_facebook100_mat(raw / "UIllinois20.mat"),
+    reader=lambda raw: _formats().read_facebook100_mat(raw / "UIllinois20.mat"),
     protocol="gap-facebook", out_degree_bound=100, in_degree_bound=10, citation=_FB_CITATION,
 )
 _register(
@@ -217,7 +221,7 @@ for _school in FACEBOOK100_SCHOOLS:
         school_id(_school),
         description=f"Facebook100 school {_school}, predict class year",
         files=[remote(facebook100_url(_school))],
-        reader=lambda raw, _s=_school: read_facebook100_mat(raw / f"{_s}.mat"),
+        reader=lambda raw, _s=_school: _formats().read_facebook100_mat(raw / f"{_s}.mat"),
         protocol="gap-school", out_degree_bound=100, in_degree_bound=10, citation=_FB_CITATION,
     )
 
@@ -225,12 +229,12 @@ _REDDIT_FILES = [remote("https://data.dgl.ai/dataset/reddit.zip")]
 _REDDIT_CITATION = "Hamilton, Ying, Leskovec (2017), Inductive representation learning on large graphs"
 _register(
     "reddit", description="Reddit posts, predict subreddit (GAP/ProGAP/DPAR preprocessing)",
-    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", read_reddit),
+    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
     protocol="gap-reddit", out_degree_bound=400, in_degree_bound=10, citation=_REDDIT_CITATION,
 )
 _register(
     "reddit-official", description="Reddit posts with the official split (DP-GNN)",
-    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", read_reddit),
+    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
     protocol="dp-gnn", out_degree_bound=400, in_degree_bound=10, citation=_REDDIT_CITATION,
 )
 
@@ -238,7 +242,7 @@ _OGB_CITATION = "Hu et al. (2020), Open Graph Benchmark"
 for _short in ("arxiv", "products", "mag"):
     _name = f"ogbn-{_short}"
     _files = [remote(OGB_URL.format(file=f"{_short}.zip"))]
-    _reader = _unzipped(f"{_short}.zip", lambda root, _s=_short: read_ogb_node(root / _s, f"ogbn-{_s}"))
+    _reader = _unzipped(f"{_short}.zip", lambda root, _s=_short: _formats().read_ogb_node(root / _s, f"ogbn-{_s}"))
     _register(
         _name, description=f"OGB {_name}, official split (DP-GNN)", files=_files, reader=_reader,
         protocol="dp-gnn", out_degree_bound=50, in_degree_bound=10, citation=_OGB_CITATION,
@@ -251,6 +255,6 @@ for _short in ("arxiv", "products", "mag"):
 _register(
     "ogbn-products-gap", description="OGB ogbn-products as GAP/ProGAP's 'Amazon' (FilterClassByCount, 75/10/15)",
     files=[remote(OGB_URL.format(file="products.zip"))],
-    reader=_unzipped("products.zip", lambda root: read_ogb_node(root / "products", "ogbn-products")),
+    reader=_unzipped("products.zip", lambda root: _formats().read_ogb_node(root / "products", "ogbn-products")),
     protocol="gap-amazon", out_degree_bound=50, in_degree_bound=10, citation=_OGB_CITATION,
 )

@@ -28,11 +28,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-import pooch
-
 from nodedp.io import read_json, sha256_file, write_json
+
+if TYPE_CHECKING:  # imported by fetch_files: the catalog names its files (RemoteFile) without it
+    import pooch
 
 __all__ = [
     "DEFAULT_LOCK_NAME",
@@ -165,6 +167,8 @@ def fetch_files(
     lock_path = directory.parent / DEFAULT_LOCK_NAME if lock_path is None else Path(lock_path)
     base = resolve_mirror(mirror)
     directory.parent.mkdir(parents=True, exist_ok=True)
+
+    import pooch
 
     partial = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.partial-"))
     try:

@@ -29,15 +29,15 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-from torch import Tensor
-from torch_geometric.data import Data
+from nodedp.data.constants import SETTINGS
 
-from nodedp.data.graph import validate_graph
-from nodedp.data.splits import SETTINGS
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch_geometric.data import Data
+
+    StepResult = tuple[Data, dict[str, Any]]
 
 __all__ = [
     "PROTOCOLS",
@@ -60,8 +60,6 @@ __all__ = [
 
 SPLIT_KINDS = ("random", "official")
 
-StepResult = tuple[Data, dict[str, Any]]
-
 
 class UnknownProtocolError(KeyError, ValueError):
     """A preprocessing protocol name that is not registered."""
@@ -75,6 +73,9 @@ class UnknownProtocolError(KeyError, ValueError):
 
 
 def _check_data(data: Data, *, where: str) -> None:
+    import torch  # here and in every step: the protocols below are read torch-free (workflow planning)
+    from torch import Tensor
+
     for key in ("x", "y", "edge_index"):
         if not isinstance(getattr(data, key, None), Tensor):
             raise TypeError(f"{where}: missing tensor '{key}'")
@@ -105,6 +106,8 @@ def induced_subgraph(data: Data, nodes: Tensor) -> StepResult:
     the result does not depend on the order of ``nodes``; edges keep their order
     and are reindexed; every node-level attribute is subset alike.
     """
+    import torch
+
     _check_data(data, where="induced_subgraph")
     num_nodes = data.x.size(0)
     if nodes.dtype == torch.bool:
@@ -119,7 +122,9 @@ def induced_subgraph(data: Data, nodes: Tensor) -> StepResult:
         if int(mask.sum()) != nodes.numel():
             raise ValueError("induced_subgraph: node ids contain duplicates")
     else:
-        raise ValueError(f"induced_subgraph: nodes must be a bool mask or int64 ids, got {nodes.dtype} {list(nodes.shape)}")
+        raise ValueError(
+            f"induced_subgraph: nodes must be a bool mask or int64 ids, got {nodes.dtype} {list(nodes.shape)}"
+        )
     if bool(mask.all()):
         # Nothing to remove: skip PyG's O(E) relabelling (a no-op step on most graphs).
         return copy.copy(data), {"nodes_removed": 0, "edges_removed": 0}
@@ -145,6 +150,9 @@ def to_undirected(data: Data) -> StepResult:
     Edges come out sorted by (src, dst). ``duplicates_removed`` counts repeated
     input edges, ``reverse_edges_added`` the missing reverse directions.
     """
+    import numpy as np
+    import torch
+
     _check_data(data, where="to_undirected")
     num_nodes = data.x.size(0)
     if num_nodes >= 2**31:
@@ -188,6 +196,8 @@ def remove_unlabeled_nodes(data: Data) -> StepResult:
 
 def remove_isolated_nodes(data: Data) -> StepResult:
     """Drop nodes that are no endpoint of any edge (a self-loop counts as an edge)."""
+    import torch
+
     _check_data(data, where="remove_isolated_nodes")
     connected = torch.zeros(data.x.size(0), dtype=torch.bool)
     connected[data.edge_index.reshape(-1)] = True
@@ -195,12 +205,16 @@ def remove_isolated_nodes(data: Data) -> StepResult:
 
 
 def _class_counts(y: Tensor) -> Tensor:
+    import torch
+
     labeled = y[y >= 0]
     return torch.bincount(labeled, minlength=int(labeled.max()) + 1 if labeled.numel() else 0)
 
 
 def _keep_classes(data: Data, kept: Tensor, *, num_labels: int) -> StepResult:
     """Keep the nodes whose label is in ``kept`` (sorted old labels); relabel them 0..len-1 in order."""
+    import torch
+
     new_label = torch.full((num_labels,), -1, dtype=torch.int64)
     new_label[kept] = torch.arange(kept.numel())
     labeled = data.y >= 0
@@ -221,6 +235,8 @@ def filter_classes_by_count(data: Data, *, min_count: int) -> StepResult:
     kept classes are relabeled 0..C-1 in their original order
     (``kept_classes[c]`` is the old label of new class ``c``).
     """
+    import torch
+
     _check_data(data, where="filter_classes_by_count")
     if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
         raise ValueError(f"filter_classes_by_count: min_count must be an integer >= 1, got {min_count!r}")
@@ -244,6 +260,8 @@ def keep_top_k_classes(data: Data, *, k: int) -> StepResult:
     ``FilterTopClass`` numbers them by rank instead: a permutation of label
     names that changes no metric).
     """
+    import torch
+
     _check_data(data, where="keep_top_k_classes")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"keep_top_k_classes: k must be an integer >= 1, got {k!r}")
@@ -485,6 +503,8 @@ def get_protocol(name: str) -> Protocol:
 
 
 def _counts(data: Data) -> dict[str, int]:
+    import torch
+
     labeled = data.y[data.y >= 0]
     return {
         "num_nodes": data.x.size(0),
@@ -502,6 +522,8 @@ def apply_protocol(raw_data: Data, protocol_name: str) -> tuple[Data, dict[str, 
     result is checked with ``validate_graph``; a failing step is reported with
     the protocol and step names.
     """
+    from nodedp.data.graph import validate_graph
+
     protocol = get_protocol(protocol_name)
     _check_data(raw_data, where=f"protocol {protocol_name!r} input")
     data = raw_data

@@ -11,18 +11,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import torch
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING, Any
 
 from nodedp.data.download import RemoteFile
-from nodedp.data.formats import RawGraph
-from nodedp.data.graph import save_graph
-from nodedp.data.preprocess import apply_protocol, get_protocol
-from nodedp.data.splits import Split, random_split, validate_split
+from nodedp.data.preprocess import get_protocol
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.io import read_json, torch_save_atomic
+
+if TYPE_CHECKING:  # building a graph or a split imports these; the registry itself is read torch-free
+    from torch_geometric.data import Data
+
+    from nodedp.data.formats import RawGraph
+    from nodedp.data.splits import Split
 
 __all__ = [
     "DATASETS",
@@ -117,6 +117,11 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
     report goes into ``meta.json``. An official split (OGB, Reddit) is stored
     beside the graph as ``official_split.pt``, in the preprocessed node ids.
     """
+    import torch
+
+    from nodedp.data.graph import save_graph
+    from nodedp.data.preprocess import apply_protocol
+
     info = get_dataset(name)
     source: dict[str, Any] = {"kind": info.kind, "protocol": info.protocol, **info.source}
     if info.kind == "synthetic":
@@ -201,6 +206,10 @@ def make_split(graph_dir: str | Path, *, seed: int, setting: str | None = None,
     official ones load the stored official split (every seed shares it).
     ``setting`` and ``fractions`` override the protocol, e.g. by hand.
     """
+    import torch
+
+    from nodedp.data.splits import Split, random_split, validate_split
+
     graph_dir = Path(graph_dir)
     meta = read_json(graph_dir / "meta.json")
     protocol = get_protocol(meta["source"].get("protocol", "planetoid")).split

@@ -15,6 +15,7 @@ from typing import NoReturn
 import torch
 from torch import Tensor
 
+from nodedp.data.constants import SETTINGS  # re-exported
 from nodedp.io import torch_save_atomic
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "validate_split",
 ]
 
-SETTINGS = ("transductive", "inductive")
 _PARTS = ("train", "val", "test")
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
-import torch
-from torch_geometric.data import Data
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
 
 __all__ = ["CSBMSpec", "generate_csbm"]
 
@@ -168,6 +169,9 @@ def _features(spec: CSBMSpec, labels: np.ndarray, rng: np.random.Generator) -> n
 
 def generate_csbm(spec: CSBMSpec) -> Data:
     """Sample a CSBM graph: undirected (both directions stored), no self-loops or duplicates."""
+    import torch  # here: the registry builds specs (CSBMSpec) torch-free
+    from torch_geometric.data import Data
+
     rng = np.random.default_rng(spec.seed)
     labels = rng.permutation(np.repeat(np.arange(spec.num_classes), _class_sizes(spec)))
     theta = _propensities(spec, rng)

@@ -1,6 +1,7 @@
-"""Methods: one file per family, each registering its ids on import."""
+"""Methods: one implementation module per family; their registry entries and hyperparameters live in
+``nodedp.methods.specs`` (torch-free), and each implementation is imported when its method runs."""
 
-from nodedp.methods import dp_gnn, dpar, dpdgc, edgerand, gap, gnn, mlp, nip_gnn, progap  # noqa: F401  (registration)
+from nodedp.methods import specs  # noqa: F401  (registration)
 from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
 from nodedp.methods.registry import (
     UnknownMethodError,

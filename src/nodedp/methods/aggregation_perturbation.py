@@ -43,10 +43,14 @@ from nodedp.accounting import Claim, Ledger, MechanismRecord, calibrate_gap, nap
 from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
 from nodedp.data import Split, bound_degree, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_sensitivity
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.registry import register_method
+from nodedp.methods.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
+    ApHparams,
+    ReferenceMode,
+    register_levels,
+)
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
 if TYPE_CHECKING:
@@ -54,53 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ApHparams", "ApPlan", "ReferenceMode", "ap_predict", "finish", "inference_edges",
            "plan_aggregation_perturbation", "register_levels", "train_stage"]
-
-
-@dataclass(frozen=True)
-class ApHparams(OptimHparams):
-    hops: int = 2  # K: NAP queries (aggregation hops / ProGAP stages after the first)
-    hidden_dim: int = 16
-    base_layers: int = 1
-    dropout: float = 0.0
-    epochs: int = 10  # per stage (GAP: the classifier)
-    batch_size: int = 256  # expected batch size of node-level DP-SGD (Poisson sampling)
-    clip_norm: float = 1.0  # C, per-example clipping of node-level DP-SGD
-    # R: aggregated rows are clipped to ℓ2 ≤ R; at node level Δ = √(D + R²). 0: R = √D (Δ = √(2D)).
-    row_clip: float = 0.0
-    normalization: str = "auto"  # "auto": group at node level, batch otherwise; or group | batch | none
-    # D, public (node level): the out-degree bound of the NAP graph; 0: the dataset's (the workflow bounds to it)
-    out_degree_bound: int = 0
-
-    def check(self) -> None:
-        super().check()
-        if self.out_degree_bound < 0:
-            raise ValueError(f"out_degree_bound (D) must be ≥ 1, or 0 for the dataset's; got {self.out_degree_bound}")
-        if self.hops < 1:
-            raise ValueError(f"hops (K) must be ≥ 1, got {self.hops}")
-        if min(self.hidden_dim, self.base_layers, self.batch_size) < 1:
-            raise ValueError("hidden_dim, base_layers and batch_size must be ≥ 1")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
-        if not self.clip_norm > 0 or not (math.isfinite(self.row_clip) and self.row_clip >= 0):
-            raise ValueError(f"need clip_norm > 0 and row_clip ≥ 0 (0: √D), got {self.clip_norm}, {self.row_clip}")
-        if self.normalization not in ("auto", "group", "batch", "none"):
-            raise ValueError(f"unknown normalization {self.normalization!r}; choose from auto, group, batch, none")
-
-    def normalization_for(self, level: str) -> str:
-        if self.normalization == "auto":
-            return "group" if level == "node" else "batch"
-        if level == "node" and self.normalization == "batch":
-            raise ValueError("node-level DP-SGD needs per-example normalization: 'group' or 'none', not 'batch'")
-        return self.normalization
-
-
-@dataclass(frozen=True)
-class ReferenceMode:
-    """Mixed into the node-level hyperparameters only (``gap``, ``progap``): their reference mode."""
-
-    # "suite": z calibrated to the target with the suite's accountant; "paper": the papers' rule (z at their
-    # δ, NAP std z·√D), the ledger recording the actual ε beside the claim (nodedp.methods.base.ACCOUNTING_MODES).
-    accounting: str = "suite"
 
 
 @dataclass
@@ -314,26 +271,3 @@ def finish(result: RunResult, plan: ApPlan, *, started: float) -> RunResult:
         result, train_seconds=time.perf_counter() - started,
         details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
     )
-
-
-_LEVEL_SUFFIXES = (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam stages"),
-                   ("-edge", "edge", "edge-level DP: NAP over all edges, non-private stages"),
-                   ("-nodp", "none", "non-private: NAP without noise"))
-
-
-def register_levels(family: str, *, description: str, hparams: type, node_hparams: type,
-                    run: Callable[..., RunResult]) -> None:
-    """Register `family` (node level), `family-edge` and `family-nodp`; ``run(inputs, spec, hp, level=...)``.
-
-    ``node_hparams``: the node level's, ``hparams`` with ``ReferenceMode`` (only it has a reference mode).
-    """
-    for suffix, level, what in _LEVEL_SUFFIXES:
-        register_method(MethodInfo(
-            name=f"{family}{suffix}",
-            description=f"{description}; {what}",
-            private=level != "none",
-            level=level,
-            hparams=node_hparams if level == "node" else hparams,
-            run=lambda inputs, spec, hp, _l=level: run(inputs, spec, hp, level=_l),
-            needs=("out-degree",) if level == "node" else (),
-        ))

@@ -1,12 +1,19 @@
-"""What every method receives and returns, and its registry entry."""
+"""What every method receives and returns, and its registry entry.
+
+Torch-free: the registry (``nodedp.methods.specs``) is read by planning and by the listing and checking verbs;
+a method's implementation is imported when it runs (``LazyRun``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from nodedp.accounting.constants import ACCOUNTANT_POLICIES, ACCOUNTANTS
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -21,6 +28,8 @@ LEVELS = ("node", "edge", "none")
 # (nodedp.config.resolve_method sets the mode from the name), never anything else.
 ACCOUNTING_MODES = ("suite", "paper")
 STRUCTURE_KINDS = ("in-degree", "out-degree", "degree", "dp-appr")
+# The optimizers nodedp.train builds (``OptimConfig``), named here so that checking hyperparameters needs no torch.
+OPTIMIZERS = ("sgd", "adam", "adamw")
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,12 @@ class OptimHparams:
         return OptimConfig(optimizer=self.optimizer, lr=self.lr, weight_decay=self.weight_decay)
 
     def check(self) -> None:
-        self.optim_config()  # the optimizer's own validation names the valid choices
+        """The optimizer and weight decay as ``OptimConfig`` checks them (its wording), epochs and lr, without
+        building it: checking a config imports no torch."""
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose from {list(OPTIMIZERS)}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.epochs < 1 or not self.lr > 0:
             raise ValueError(f"need epochs ≥ 1 and lr > 0, got {self.epochs} and {self.lr}")
 
@@ -83,8 +97,36 @@ class RunResult:
 
 
 @dataclass(frozen=True)
+class LazyRun:
+    """A method's run function by reference, ``"module:function"``, imported at its first call, so that the
+    registry loads without the implementation's torch; called as ``function(inputs, spec, hp, **kwargs)``
+    (``kwargs``: what the family's entry fixes, e.g. a GNN layer or a privacy level)."""
+
+    target: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        module, _, function = self.target.partition(":")
+        if not (module and function.isidentifier()):
+            raise ValueError(f"a run target is 'module:function', got {self.target!r}")
+
+    def resolve(self) -> Callable[..., RunResult]:
+        module, _, function = self.target.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+    def __call__(self, inputs: RunInputs, spec: RunSpec, hp: Any) -> RunResult:
+        return self.resolve()(inputs, spec, hp, **dict(self.kwargs))
+
+
+def lazy_run(target: str, **kwargs: Any) -> LazyRun:
+    """``LazyRun`` of ``target`` ("module:function") with the keyword arguments its entry fixes."""
+    return LazyRun(target, tuple(kwargs.items()))
+
+
+@dataclass(frozen=True)
 class MethodInfo:
-    """A registry entry: a method id, its hyperparameter spec and the function that runs it."""
+    """A registry entry: a method id, its hyperparameter spec and the function that runs it (registered
+    methods: a ``LazyRun``, so that reading the entry imports no implementation)."""
 
     name: str
     description: str
@@ -102,8 +144,6 @@ class MethodInfo:
             raise ValueError(f"method {self.name!r}: level {self.level!r} not in {list(LEVELS)}")
         if self.private == (self.level == "none"):
             raise ValueError(f"method {self.name!r}: private methods need level node/edge, others 'none'")
-        from nodedp.accounting.events import ACCOUNTANTS
-
         if self.auto_accountant not in ACCOUNTANTS:
             raise ValueError(f"method {self.name!r}: auto_accountant must be one of {list(ACCOUNTANTS)}, "
                              f"got {self.auto_accountant!r}")
@@ -152,8 +192,6 @@ class MethodInfo:
 
     def resolve_accountant(self, policy: str) -> str:
         """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""
-        from nodedp.accounting.events import ACCOUNTANT_POLICIES
-
         if policy not in ACCOUNTANT_POLICIES:
             raise ValueError(f"unknown accountant {policy!r}; valid choices: {list(ACCOUNTANT_POLICIES)}")
         return self.auto_accountant if policy == "auto" else policy

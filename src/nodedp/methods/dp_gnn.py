@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -57,11 +56,11 @@ from nodedp.accounting import (
     max_occurrences,
 )
 from nodedp.data import bound_out_degree, remove_cross_split_edges
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.gnn import full_graph_predict
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.registry import register_method
+from nodedp.methods.specs.dp_gnn import CLIPPINGS, DpGnnHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train import (
@@ -72,8 +71,6 @@ from nodedp.train import (
     total_clip_norm,
     trainable_layer_names,
 )
-
-CLIPPINGS = ("flat", "layerwise")
 
 # The paper's accountant as its public code runs it (differentially_private_gnns/privacy_accountants.py,
 # multiterm_dpsgd_privacy_accountant): Theorem 1's RDP at the orders 1.1, 1.2, ..., 9.9 only, converted
@@ -161,46 +158,6 @@ def paper_reference_noise_multiplier(*, target_epsilon: float, num_examples: int
     z = paper_noise_multiplier(target_epsilon=target_epsilon, num_examples=num_examples, max_degree=max_degree,
                                num_layers=num_layers, batch_size=batch_size, steps=steps)
     return z / math.sqrt(num_groups)
-
-
-@dataclass(frozen=True)
-class DpGnnHparams(OptimHparams):
-    epochs: int = 20
-    lr: float = 0.003
-    hidden_dim: int = 64
-    num_layers: int = 1  # r: GNN layers, and the depth of each training subgraph
-    batch_size: int = 256  # m: subgraphs per step, sampled without replacement
-    # K, the public in-degree bound; 0: the dataset's (the workflow builds the artifact at this bound)
-    in_degree_bound: int = 0
-    clip_norm: float = 1.0  # C, the bound on a whole clipped gradient (unless clip_percentile > 0)
-    clipping: str = "flat"  # "flat": the whole gradient to C; "layerwise": each layer l to C_l
-    # > 0: thresholds are this percentile of gradient norms at init (uncharged, see the module
-    # docstring); 0: from clip_norm. A number, not None: hyperparameters are typed by their defaults.
-    clip_percentile: float = 0.0
-    # "suite": z calibrated to the target ε by the suite's accountant; "paper": the reference mode (module
-    # docstring): the public code's noise for the claimed ε, layer-wise clipping at C_l = C/√L whatever
-    # `clipping` says, and the ledger's ε the actual one. Set by the run name (`dp-gcn@paper`), not by hand.
-    accounting: str = "suite"
-
-    def check(self) -> None:
-        super().check()
-        if self.num_layers not in (1, 2):
-            raise ValueError(f"num_layers (r) must be 1 or 2, got {self.num_layers}")
-        if min(self.hidden_dim, self.batch_size) < 1 or not self.clip_norm > 0:
-            raise ValueError("hidden_dim and batch_size must be ≥ 1, clip_norm > 0")
-        if self.in_degree_bound < 0:
-            raise ValueError(f"in_degree_bound (K) must be ≥ 1, or 0 for the dataset's; got {self.in_degree_bound}")
-        if self.clipping not in CLIPPINGS:
-            raise ValueError(f"unknown clipping {self.clipping!r}; choose from {list(CLIPPINGS)}")
-        if not 0 <= self.clip_percentile <= 100:
-            raise ValueError(
-                f"clip_percentile must be in (0, 100], or 0 for thresholds from clip_norm; got {self.clip_percentile}"
-            )
-        if self.accounting == "paper" and self.clip_percentile > 0:
-            raise ValueError(
-                "accounting 'paper' clips each layer to C/√L; the paper's percentile thresholds (clip_percentile) "
-                "are an uncharged read of their own: run them in suite mode"
-            )
 
 
 def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str) -> RunResult:
@@ -344,19 +301,4 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         generator=generator,
         device=device,
         predict=full_graph_predict(gnn, split, device),  # the evaluation's full-graph pass (module docstring)
-    )
-
-
-for _layer in ("gcn", "gin", "gat", "sage"):
-    register_method(
-        MethodInfo(
-            name=f"dp-{_layer}",
-            description=f"DP-GNN ({_layer.upper()} layers): DP-SGD/DP-Adam on in-degree-bounded r-hop subgraphs",
-            private=True,
-            level="node",
-            hparams=DpGnnHparams,
-            run=lambda inputs, spec, hp, _l=_layer: run_dp_gnn(inputs, spec, hp, layer=_l),
-            needs=("in-degree",),
-            auto_accountant="pld",
-        )
     )

@@ -111,14 +111,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from nodedp.accounting import (
-    EM_VALUE_SHARE,
     Claim,
     Ledger,
     MechanismRecord,
@@ -146,10 +144,17 @@ from nodedp.accounting.dpar import (
 from nodedp.accounting.hypergeometric import RANKED_SOURCES, SELF_ONLY, occurrence_bound
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.registry import register_method
+from nodedp.methods.specs.dpar import (  # re-exported: the registry's, torch-free (planning keys artifacts)
+    APPR_KEYS,
+    ARTIFACT_KIND,
+    FEATURES,
+    OPTIONS,
+    DparHparams,
+    appr_spec,
+)
 from nodedp.models import PPRGo
 from nodedp.structure import appr_push
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
@@ -175,84 +180,10 @@ __all__ = [
     "training_examples",
 ]
 
-ARTIFACT_KIND = "dp-appr"
-OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-features": "features",
-                           "dpar-nodp": "nodp"}
-# §4's Features baseline: Algorithm 2 with one-hot APPR rows, no DP-APPR (module docstring).
-FEATURES = "features"
 # The artifact's own stream: never the training seed's (batches must not correlate with the node sample).
 _ARTIFACT_STREAM = 1 << 40
 # How sources are chosen and how many examples one removal changes (module docstring).
 SOURCE_RULE = RANKED_SOURCES
-
-
-@dataclass(frozen=True)
-class DparHparams(OptimHparams):
-    # DP-SGD and the model (the paper's §4 defaults)
-    epochs: int = 200
-    lr: float = 0.005
-    weight_decay: float = 1e-4
-    hidden_dim: int = 32
-    dropout: float = 0.1
-    batch_size: int = 60  # expected Poisson batch: rate γ = batch_size / (q'·|train|)
-    clip_norm: float = 1.0  # C
-    tau: float = 1.0  # column ℓ1 bound of the training matrix (Algorithm 2, line 3)
-    power_steps: int = 2  # P, inference
-    # DP-APPR: these keys (``APPR_KEYS``) name the structure artifact
-    k: int = 2  # K non-zeros per DP-APPR row
-    num_sources: int = 70  # M; 0: ⌈q'·|train|⌉
-    ratio: float = 0.5  # share of ε_in DP-APPR spends
-    sample_rate: float = 0.09  # q'
-    max_rows: int = 2  # a column is kept in at most this many DP-APPR rows
-    em_clip: float = 0.001  # C2 (EM: entries into [0, C2])
-    gm_clip: float = 0.01  # C1 (GM: rows to ℓ2 ≤ C1)
-    value_share: float = EM_VALUE_SHARE  # em1: share of DP-APPR's ε for the Laplace values
-    alpha: float = 0.25  # APPR teleport
-    rho: float = 1e-4  # APPR sparsity (ℓ1 weight)
-    tol: float = 1e-4  # APPR optimality tolerance
-    # "suite": noise calibrated to the target by the suite's accountant; "paper" (reference mode, runs named
-    # dpar-*@paper): noise sized as DPAR's own accounting would for the target ε (module docstring)
-    accounting: str = "suite"
-
-    def check(self) -> None:
-        super().check()
-        if min(self.hidden_dim, self.batch_size, self.k) < 1 or self.power_steps < 0:
-            raise ValueError("hidden_dim, batch_size and k must be ≥ 1, power_steps ≥ 0")
-        if self.num_sources < 0 or self.max_rows < 1:
-            raise ValueError(f"num_sources must be ≥ 0 (0: ⌈q'·|train|⌉) and max_rows ≥ 1, got "
-                             f"{self.num_sources} and {self.max_rows}")
-        for name in ("clip_norm", "tau", "em_clip", "gm_clip", "rho", "tol"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("ratio", "value_share", "alpha", "dropout"):
-            value = getattr(self, name)
-            if not (0 < value < 1 or (name == "dropout" and value == 0)):
-                raise ValueError(f"{name} must be in (0, 1), got {value}")
-        if not 0 < self.sample_rate <= 1:
-            raise ValueError(f"sample_rate (q') must be in (0, 1], got {self.sample_rate}")
-
-
-_SHARED_KEYS = ("k", "num_sources", "sample_rate", "max_rows", "alpha", "rho", "tol")
-# The hyperparameters each option's DP-APPR artifact depends on (besides graph, split, seed, ε and δ).
-APPR_KEYS: dict[str, tuple[str, ...]] = {
-    "em0": (*_SHARED_KEYS, "ratio", "em_clip"),
-    "em1": (*_SHARED_KEYS, "ratio", "em_clip", "value_share"),
-    "gm": (*_SHARED_KEYS, "ratio", "gm_clip"),
-    "nodp": _SHARED_KEYS,
-    FEATURES: ("sample_rate",),  # the node sample only: no DP-APPR, and all of ε goes to DP-SGD
-}
-
-
-def appr_spec(method: str, hp: DparHparams) -> dict[str, Any]:
-    """What the DP-APPR artifact of ``method`` depends on besides the graph, split, seed and (ε, δ)."""
-    if method not in OPTIONS:
-        raise ValueError(f"unknown DPAR method {method!r}; valid choices: {list(OPTIONS)}")
-    option = OPTIONS[method]
-    if option == "nodp" and hp.accounting == "paper":
-        raise ValueError(f"{method} is not private: it has no paper reference mode")
-    spec = {"option": option, **{key: getattr(hp, key) for key in APPR_KEYS[option]}}
-    # Reference artifacts are distinct; suite artifacts keep the digests they had before reference mode.
-    return {**spec, "accounting": "paper"} if hp.accounting == "paper" else spec
 
 
 def _num_rows(hp: DparHparams, num_train: int) -> int:
@@ -694,21 +625,3 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     }
     return RunResult(val=result.val, test=result.test, ledger=result.ledger, train_seconds=result.train_seconds,
                      details={**result.details, **details}, predict=result.predict)
-
-
-for _method, _option in OPTIONS.items():
-    register_method(
-        MethodInfo(
-            name=_method,
-            description=(
-                "DPAR without privacy: top-K APPR + SGD (PPRGo)" if _option == "nodp"
-                else "DPAR's Features baseline (§4): one-hot APPR rows, DP-SGD on the node sample, no DP-APPR"
-                if _option == FEATURES
-                else f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"),
-            private=_option != "nodp",
-            level="node" if _option != "nodp" else "none",
-            hparams=DparHparams,
-            run=lambda inputs, spec, hp, _m=_method: run_dpar(inputs, spec, hp, method=_m),
-            needs=(ARTIFACT_KIND,),
-        )
-    )

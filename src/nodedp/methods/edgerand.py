@@ -14,9 +14,8 @@ import torch
 
 from nodedp.accounting import Ledger, MechanismRecord
 from nodedp.mechanisms.edge_rr import flip_probability, randomize_adjacency
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.gnn import GnnHparams, run_gnn
-from nodedp.methods.registry import register_method
 
 
 def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
@@ -46,15 +45,3 @@ def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
                                    undirected=undirected, generator=generator)
 
     return run_gnn(inputs, spec, hp, layer="gcn", edges=released, ledger=ledger)
-
-
-register_method(
-    MethodInfo(
-        name="edgerand",
-        description="EdgeRand: randomized response on the adjacency (ε-edge-DP), then a GCN on the released graph",
-        private=True,
-        level="edge",
-        hparams=GnnHparams,
-        run=run_edgerand,
-    )
-)

@@ -13,42 +13,17 @@ Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from nodedp.mechanisms import NAP
-from nodedp.methods.aggregation_perturbation import (
-    ApHparams,
-    ReferenceMode,
-    ap_predict,
-    finish,
-    plan_aggregation_perturbation,
-    register_levels,
-    train_stage,
-)
+from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
+from nodedp.methods.specs.gap import GapHparams, GapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import GAPClassifier, GAPEncoder
 from nodedp.train import resolve_device, seed_everything
-
-
-@dataclass(frozen=True)
-class GapHparams(ApHparams):
-    encoder_layers: int = 2
-    encoder_epochs: int = 10
-    head_layers: int = 1  # the classifier's head MLP (ProGAP's head is one linear layer)
-
-    def check(self) -> None:
-        super().check()
-        if min(self.encoder_layers, self.encoder_epochs, self.head_layers) < 1:
-            raise ValueError("encoder_layers, encoder_epochs and head_layers must be ≥ 1")
-
-
-@dataclass(frozen=True)
-class GapNodeHparams(ReferenceMode, GapHparams):
-    """`gap` (node level): GapHparams plus the reference mode (``accounting``)."""
 
 
 def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: torch.Generator) -> list[Tensor]:
@@ -92,7 +67,3 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
                          final=True, predict=predict, **common)
     assert result is not None
     return finish(result, plan, started=start)
-
-
-register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams,
-                node_hparams=GapNodeHparams, run=run_gap)

@@ -13,7 +13,6 @@ cross-part edges (of the split given with it) dropped as evaluation drops them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -21,26 +20,14 @@ from torch import Tensor
 
 from nodedp.accounting import Ledger
 from nodedp.data import Split, remove_cross_split_edges
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.registry import register_method
-from nodedp.models import LAYERS, GraphReadout, SubgraphGNN
+from nodedp.methods.specs.gnn import GnnHparams  # re-exported: the registry's, torch-free
+from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.train import resolve_device, seed_everything
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
-
-
-@dataclass(frozen=True)
-class GnnHparams(OptimHparams):
-    weight_decay: float = 5e-4
-    hidden_dim: int = 64
-    num_layers: int = 1  # r, as the DP-GNN paper's 1-layer transductive models
-
-    def check(self) -> None:
-        super().check()
-        if min(self.hidden_dim, self.num_layers) < 1:
-            raise ValueError("hidden_dim and num_layers must be ≥ 1")
 
 
 def full_graph_predict(gnn: SubgraphGNN, split: Split, device: torch.device) -> Callable[..., Tensor]:
@@ -92,17 +79,4 @@ def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str,
         generator=generator,
         device=device,
         predict=None if released else full_graph_predict(gnn, split, device),
-    )
-
-
-for _layer in LAYERS:
-    register_method(
-        MethodInfo(
-            name=_layer,
-            description=f"non-private {_layer.upper()} (DP-GNN's model, full batch on the whole graph)",
-            private=False,
-            level="none",
-            hparams=GnnHparams,
-            run=lambda inputs, spec, hp, _l=_layer: run_gnn(inputs, spec, hp, layer=_l),
-        )
     )

@@ -11,14 +11,12 @@ the actual ε at that δ is the claimed one; only δ may differ from the suite's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nodedp.accounting import Claim, Ledger
 from nodedp.accounting.gap import gap_paper_delta
-from nodedp.methods.base import MethodInfo, OptimHparams, RunInputs, RunResult, RunSpec
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.dpsgd import plan_dpsgd
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.registry import register_method
+from nodedp.methods.specs.mlp import DpMlpHparams, MlpHparams  # re-exported: the registry's, torch-free
 from nodedp.models import MLP
 from nodedp.train import (
     poisson_batches,
@@ -26,42 +24,6 @@ from nodedp.train import (
     seed_everything,
     shuffled_epochs,
 )
-
-
-@dataclass(frozen=True)
-class MlpHparams(OptimHparams):
-    epochs: int = 50
-    lr: float = 0.005
-    weight_decay: float = 5e-4
-    hidden_dim: int = 64
-    num_layers: int = 2
-    dropout: float = 0.5
-    batch_size: int = 256
-
-    def check(self) -> None:
-        super().check()
-        if min(self.hidden_dim, self.num_layers, self.batch_size) < 1:
-            raise ValueError("hidden_dim, num_layers and batch_size must be ≥ 1")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
-
-
-@dataclass(frozen=True)
-class DpMlpHparams(MlpHparams):
-    # DP noise already regularises: no dropout or weight decay by default.
-    dropout: float = 0.0
-    epochs: int = 20
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0
-    # "suite": σ calibrated to the target with the suite's accountant at its δ; "paper": as GAP/ProGAP's public
-    # code sizes its DP-MLP baseline (RDP at the papers' δ), the ledger holding the claim (base.ACCOUNTING_MODES).
-    accounting: str = "suite"
-
-    def check(self) -> None:
-        super().check()
-        if not self.clip_norm > 0:
-            raise ValueError(f"clip_norm must be > 0, got {self.clip_norm}")
 
 
 def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
@@ -134,25 +96,3 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         device=device,
         predict=lambda other, split=None: model(other.x.to(device)),  # features only: no edges, no parts
     )
-
-
-register_method(
-    MethodInfo(
-        name="mlp",
-        description="non-private MLP on node features (no edges)",
-        private=False,
-        level="none",
-        hparams=MlpHparams,
-        run=run_mlp,
-    )
-)
-register_method(
-    MethodInfo(
-        name="dp-mlp",
-        description="MLP on node features trained with Poisson-sampled DP-SGD/DP-Adam",
-        private=True,
-        level="node",
-        hparams=DpMlpHparams,
-        run=run_mlp,
-    )
-)

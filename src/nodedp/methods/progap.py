@@ -14,28 +14,21 @@ Ids: `progap` (node level), `progap-edge`, `progap-nodp`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from torch import Tensor
 
 from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import (
     ApHparams,
-    ReferenceMode,
     ap_predict,
     finish,
     plan_aggregation_perturbation,
-    register_levels,
     train_stage,
 )
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
+from nodedp.methods.specs.progap import ProgapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import ProGAP, ProGAPStage
 from nodedp.train import resolve_device, seed_everything
-
-
-@dataclass(frozen=True)
-class ProgapNodeHparams(ReferenceMode, ApHparams):
-    """`progap` (node level): ApHparams plus the reference mode (``accounting``)."""
 
 
 def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -> RunResult:
@@ -72,7 +65,3 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
                              device=device, final=s == hp.hops, predict=predict)
     assert result is not None
     return finish(result, plan, started=start)
-
-
-register_levels("progap", description="ProGAP, progressive stages over cached NAP outputs", hparams=ApHparams,
-                node_hparams=ProgapNodeHparams, run=run_progap)

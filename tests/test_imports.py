@@ -1,0 +1,153 @@
+"""Planning imports no deep-learning or accounting stack: the workflow's `snakemake -n` and the listing and
+checking verbs read the registries, hyperparameters and config checks only, so every cell it plans must not
+pay seconds of torch, torch_geometric, dp_accounting or scipy imports."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "torch_geometric", "dp_accounting", "scipy")
+
+# What planning does (workflow/rules/common.smk, nodedp.config, the CLI's list and check verbs), then which of
+# HEAVY it imported.
+PLANNING = r"""
+import json, math, sys, tempfile
+
+from nodedp.accounting import ACCOUNTANT_POLICIES, ACCOUNTANTS, default_delta, resolve_delta
+from nodedp.analysis.paper_tables import PAPER_TABLES
+from nodedp.config import (REFERENCE_SUFFIX, audit_plan, check_config, check_schema, read_config, resolve_method,
+                           structure_bounds, variant_overrides)
+from nodedp.data import DATASETS, dataset_names, get_dataset
+from nodedp.data.preprocess import get_protocol
+from nodedp.methods import MethodInfo, RunInputs, RunResult, RunSpec, get_method, method_names
+from nodedp.methods.specs.dpar import appr_spec
+
+assert PAPER_TABLES and set(DATASETS) == set(dataset_names()) and REFERENCE_SUFFIX == "@paper"
+assert default_delta(1000) == resolve_delta("auto", num_private_units=1000) == 1e-4
+for name in method_names():
+    info = get_method(name)
+    assert isinstance(info, MethodInfo) and info.name == name and info.description
+    assert info.level in ("node", "edge", "none") and isinstance(info.needs, tuple)
+    assert info.auto_accountant in ACCOUNTANTS and info.resolve_accountant("auto") == info.auto_accountant
+    hp = info.parse_hparams({})
+    info.check_epsilon(1.0 if info.private else math.inf)
+    if info.has_reference_mode:
+        assert info.parse_hparams({"accounting": "paper"}).accounting == "paper"
+    if "dp-appr" in info.needs:
+        assert appr_spec(name, hp)["option"]
+    try:  # OptimHparams.check names the optimizers without building nodedp.train's OptimConfig
+        info.parse_hparams({"optimizer": "lbfgs"})
+    except ValueError as err:
+        assert "unknown optimizer 'lbfgs'; choose from ['sgd', 'adam', 'adamw']" in str(err), err
+    else:
+        raise AssertionError(f"{name} accepted optimizer 'lbfgs'")
+assert ACCOUNTANT_POLICIES == ("auto", *ACCOUNTANTS)
+
+config = read_config(sys.argv[1])
+check_schema(config)
+check_config(config, graphs_dir=tempfile.mkdtemp())
+variant_overrides(config)
+for study, spec in config["studies"].items():
+    if "audit" in spec:
+        audit_plan(config, study)
+    for method in spec["methods"]:
+        base, hparams = resolve_method(config, method)
+        get_method(base).parse_hparams(hparams)
+        for dataset in spec["datasets"]:
+            structure_bounds(get_dataset(dataset), hparams)
+            get_protocol(get_dataset(dataset).protocol).split.setting
+for method in config.get("methods") or {}:
+    resolve_method(config, method)
+print(json.dumps([m for m in %r if m in sys.modules]))
+""" % (HEAVY,)
+
+
+def _import_chain(importtime: str, module: str) -> list[str]:
+    """Who imported ``module`` first, outermost first, from ``python -X importtime``'s report (children are
+    listed before their parent, one indent level deeper)."""
+    rows = []
+    for line in importtime.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1]
+            rows.append((len(name) - len(name.lstrip()), name.strip()))
+    start = next((i for i, (_, name) in enumerate(rows) if name == module), None)
+    if start is None:
+        return [module]
+    chain, depth = [module], rows[start][0]
+    for level, name in rows[start + 1:]:
+        if level < depth:
+            chain.append(name)
+            depth = level
+    return chain[::-1]
+
+
+def test_planning_imports_no_torch_torch_geometric_dp_accounting_or_scipy():
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", PLANNING, str(REPO / "config.yaml")],
+                         capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    chains = {m: " -> ".join(_import_chain(out.stderr, m)) for m in loaded}
+    assert not loaded, f"planning imported {loaded}: {chains}"
+
+
+def test_the_import_chain_names_who_imported_a_module():
+    report = "\n".join(f"import time: 1 | 1 | {name}" for name in
+                       ("      torch._C", "    torch", "  nodedp.data.graph", "    numpy", "  nodedp.data.other",
+                        "nodedp.data"))
+    assert _import_chain(report, "torch") == ["nodedp.data", "nodedp.data.graph", "torch"]
+
+
+@pytest.mark.parametrize("package", ["nodedp.accounting", "nodedp.analysis", "nodedp.data"])
+def test_lazy_packages_still_provide_every_public_name(package):
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        home = importlib.import_module(f"{package}.{module._HOME[name]}")
+        assert value is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018
+
+
+def test_registry_entries_are_the_implementations_own():
+    """Hyperparameters are the classes the implementation modules export, and every run target resolves."""
+    from nodedp.methods import get_method, method_names
+    from nodedp.methods.base import LazyRun
+
+    for name in method_names():
+        info = get_method(name)
+        assert isinstance(info.run, LazyRun), name
+        module = importlib.import_module(info.run.target.partition(":")[0])
+        assert callable(info.run.resolve()) and getattr(module, info.hparams.__name__) is info.hparams, name
+    assert get_method("dp-gat").run.kwargs == (("layer", "gat"),)
+    assert get_method("progap-edge").run.kwargs == (("level", "edge"),)
+    with pytest.raises(ValueError, match="module:function"):
+        LazyRun("nodedp.methods.mlp")
+
+
+def test_the_torch_free_names_match_their_torch_twins():
+    """The spec's GNN layers and optimizers are named twice (once torch-free): they must agree."""
+    from nodedp.methods.base import OPTIMIZERS, OptimHparams
+    from nodedp.methods.dpar import appr_spec
+    from nodedp.methods.specs import dpar
+    from nodedp.methods.specs.gnn import LAYERS
+    from nodedp.models import LAYERS as MODEL_LAYERS
+    from nodedp.train import OptimConfig
+
+    assert LAYERS == MODEL_LAYERS and appr_spec is dpar.appr_spec
+    with pytest.raises(ValueError) as torch_free:
+        OptimHparams(optimizer="lbfgs").check()
+    with pytest.raises(ValueError) as built:
+        OptimConfig(optimizer="lbfgs", lr=0.1)
+    assert str(torch_free.value) == str(built.value)
+    for name in OPTIMIZERS:
+        OptimHparams(optimizer=name).check()
+        assert OptimHparams(optimizer=name).optim_config().optimizer == name
