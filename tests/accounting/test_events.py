@@ -189,3 +189,25 @@ def test_only_dp_accountings_nonconvergence_notice_is_silenced(caplog):
         logging.getLogger("absl").warning("something else from absl")
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["something else from absl"]
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_epsilon_of_remembers_each_event_by_all_its_parameters(accountant):
+    from nodedp.accounting import epsilon_of
+    from nodedp.accounting.events import _EPSILONS
+
+    def event(sigma, steps=50):
+        return dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(sigma)), steps)
+
+    def fresh(e):  # what the accountant says without the memo
+        _EPSILONS.clear()
+        return epsilon_of(e, delta=1e-5, accountant=accountant)
+
+    events = [event(1.0), event(math.nextafter(1.0, 2.0)), event(1.0, steps=51),
+              dpa.ComposedDpEvent([event(1.0), event(2.0)])]
+    expected = [fresh(e) for e in events]
+    _EPSILONS.clear()
+    for _ in range(2):  # the second round comes from the memo
+        assert [epsilon_of(e, delta=1e-5, accountant=accountant) for e in events] == expected
+    assert epsilon_of(events[0], delta=1e-6, accountant=accountant) > expected[0]  # δ is part of the key
+    assert expected[2] > expected[0] and len(set(expected)) == len(expected)

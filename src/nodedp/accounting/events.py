@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -174,13 +175,28 @@ def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp"
     ledger's PLD composition, so a noise calibrated here is accounted to the same ε there.
     """
     check_delta(delta)
+    # A pure function of the event's parameters: calibration's search and a ledger's composition ask for the
+    # same events again (every seed of an ε in one training process); an event's repr spells all of them.
+    key = (repr(event), float(delta), accountant)
+    if key in _EPSILONS:
+        _EPSILONS.move_to_end(key)
+        return _EPSILONS[key]
     if accountant == "pld":
         from nodedp.accounting.mixture_pld import epsilon_pld, pld_of_event  # it imports this module
 
-        return epsilon_pld([pld_of_event(event)], delta=delta)
-    acct = _make_accountant(accountant)
-    try:
-        acct.compose(event)
-    except UnsupportedEventError as err:
-        raise ValueError(f"the {accountant!r} accountant cannot account {type(event).__name__}: {err}") from err
-    return float(acct.get_epsilon(delta))
+        epsilon = epsilon_pld([pld_of_event(event)], delta=delta)
+    else:
+        acct = _make_accountant(accountant)
+        try:
+            acct.compose(event)
+        except UnsupportedEventError as err:
+            raise ValueError(f"the {accountant!r} accountant cannot account {type(event).__name__}: {err}") from err
+        epsilon = float(acct.get_epsilon(delta))
+    _EPSILONS[key] = epsilon
+    if len(_EPSILONS) > _EPSILON_CACHE_SIZE:
+        _EPSILONS.popitem(last=False)
+    return epsilon
+
+
+_EPSILONS: OrderedDict[tuple[str, float, str], float] = OrderedDict()  # epsilon_of's results, least recent first
+_EPSILON_CACHE_SIZE = 4096
