@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEvent
 from dp_accounting.rdp import RdpAccountant
 
 from nodedp.accounting._checks import check_positive
+from nodedp.accounting._memo import Memo
 from nodedp.accounting.constants import ACCOUNTANT_POLICIES, ACCOUNTANTS  # re-exported
 
 __all__ = [
@@ -175,28 +175,21 @@ def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp"
     ledger's PLD composition, so a noise calibrated here is accounted to the same ε there.
     """
     check_delta(delta)
-    # A pure function of the event's parameters: calibration's search and a ledger's composition ask for the
-    # same events again (every seed of an ε in one training process); an event's repr spells all of them.
-    key = (repr(event), float(delta), accountant)
-    if key in _EPSILONS:
-        _EPSILONS.move_to_end(key)
-        return _EPSILONS[key]
+    # A pure function of the event's parameters, which its repr spells (nodedp.accounting._memo).
+    return _EPSILONS.get((repr(event), float(delta), accountant), lambda: _epsilon_of(event, delta, accountant))
+
+
+def _epsilon_of(event: dp_event.DpEvent, delta: float, accountant: str) -> float:
     if accountant == "pld":
         from nodedp.accounting.mixture_pld import epsilon_pld, pld_of_event  # it imports this module
 
-        epsilon = epsilon_pld([pld_of_event(event)], delta=delta)
-    else:
-        acct = _make_accountant(accountant)
-        try:
-            acct.compose(event)
-        except UnsupportedEventError as err:
-            raise ValueError(f"the {accountant!r} accountant cannot account {type(event).__name__}: {err}") from err
-        epsilon = float(acct.get_epsilon(delta))
-    _EPSILONS[key] = epsilon
-    if len(_EPSILONS) > _EPSILON_CACHE_SIZE:
-        _EPSILONS.popitem(last=False)
-    return epsilon
+        return epsilon_pld([pld_of_event(event)], delta=delta)
+    acct = _make_accountant(accountant)
+    try:
+        acct.compose(event)
+    except UnsupportedEventError as err:
+        raise ValueError(f"the {accountant!r} accountant cannot account {type(event).__name__}: {err}") from err
+    return float(acct.get_epsilon(delta))
 
 
-_EPSILONS: OrderedDict[tuple[str, float, str], float] = OrderedDict()  # epsilon_of's results, least recent first
-_EPSILON_CACHE_SIZE = 4096
+_EPSILONS: Memo[float] = Memo()  # epsilon_of's results

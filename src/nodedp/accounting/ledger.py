@@ -69,6 +69,7 @@ from dp_accounting.privacy_accountant import UnsupportedEventError
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
+from nodedp.accounting._memo import Memo
 from nodedp.accounting.events import (
     ACCOUNTANTS,
     RDP_ORDERS,
@@ -102,6 +103,9 @@ __all__ = [
     "verify_ledger_dict",
     "write_ledger",
 ]
+
+# (ε, δ) of each composition on the node sample (Ledger._composed_on_sample), by its records, accountant and δ.
+_COMPOSED: Memo[tuple[float, float]] = Memo()
 
 MECHANISM_KINDS: tuple[str, ...] = (
     "subsampled_gaussian",
@@ -484,6 +488,12 @@ class Ledger:
         return self._composed_on_sample(self.target_delta / self.node_sample_rate)
 
     def _composed_on_sample(self, target_delta: float) -> tuple[float, float]:
+        # A pure function of the records (their repr spells every parameter), the accountant and δ: calibration
+        # composes the same candidate ledgers for every seed of an ε, and a ledger is read several times.
+        key = (repr(self.mechanisms), self.accountant, float(target_delta))
+        return _COMPOSED.get(key, lambda: self._compose_on_sample(target_delta))
+
+    def _compose_on_sample(self, target_delta: float) -> tuple[float, float]:
         events = [r.dp_event for r in self.mechanisms if r.dp_event is not None]
         curves = [r for r in self.mechanisms if r.kind in RDP_CURVES]
         pure = math.fsum(r.pure_epsilon for r in self.mechanisms if r.pure_epsilon is not None)
