@@ -2,11 +2,11 @@
 
     python benchmarks/cell_overhead.py [WORKSPACE] [--study demo]
 
-Reads the training jobs' wall times from Snakemake's benchmark files (``benchmarks/train/<dataset>/<method>/``,
-column ``s``) and the times each run records itself in ``metrics.json`` (``timings.train_s``: training;
-``timings.total_s``: the cell from its first line to its output, i.e. loading, training and evaluation). A job
-trains the cells of one (dataset, method) (``job~<study>-<k>.tsv``; before one process trained several cells, each
-cell was a job, ``eps~<ε>/seed~<s>.tsv``): a job's wall time is shared by its cells. Prints, over the cells:
+Reads the training jobs' wall times from Snakemake's benchmark files (``benchmarks/train/``, column ``s``) and
+the times each run records itself in ``metrics.json`` (``timings.train_s``: training; ``timings.total_s``: the
+cell from its first line to its output, i.e. loading, training and evaluation). A job trains several cells of one
+method in one process, so its wall time is shared by its cells (before, each cell was a job). Prints, over the
+cells:
 
 * overhead per cell = (job wall − Σ train_s) / cells: start-up, imports, loading, evaluation, writing;
 * start-up per cell = (job wall − Σ total_s) / cells: the interpreter and its imports, outside every cell;
@@ -32,30 +32,39 @@ import yaml
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]")
 
 
-def jobs(workspace: Path, study: str | None, spec: dict | None) -> list[tuple[float, list[tuple[float, float]]]]:
-    """(wall, [(train_s, total_s) of each cell]) of the training jobs of every (dataset, method), all jobs of one
-    (dataset, method) together (their walls summed, with their number) against its cells with metrics.json
-    (with a study: those of its grid)."""
+def jobs(workspace: Path, study: str | None, spec: dict | None) -> list[tuple[float, int, list[tuple[float, float]]]]:
+    """(wall, processes, [(train_s, total_s) of each cell]) for each method: its training jobs together (walls
+    summed) against its cells with metrics.json (with a study: those of its grid). Now a job (one process) trains
+    several cells of one method (``benchmarks/train/<method>/job~<study>-<k>.tsv``); before, each cell was a job
+    of its own (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``): both are read."""
+    bench = workspace / "benchmarks/train"
     rows = []
-    for pair in sorted(p for p in (workspace / "benchmarks/train").glob("*/*") if p.is_dir()):
-        dataset, method = pair.parts[-2], pair.parts[-1]
-        if spec is not None and (dataset not in spec["datasets"] or method not in spec["methods"]):
-            continue
-        timings = {}
-        for metrics_path in (workspace / "results/runs" / dataset / method).glob("eps~*/seed~*/metrics.json"):
-            eps, seed = metrics_path.parts[-3], metrics_path.parts[-2]
-            if spec is not None and (int(seed.removeprefix("seed~")) not in spec["seeds"] or (
-                    eps != "eps~inf" and float(eps.removeprefix("eps~")) not in spec["epsilons"])):
-                continue
-            t = json.loads(metrics_path.read_text())["timings"]
-            timings[(eps, seed)] = (float(t["train_s"]), float(t["total_s"]))
-        # Now: one job (process) trains several cells (job~<study>-<k>.tsv); before, one per cell (eps~/seed~.tsv).
-        job_files = sorted(pair.glob(f"job~{study + '-' if study else ''}*.tsv"))
-        cell_files = {(f.parent.name, f.stem): f for f in pair.glob("eps~*/seed~*.tsv")}
+    for method_dir in sorted(p for p in bench.glob("*") if p.is_dir() and any(p.glob("job~*.tsv"))):
+        method = method_dir.name
+        timings = _timings(workspace, "*", method, spec)
+        job_files = sorted(method_dir.glob(f"job~{study + '-' if study else ''}*.tsv"))
         if job_files and timings:
             rows.append((sum(_wall(f) for f in job_files), len(job_files), list(timings.values())))
-        rows += [(_wall(cell_files[key]), 1, [t]) for key, t in timings.items() if not job_files and key in cell_files]
+    for cell_file in sorted(bench.glob("*/*/eps~*/seed~*.tsv")):
+        dataset, method = cell_file.parts[-4], cell_file.parts[-3]
+        timing = _timings(workspace, dataset, method, spec).get((dataset, cell_file.parent.name, cell_file.stem))
+        if timing is not None:
+            rows.append((_wall(cell_file), 1, [timing]))
     return rows
+
+
+def _timings(workspace: Path, dataset: str, method: str, spec: dict | None) -> dict[tuple[str, str, str], tuple]:
+    """(train_s, total_s) of a method's cells on ``dataset`` (a glob), by (dataset, eps~ε, seed~s)."""
+    timings = {}
+    for metrics_path in (workspace / "results/runs").glob(f"{dataset}/{method}/eps~*/seed~*/metrics.json"):
+        d, eps, seed = metrics_path.parts[-5], metrics_path.parts[-3], metrics_path.parts[-2]
+        if spec is not None and (d not in spec["datasets"] or method not in spec["methods"]
+                                 or int(seed.removeprefix("seed~")) not in spec["seeds"]
+                                 or (eps != "eps~inf" and float(eps.removeprefix("eps~")) not in spec["epsilons"])):
+            continue
+        t = json.loads(metrics_path.read_text())["timings"]
+        timings[(d, eps, seed)] = (float(t["train_s"]), float(t["total_s"]))
+    return timings
 
 
 def _wall(path: Path) -> float:

@@ -472,12 +472,12 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
     batches, singles = [], []
     for method, (hparams, needs, epsilons) in CELL_METHODS.items():
         settings = ["--method", method, "--hparams", json.dumps(hparams), "--threads", "1", "--no-progress"]
-        cells = [{"epsilon": eps, "seed": seed, "split": str(tiny_split_path),
+        cells = [{"graph": str(tiny_graph_dir), "epsilon": eps, "seed": seed, "split": str(tiny_split_path),
                   "structure": [str(artifacts[k]) for k in needs], "out": str(tmp_path / "cells" / method / str(i)),
                   "log": str(tmp_path / "logs" / method / f"{i}.log")}
                  for i, (eps, seed) in enumerate(zip(epsilons, (1, 0)))]  # a second cell: other ε and seed
-        batches.append(["train-cells", "--graph", str(tiny_graph_dir), "--cells", json.dumps(cells), *settings])
-        singles += [["train", "--graph", str(tiny_graph_dir), "--split", cell["split"], "--structure",
+        batches.append(["train-cells", "--cells", json.dumps(cells), *settings])
+        singles += [["train", "--graph", cell["graph"], "--split", cell["split"], "--structure",
                      *cell["structure"], "--epsilon", cell["epsilon"], "--seed", str(cell["seed"]),
                      "--out", str(tmp_path / "single" / method / str(i)), *settings] for i, cell in enumerate(cells)]
     # Every invocation a fresh interpreter, two at a time.
@@ -500,7 +500,7 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
 @pytest.mark.parametrize(("cells", "message"), [
     ("not json", "--cells: not JSON"),
     ("[]", "need a non-empty JSON list of cells"),
-    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": []}]', "cell 0 lacks ['out']"),
+    ('[{"graph": "g", "epsilon": 2, "seed": 0, "split": "s.pt", "structure": []}]', "cell 0 lacks ['out']"),
     ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o", "lr": 1}]', "has unknown ['lr']"),
     ('[{"epsilon": 0, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "cell 0: ε must be > 0"),
     ('[{"epsilon": 2, "seed": "0", "split": "s.pt", "structure": [], "out": "o"}]', "seed must be an integer"),
@@ -511,18 +511,22 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
 def test_train_cells_refuses_a_bad_cell_list_before_any_training(tiny_graph_dir, tmp_path, capsys, cells, message,
                                                                   monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["train-cells", "--graph", str(tiny_graph_dir), "--method", "dp-mlp", "--cells", cells]) == 2
+    cells = cells.replace('"epsilon"', f'"graph": {json.dumps(str(tiny_graph_dir))}, "epsilon"') if (
+        '"graph"' not in cells) else cells
+    assert main(["train-cells", "--method", "dp-mlp", "--cells", cells]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_a_failing_cell_stops_the_job_and_its_log_says_why(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
-    cells = [{"epsilon": 2, "seed": 0, "split": str(tiny_split_path), "structure": [], "out": str(tmp_path / "a"),
-              "log": str(tmp_path / "a.log")},
-             {"epsilon": 2, "seed": 0, "split": str(tmp_path / "missing.pt"), "structure": [],
+    graph = str(tiny_graph_dir)
+    cells = [{"graph": graph, "epsilon": 2, "seed": 0, "split": str(tiny_split_path), "structure": [],
+              "out": str(tmp_path / "a"), "log": str(tmp_path / "a.log")},
+             {"graph": graph, "epsilon": 2, "seed": 0, "split": str(tmp_path / "missing.pt"), "structure": [],
               "out": str(tmp_path / "b"), "log": str(tmp_path / "b.log")},
-             {"epsilon": 4, "seed": 0, "split": str(tiny_split_path), "structure": [], "out": str(tmp_path / "c")}]
-    args = ["train-cells", "--graph", str(tiny_graph_dir), "--method", "dp-mlp", "--cells", f"@{tmp_path / 'c.json'}",
+             {"graph": graph, "epsilon": 4, "seed": 0, "split": str(tiny_split_path), "structure": [],
+              "out": str(tmp_path / "c")}]
+    args = ["train-cells", "--method", "dp-mlp", "--cells", f"@{tmp_path / 'c.json'}",
             "--hparams", '{"epochs": 1, "batch_size": 32}', "--no-progress"]
     (tmp_path / "c.json").write_text(json.dumps(cells))
     assert main(args) == 2

@@ -392,8 +392,8 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    cell = {"epsilon": args.epsilon, "seed": args.seed, "split": args.split, "structure": args.structure,
-            "out": args.out}
+    cell = {"graph": args.graph, "epsilon": args.epsilon, "seed": args.seed, "split": args.split,
+            "structure": args.structure, "out": args.out}
     _train_cells(args, [cell])
 
 
@@ -401,7 +401,8 @@ def cmd_train_cells(args: argparse.Namespace) -> None:
     _train_cells(args, parse_cells(args.cells))
 
 
-CELL_KEYS = {"epsilon": "target ε (a number, or 'inf' for a non-private method)", "seed": "an integer",
+CELL_KEYS = {"graph": "canonical graph directory",
+             "epsilon": "target ε (a number, or 'inf' for a non-private method)", "seed": "an integer",
              "split": "the stored split (.pt)", "structure": "a list of structure artifacts (.pt)",
              "out": "the run directory", "log": "optional: a file that gets the cell's output"}
 
@@ -443,16 +444,16 @@ def parse_cells(text: str) -> list[dict]:
     return cells
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)  # a job's cells come graph by graph: hold one
 def _loaded_graph(graph_dir: str):
-    """A graph directory's meta.json and graph, read once per process (each cell trains on a copy)."""
+    """A graph directory's meta.json and graph, read once for a run of cells on it (each trains on a copy)."""
     from nodedp.data import load_graph, load_graph_meta
 
     return load_graph_meta(Path(graph_dir)), load_graph(Path(graph_dir))
 
 
 def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
-    """Train one method on each cell in turn, in this process: the graph is read once, every cell trains on a
+    """Train one method on each cell in turn, in this process: each graph is read once, every cell trains on a
     fresh copy of it with its own seed, so a cell's metrics and ledger are those a process of its own writes.
     A cell with a ``log`` writes its output there; the first failing cell stops the job."""
     import torch
@@ -464,7 +465,8 @@ def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
     for i, cell in enumerate(cells):
         log = cell.get("log")
         if len(cells) > 1:
-            note(f"cell {i + 1}/{len(cells)}: ε = {format_epsilon(cell['epsilon'])}, seed {cell['seed']}"
+            note(f"cell {i + 1}/{len(cells)}: {Path(cell['graph']).name}, ε = {format_epsilon(cell['epsilon'])}, "
+                 f"seed {cell['seed']}"
                  + (f" (log: {log})" if log else ""))
         if log is None:
             _train_cell(args, cell)
@@ -516,7 +518,7 @@ def _train_cell(args: argparse.Namespace, cell: dict) -> None:
     structure = load_structure(cell["structure"])
     check_structure(method, info.needs, structure)
 
-    meta, graph = _loaded_graph(args.graph)
+    meta, graph = _loaded_graph(str(cell["graph"]))
     graph = graph.clone()  # a method may change its input in place: the next cell gets the graph as read
     split = load_split(Path(cell["split"]), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training; training {name} "
@@ -898,10 +900,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory")
 
     p = verb("train-cells", cmd_train_cells,
-             "train one method on several cells of one graph in one process (what each training job of the "
-             "workflow runs): the graph is read once, and each cell writes the metrics.json and ledger.json "
+             "train one method on several cells in one process (what each training job of the workflow runs): "
+             "Python, torch and each graph are loaded once, and each cell writes the metrics.json and ledger.json "
              "that `train` would write for it alone")
-    p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--method", required=True,
                    help="a method id (see `methods`); with --config also a variant named in its `methods:`")
     p.add_argument("--name", help="the name the runs are recorded under (a variant's name; default: --method)")

@@ -161,7 +161,7 @@ def test_the_workflow_runs_through_sbatch_in_group_jobs(cluster, slurm_workdir):
     # method's two cells); aggregation is local.
     kinds = sorted(Path(path).parent.name for _, path in jobs)
     assert kinds == ["group_prepare_graph_split",
-                     "group_train_train_csbm-tiny_dp-mlp_demo-0_train_csbm-tiny_mlp_demo-0"], jobs
+                     "group_train_train_dp-mlp_demo-0_train_mlp_demo-0"], jobs
     assert (workdir / "paper/demo/tables/accuracy.md").is_file()
 
 

@@ -43,16 +43,15 @@ def test_shipped_config_plans_the_full_grid(tmp_path):
         if fields[0].startswith("results/runs/") and fields[0].endswith("/metrics.json"):
             planned[fields[0]] = fields[2]
     assert set(planned) == set().union(*cells.values())
-    # A job trains at most cells_per_job cells of one (dataset, method); the demo's jobs hold only its cells.
+    # A job trains at most cells_per_job cells of one method; the demo's jobs hold only its cells.
     jobs = {}
     for path, rule in planned.items():
         jobs.setdefault(rule, []).append(path)
-    assert all(rule.startswith("train_") and len({p.split("/eps~")[0] for p in runs}) == 1
-               for rule, runs in jobs.items())
+    assert all(rule.startswith("train_") and len({p.split("/")[3] for p in runs}) == 1 for rule, runs in jobs.items())
     assert max(len(runs) for runs in jobs.values()) == config["resources"]["cells_per_job"]
     demo_jobs = {planned[path] for path in cells["demo"]}
     assert {p for rule in demo_jobs for p in jobs[rule]} == cells["demo"]
-    assert len(demo_jobs) == len({p.split("/eps~")[0] for p in cells["demo"]})  # one job per (dataset, method)
+    assert len(demo_jobs) == len(config["studies"]["demo"]["methods"])  # one job (process) per method
 
 
 def test_slurm_profile_dry_runs(tmp_path):
@@ -72,8 +71,7 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
     train = {block.split(":")[0]: block for block in result.stdout.split("rule ") if block.startswith("train_")}
     assert train and all(shown in block and "mem_mb=1500," in block for block in train.values())
     # A job of 4 cells (2 ε × 2 seeds) asks for 4 × train_runtime (60 min), one of 2 cells (ε = ∞) for 2 ×.
-    assert "runtime=240," in train["train_csbm-tiny_dp-mlp_demo-0"]
-    assert "runtime=120," in train["train_csbm-tiny_mlp_demo-0"]
+    assert "runtime=240," in train["train_dp-mlp_demo-0"] and "runtime=120," in train["train_mlp_demo-0"]
 
 
 @pytest.mark.parametrize(
@@ -130,7 +128,7 @@ def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp
     # the cell, its graph and split, and the study's paper stage (tables, 2 figures, report pages, index): nothing
     # of config.yaml's
     train = [rule for rule in jobs if rule.startswith("train_")]
-    assert train == ["train_csbm-tiny_dp-mlp_mine-0"] and jobs[train[0]] == 1
+    assert train == ["train_dp-mlp_mine-0"] and jobs[train[0]] == 1
     assert jobs["graph"] == jobs["split"] == jobs["collect"] == jobs["summarize"] == 1
     assert jobs["total"] == sum(count for rule, count in jobs.items() if rule != "total") <= 20
 

@@ -441,27 +441,30 @@ def _structure_kinds(dataset, method):
 
 
 class TrainJob:
-    """One training job: up to `resources.cells_per_job` cells (ε, seed) of one (dataset, method), trained in one
-    process (`python -m nodedp train-cells`) that reads the graph once. Each cell keeps its own outputs
-    (results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json) and log; the job has a log and a
-    benchmark of its own. Forcing one cell reruns its job's cells; editing one method reruns only its jobs."""
+    """One training job: up to `resources.cells_per_job` cells (dataset, ε, seed) of one method, trained in one
+    process (`python -m nodedp train-cells`) that loads Python, torch and each graph once. Each cell keeps its
+    own outputs (results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json) and log; the job has a
+    log and a benchmark of its own. Forcing one cell reruns its job's cells; editing one method reruns only its
+    jobs."""
 
-    def __init__(self, study, dataset, method, index, cells):
-        self.dataset, self.method, self.cells = dataset, method, cells
-        job = f"{study}-{index}"  # the job's own log and benchmark: logs/train/<dataset>/<method>/job~<study>-<k>.log
-        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"train_{dataset}_{method}_{job}")
-        run = f"results/runs/{dataset}/{method}"
-        self.metrics = [f"{run}/eps~{e}/seed~{s}/metrics.json" for e, s in cells]
-        self.ledgers = [f"{run}/eps~{e}/seed~{s}/ledger.json" for e, s in cells]
-        self.splits = sorted({train_split_input(dataset, s) for _, s in cells})
-        self.structure = sorted({p for e, s in cells for p in cell_structure(dataset, method, e, s)})
-        self.log = f"logs/train/{dataset}/{method}/job~{job}.log"
-        self.cell_logs = [f"logs/train/{dataset}/{method}/eps~{e}/seed~{s}.log" for e, s in cells]
-        self.benchmark = f"benchmarks/train/{dataset}/{method}/job~{job}.tsv"
+    def __init__(self, study, method, index, cells):
+        self.method, self.cells = method, cells
+        job = f"{study}-{index}"  # logs/train/<method>/job~<study>-<k>.log, benchmarks/train/<method>/job~...tsv
+        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"train_{method}_{job}")
+        self.datasets = sorted({d for d, _, _ in cells})
+        self.graphs = [f"resources/graphs/{d}/{f}" for d in self.datasets for f in ("graph.pt", "meta.json")]
+        runs = [f"results/runs/{d}/{method}/eps~{e}/seed~{s}" for d, e, s in cells]
+        self.metrics = [f"{run}/metrics.json" for run in runs]
+        self.ledgers = [f"{run}/ledger.json" for run in runs]
+        self.splits = sorted({train_split_input(d, s) for d, _, s in cells})
+        self.structure = sorted({p for d, e, s in cells for p in cell_structure(d, method, e, s)})
+        self.log = f"logs/train/{method}/job~{job}.log"
+        self.cell_logs = [f"logs/train/{d}/{method}/eps~{e}/seed~{s}.log" for d, e, s in cells]
+        self.benchmark = f"benchmarks/train/{method}/job~{job}.tsv"
         self.cells_json = json.dumps([
-            {"epsilon": e, "seed": s, "split": train_split_input(dataset, s),
-             "structure": cell_structure(dataset, method, e, s), "out": f"{run}/eps~{e}/seed~{s}", "log": log}
-            for (e, s), log in zip(cells, self.cell_logs)
+            {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
+             "structure": cell_structure(d, method, e, s), "out": run, "log": log}
+            for (d, e, s), run, log in zip(cells, runs, self.cell_logs)
         ])
 
     def mem_mb(self, wildcards, attempt):
@@ -471,27 +474,27 @@ class TrainJob:
         return len(self.cells) * train_runtime(wildcards, attempt)
 
 
-def _epsilon_order(cell):
-    eps, seed = cell
-    return float(eps), seed
+def _cell_order(cell):
+    dataset, eps, seed = cell
+    return dataset, float(eps), seed
 
 
 def train_jobs():
     """Every training job of the grid. A cell belongs to the first study (in config order) that has it; each
-    study's own cells of one (dataset, method), in (ε, seed) order, are cut into jobs of at most
+    study's own cells of one method, in (dataset, ε, seed) order, are cut into jobs of at most
     `resources.cells_per_job`. So a study trains no cell of a later study (the demo, first, trains only its
     own), and a study added at the end leaves every existing job, and so every finished cell, as it is."""
     owned, jobs = set(), []
     per_job = RESOURCES["cells_per_job"]
     for study in STUDIES:
-        pairs = {}
+        methods = {}
         for d, m, e, s in study_cells(study):
             if (d, m, e, s) not in owned:
                 owned.add((d, m, e, s))
-                pairs.setdefault((d, m), []).append((e, s))
-        for (d, m), cells in pairs.items():
-            cells.sort(key=_epsilon_order)
-            jobs += [TrainJob(study, d, m, i // per_job, cells[i:i + per_job]) for i in range(0, len(cells), per_job)]
+                methods.setdefault(m, []).append((d, e, s))
+        for m, cells in methods.items():
+            cells.sort(key=_cell_order)
+            jobs += [TrainJob(study, m, i // per_job, cells[i:i + per_job]) for i in range(0, len(cells), per_job)]
     return jobs
 
 

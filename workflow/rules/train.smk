@@ -1,7 +1,7 @@
-# Training stage. One job trains up to `resources.cells_per_job` cells (ε, seed) of one (dataset, method) in one
-# process that reads the graph once (`python -m nodedp train-cells`); every cell writes the metrics.json and
-# ledger.json that `python -m nodedp train` writes for it alone, and a log of its own. A rule per job
-# (`train_<dataset>_<method>_<k>`, from `train_jobs()` in common.smk), as a job's outputs are its cells. On a
+# Training stage. One job trains up to `resources.cells_per_job` cells (dataset, ε, seed) of one method in one
+# process that loads Python, torch and each graph once (`python -m nodedp train-cells`); every cell writes the
+# metrics.json and ledger.json that `python -m nodedp train` writes for it alone, and a log of its own. A rule per
+# job (`train_<method>_<study>-<k>`, from `train_jobs()` in common.smk), as a job's outputs are its cells. On a
 # cluster, jobs are submitted in group jobs (`group: train`, the profile's `group-components`).
 
 for job in train_jobs():
@@ -10,8 +10,7 @@ for job in train_jobs():
         name:
             job.name
         input:
-            graph=f"resources/graphs/{job.dataset}/graph.pt",
-            meta=f"resources/graphs/{job.dataset}/meta.json",
+            graphs=job.graphs,
             splits=job.splits,
             structure=job.structure,
         output:
@@ -23,7 +22,6 @@ for job in train_jobs():
         benchmark:
             job.benchmark
         params:
-            dataset=job.dataset,
             name=job.method,
             base=resolve_method(config, job.method)[0],
             hparams=hparams_json(job.method),
@@ -40,6 +38,6 @@ for job in train_jobs():
         conda:
             "../../envs/nodedp.yaml"
         shell:
-            "python -m nodedp train-cells --graph resources/graphs/{params.dataset} --method {params.base}"
+            "python -m nodedp train-cells --method {params.base}"
             " --name {params.name:q} --hparams {params.hparams:q} --delta {params.delta}"
             " --accountant {params.accountant} --threads {threads} --cells {params.cells:q} > {log[0]} 2>&1"
