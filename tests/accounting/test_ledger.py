@@ -450,3 +450,23 @@ def test_a_claim_needs_a_valid_epsilon_delta_and_rule() -> None:
         with pytest.raises(ValueError):
             Claim(**{**dict(epsilon=1.0, delta=1e-5, rule="r", source="s"), **bad})
     assert Claim(epsilon=1.0, delta=0.0, rule="pure", source="s").delta == 0.0  # pure-ε papers
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_a_remembered_composition_is_the_one_its_records_give(accountant):
+    from nodedp.accounting.events import _EPSILONS
+    from nodedp.accounting.ledger import _COMPOSED
+
+    def ledger(*records, delta=DELTA):
+        return Ledger(level="node", target_epsilon=1e9, target_delta=delta, mechanisms=records, accountant=accountant)
+
+    ledgers = [ledger(dpsgd_record(1.0)), ledger(dpsgd_record(math.nextafter(1.0, 2.0))),
+               ledger(dpsgd_record(1.0), gaussian_record(4.0)), ledger(dpsgd_record(1.0), delta=DELTA / 10)]
+    fresh = []
+    for one in ledgers:  # each composed with nothing remembered
+        _COMPOSED.clear()
+        _EPSILONS.clear()
+        fresh.append(one.composed())
+    for _ in range(2):  # then from the memo, in one process: each record's every parameter is in the key
+        assert [one.composed() for one in ledgers] == fresh
+    assert len({eps for eps, _ in fresh}) == len(fresh)
