@@ -151,3 +151,16 @@ def test_the_torch_free_names_match_their_torch_twins():
     for name in OPTIMIZERS:
         OptimHparams(optimizer=name).check()
         assert OptimHparams(optimizer=name).optim_config().optimizer == name
+
+
+@pytest.mark.parametrize("verb", [["--help"], ["datasets"], ["methods", "--verbose", "--config", "config.yaml"],
+                                  ["check-config", "config.yaml"], ["train-cells", "--help"]])
+def test_listing_and_checking_verbs_import_no_torch(verb):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", *verb], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip()  # it printed what it lists or checks
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time")}
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
