@@ -54,3 +54,14 @@ def test_invalid_scales_are_refused(bad: float) -> None:
         gaussian_noise_like(torch.zeros(2), std=bad, generator=_gen())
     with pytest.raises(ValueError, match="scale"):
         laplace_noise((2,), scale=bad, generator=_gen())
+
+
+def test_gaussian_in_place_draws_what_gaussian_noise_like_returns() -> None:
+    from nodedp.mechanisms.noise import gaussian_noise_
+
+    for target in (torch.empty(7, 5), torch.empty(5, 7).t()):  # contiguous, and not (drawn then copied in)
+        expected = gaussian_noise_like(target, std=0.7, generator=torch.Generator().manual_seed(3))
+        out = gaussian_noise_(target, std=0.7, generator=torch.Generator().manual_seed(3))
+        assert out is target and torch.equal(target, expected)
+    with pytest.raises(ValueError):
+        gaussian_noise_(torch.empty(3), std=-1.0, generator=torch.Generator())

@@ -99,6 +99,20 @@ def test_noise_has_the_configured_std_on_every_tensor() -> None:
         assert p.grad.std().item() == pytest.approx(0.75, rel=0.15)
 
 
+def test_every_step_gets_fresh_noise() -> None:
+    # The loop reuses one gradient buffer: each step must overwrite it with a new draw,
+    # neither adding to the last one nor repeating it; the empty batch included.
+    model = nn.Sequential(nn.Linear(5, 400), nn.Tanh(), nn.Linear(400, 30))
+    privacy = PrivacyConfig(clip_norm=1e-9, noise_std=3.0, expected_batch_size=4.0)
+    batches = [torch.arange(4), torch.empty(0, dtype=torch.long), torch.arange(4, 8)]
+    grads = _grads_after(model, batches, privacy=privacy)
+    for grad in grads:
+        assert grad.std().item() == pytest.approx(0.75, rel=0.02)
+    for i in range(len(grads)):
+        for j in range(i):
+            assert abs(torch.corrcoef(torch.stack([grads[i], grads[j]]))[0, 1].item()) < 0.03
+
+
 def test_empty_poisson_batch_still_adds_noise() -> None:
     model = MLP(5, 8, 2)
     before = copy.deepcopy(model)

@@ -385,3 +385,58 @@ def test_layerwise_factors_must_name_exactly_the_layers() -> None:
     psg.backward(F.cross_entropy(out, _labels(), reduction="none"))
     with pytest.raises(ValueError, match=r"exactly the layers \['inner', 'head'\], got \['head'\]"):
         psg.write_clipped_sum({"head": torch.ones(B)})
+
+
+def test_parameter_registered_under_two_names_counts_once() -> None:
+    class Aliased(nn.Linear):
+        def __init__(self) -> None:
+            super().__init__(4, 3)
+            self.alias = self.weight  # one Parameter, two names: model.parameters() lists it once
+
+    model = nn.Sequential(Aliased(), nn.Tanh(), nn.Linear(3, 3))
+    assert len(list(model.parameters())) == 4
+    _check(model, torch.randn(B, 4), _labels())
+
+
+def test_a_reused_flat_vector_keeps_receiving_the_clipped_sums() -> None:
+    # A training loop passes the same buffer every step: the grads stay its views and
+    # take each batch's sums; another buffer (or a frozen parameter) rebinds them.
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    psg = PerSampleGradients(model)
+    buffer = torch.empty(sum(p.numel() for p in model.parameters()))
+
+    def step(x: Tensor, y: Tensor, onto: Tensor) -> Tensor:
+        with psg.capture():
+            out = model(x)
+        psg.backward(F.cross_entropy(out, y, reduction="none"))
+        onto.fill_(1.0)
+        psg.write_clipped_sum(torch.ones(B), onto=onto)
+        return torch.cat([p.grad.flatten() for p in psg.parameters])
+
+    for _ in range(2):
+        x, y = torch.randn(B, 4), _labels()
+        torch.testing.assert_close(step(x, y, buffer), 1.0 + _brute_force(model, x, y).sum(0))
+        assert model[0].weight.grad.data_ptr() == buffer.data_ptr()
+    other = torch.empty_like(buffer)
+    step(x, y, other)
+    assert model[0].weight.grad.data_ptr() == other.data_ptr()
+    model[0].bias.requires_grad_(False)
+    smaller = buffer[: buffer.numel() - 6]
+    torch.testing.assert_close(step(x, y, smaller), 1.0 + _brute_force(model, x, y).sum(0))
+    assert model[2].bias.grad.data_ptr() == smaller[-3:].data_ptr()
+
+
+def test_returned_norms_are_the_callers() -> None:
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    for layers in (model, model[0]):  # several layers, and one (whose norm is the whole norm)
+        psg = PerSampleGradients(layers)
+        with psg.capture():
+            out = layers(torch.randn(B, 4))
+        psg.backward(out.sum(1))
+        expected = psg.norms().clone()
+        psg.norms().zero_()
+        for norms in psg.layer_norms().values():
+            norms.zero_()
+        torch.testing.assert_close(psg.norms(), expected)
+        assert all(n.count_nonzero() == B for n in psg.layer_norms().values())
+        psg.remove()

@@ -23,9 +23,22 @@ def gaussian_noise_like(t: Tensor, *, std: float, generator: torch.Generator) ->
     Drawn on the generator's device and moved to ``t``'s, so a CPU generator can
     still noise a CUDA tensor (reproducibly, at the cost of a copy).
     """
-    _check_scale("std", std)
     noise = torch.empty(t.shape, device=generator.device, dtype=t.dtype)
-    return noise.normal_(0.0, std, generator=generator).to(t.device)
+    return gaussian_noise_(noise, std=std, generator=generator).to(t.device)
+
+
+def gaussian_noise_(t: Tensor, *, std: float, generator: torch.Generator) -> Tensor:
+    """Overwrite ``t`` with N(0, std²) i.i.d. noise, the values ``gaussian_noise_like(t)`` would return.
+
+    Drawn straight into ``t`` when it is contiguous on the generator's device
+    (no allocation: DP-SGD noises a buffer of the model's size every step),
+    else drawn there and copied in. Returns ``t``.
+    """
+    _check_scale("std", std)
+    if t.device == generator.device and t.is_contiguous():
+        return t.normal_(0.0, std, generator=generator)
+    noise = torch.empty(t.shape, device=generator.device, dtype=t.dtype)
+    return t.copy_(noise.normal_(0.0, std, generator=generator))
 
 
 def laplace_noise(

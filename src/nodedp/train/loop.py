@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from nodedp.mechanisms.clipping import clip_factors
-from nodedp.mechanisms.noise import gaussian_noise_like
+from nodedp.mechanisms.noise import gaussian_noise_
 from nodedp.train.per_sample import PerSampleGradients, split_flat, trainable_layer_names
 
 __all__ = ["LOSSES", "OptimConfig", "PrivacyConfig", "TrainStats", "build_optimizer", "total_clip_norm", "train_model"]
@@ -148,7 +148,8 @@ def train_model(
     Noise is drawn from ``generator`` (put it on ``device`` to avoid a copy per
     step); other randomness (dropout) comes from torch's global RNG, see
     ``seed_everything``. ``on_step(step)`` runs after each optimizer step,
-    while ``p.grad`` still holds the (privatized) gradient that was applied.
+    while ``p.grad`` still holds the (privatized) gradient that was applied
+    (private runs reuse its memory at the next step: copy what you keep).
     ``progress`` shows a tqdm bar on stderr, a string naming it; ``total`` is
     its length when ``batches`` has none.
 
@@ -173,7 +174,9 @@ def train_model(
                 f"layer_clip_norms must name exactly the model's trainable layers {layers}; "
                 f"got {sorted(layer_clips)}"
             )
-    noise_shape = params[0].new_empty(sum(p.numel() for p in params))  # the concatenated gradient
+    # The concatenated gradient, one buffer for the whole run: each step overwrites it with
+    # fresh noise, adds the clipped sum and divides; the p.grad are views of it.
+    noisy = params[0].new_empty(sum(p.numel() for p in params)) if privacy is not None else None
 
     steps = examples = 0
     clipped = torch.zeros((), device=device)
@@ -183,10 +186,10 @@ def train_model(
     start = time.perf_counter()
     try:
         for indices in bar:
-            optimizer.zero_grad(set_to_none=True)
             size = indices.numel()
             losses: Tensor | None = None
             if per_sample is None:
+                optimizer.zero_grad(set_to_none=True)
                 if size > 0:
                     inputs, targets = batch_fn(indices)
                     losses = loss_fn(model(inputs), targets)
@@ -196,7 +199,8 @@ def train_model(
                 # all coordinates (sensitivity C), never per-tensor budgets. With
                 # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
                 # as in the public DP-GNN reference code, under-noises by √(#tensors).
-                noisy = gaussian_noise_like(noise_shape, std=privacy.noise_std, generator=generator)
+                # No zero_grad: every p.grad is set below, to its view of the buffer.
+                gaussian_noise_(noisy, std=privacy.noise_std, generator=generator)
                 if size > 0:
                     inputs, targets = batch_fn(indices)
                     with per_sample.capture():

@@ -86,8 +86,8 @@ class _Call:
 class _PerSample:
     """A module's share of the per-example gradient norms and a way to add its clipped sum."""
 
-    # [B] tensors whose squares sum to the module's per-example squared gradient norm
-    norm_parts: list[Tensor]
+    # [B] ℓ2 norm of each example's gradient over the module's trainable parameters
+    norms: Tensor
     # add_clipped_sum(factors, into): into[p] += Σ_i factors[i] ∇_p ℓ_i, in place
     add_clipped_sum: Callable[[Tensor, dict[nn.Parameter, Tensor]], None]
 
@@ -108,8 +108,46 @@ def _first_tensor(obj: Any) -> Tensor | None:
     return next((t for t in map(_first_tensor, items) if t is not None), None)
 
 
+def _detached(inputs: tuple[Any, ...] | dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+    """A module's args or kwargs with every tensor off the graph; flat ones (most calls) without pytree's cost."""
+    values = inputs.values() if isinstance(inputs, dict) else inputs
+    if not all(isinstance(x, Tensor) for x in values):
+        return tree_map_only(Tensor, Tensor.detach, inputs)
+    if isinstance(inputs, dict):
+        return {k: x.detach() if x.requires_grad else x for k, x in inputs.items()}
+    return tuple(x.detach() if x.requires_grad else x for x in inputs)
+
+
+def _trainable(module: nn.Module) -> dict[str, nn.Parameter]:
+    """``module``'s own trainable parameters by name, as ``named_parameters(recurse=False)`` (read per step)."""
+    params = {n: p for n, p in module._parameters.items() if p is not None and p.requires_grad}
+    if len(set(params.values())) < len(params):  # one parameter under two names: count it once
+        params = {n: p for n, p in module.named_parameters(recurse=False) if p.requires_grad}
+    return params
+
+
 def _first_input(call: _Call) -> Tensor:
     return call.args[0] if call.args else next(iter(call.kwargs.values()))
+
+
+def _row_norms(x: Tensor) -> Tensor:
+    """[B, ...] -> [B]: the ℓ2 norm of each example's slice."""
+    return torch.linalg.vector_norm(x.flatten(1), dim=1)
+
+
+def _combined(norms: list[Tensor]) -> Tensor:
+    """‖(n_1, …, n_k)‖ elementwise: the norm over disjoint blocks of coordinates, from each block's norm.
+
+    Few ops per step matter more than flops here: one ``hypot`` per extra block for
+    a few blocks (a lone block is returned as is), four ops for many (``vector_norm``
+    over dim 0 is several times slower than square, sum, sqrt).
+    """
+    if len(norms) > 4:
+        return torch.stack(norms).square_().sum(0).sqrt_()
+    total = norms[0]
+    for n in norms[1:]:
+        total = torch.hypot(total, n)
+    return total
 
 
 def _as_sequence(x: Tensor, width: int) -> Tensor:
@@ -130,33 +168,34 @@ def _linear(owner: _Owner, calls: list[_Call]) -> _PerSample:
 def _linear_rows(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
     """Input [B, in], output gradient [B, out]: example i's weight gradient is g_i a_iᵀ."""
     weight, bias = owner.params.get("weight"), owner.params.get("bias")
-    g_norm = torch.linalg.vector_norm(g, dim=1)
-    parts = [g_norm] if bias is not None else []
-    if weight is not None:
-        parts.append(g_norm * torch.linalg.vector_norm(a, dim=1))  # ‖g_i a_iᵀ‖ = ‖g_i‖‖a_i‖
+    g_norm = _row_norms(g)
+    parts = [g_norm * _row_norms(a)] if weight is not None else []  # ‖g_i a_iᵀ‖ = ‖g_i‖‖a_i‖
+    if bias is not None:
+        parts.append(g_norm)  # the bias gradient is g_i
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
+        g_t = g.t()
         if weight is not None:
-            into[weight].addmm_((g * factors.unsqueeze(1)).t(), a)
+            into[weight].addmm_(g_t * factors, a)  # (c ⊙ G)ᵀA, scaling G's columns after the transpose
         if bias is not None:
-            into[bias].addmv_(g.t(), factors)
+            into[bias].addmv_(g_t, factors)
 
-    return _PerSample(parts, add_clipped_sum)
+    return _PerSample(_combined(parts), add_clipped_sum)
 
 
 def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
     """Input [B, T, in], output gradient [B, T, out]: example i's weight gradient is Σ_t g_it a_itᵀ."""
     weight, bias = owner.params.get("weight"), owner.params.get("bias")
     (_, positions, in_f), out_f = a.shape, g.shape[-1]
-    parts = [torch.linalg.vector_norm(g.sum(1), dim=1)] if bias is not None else []
+    parts = [_row_norms(g.sum(1))] if bias is not None else []
     if weight is not None:
         if positions * positions < in_f * out_f:
             # ‖Σ_t g_t a_tᵀ‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s): no [B, out, in] tensor. Clamped
             # because rounding can take a zero norm slightly below 0.
             sq = (g @ g.transpose(1, 2) * (a @ a.transpose(1, 2))).sum((1, 2))
-            parts.append(sq.clamp_min(0).sqrt())
+            parts.append(sq.clamp_min_(0).sqrt_())
         else:
-            parts.append(torch.linalg.vector_norm(torch.einsum("bto,bti->boi", g, a).flatten(1), dim=1))
+            parts.append(_row_norms(torch.einsum("bto,bti->boi", g, a)))
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         scaled = (g * factors.view(-1, 1, 1)).reshape(-1, out_f)
@@ -165,7 +204,7 @@ def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
         if bias is not None:
             into[bias].add_(scaled.sum(0))
 
-    return _PerSample(parts, add_clipped_sum)
+    return _PerSample(_combined(parts), add_clipped_sum)
 
 
 def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
@@ -192,18 +231,18 @@ def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         into[weight].index_add_(0, idx.flatten(), (g * factors.view(-1, 1, 1)).reshape(-1, dim))
 
-    return _PerSample([sq.sqrt()], add_clipped_sum)
+    return _PerSample(sq.sqrt_(), add_clipped_sum)
 
 
 def _materialized(grads: dict[nn.Parameter, Tensor]) -> _PerSample:
     """From explicit per-example gradients {param: [B, *param.shape]}."""
-    parts = [torch.linalg.vector_norm(gr.flatten(1), dim=1) for gr in grads.values()]
+    norms = _combined([_row_norms(gr) for gr in grads.values()])
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         for p, gr in grads.items():
             into[p].add_(torch.tensordot(factors, gr, dims=1))
 
-    return _PerSample(parts, add_clipped_sum)
+    return _PerSample(norms, add_clipped_sum)
 
 
 def _affine_norm(owner: _Owner, calls: list[_Call], normalize: Callable[[Tensor], Tensor],
@@ -319,6 +358,7 @@ class PerSampleGradients:
         self._active = False
         self._batch: int | None = None
         self._per_sample: dict[nn.Module, _PerSample] | None = None
+        self._flat_views: tuple[tuple[int, int, tuple[int, ...]], dict[nn.Parameter, Tensor]] | None = None
         self._handles = [model.register_forward_pre_hook(self._record_batch, with_kwargs=True)]
         for name, module in model.named_modules():
             if next(module.parameters(recurse=False), None) is not None:
@@ -344,9 +384,7 @@ class PerSampleGradients:
         seen: set[nn.Parameter] = set()
         for owner in self._owners.values():
             owner.calls = []
-            owner.params = {
-                n: p for n, p in owner.module.named_parameters(recurse=False) if p.requires_grad
-            }
+            owner.params = _trainable(owner.module)
             shared = seen.intersection(owner.params.values())
             if shared:
                 raise NotImplementedError(
@@ -396,11 +434,7 @@ class PerSampleGradients:
         if not out.requires_grad:  # inputs need no gradient (first layer)
             out = out.detach().requires_grad_()
         # Inputs detached: the per-example math must not join (and keep alive) the graph.
-        owner.calls.append(_Call(
-            tree_map_only(Tensor, Tensor.detach, args),
-            tree_map_only(Tensor, Tensor.detach, kwargs),
-            out,
-        ))
+        owner.calls.append(_Call(_detached(args), _detached(kwargs), out))
         # The model continues with a copy, so that an in-place op after the module
         # (ReLU(inplace=True)) rewrites the copy, never the recorded output.
         return out.clone()
@@ -416,7 +450,8 @@ class PerSampleGradients:
         calls = [c for o in self._owners.values() for c in o.calls if c.out is not None]
         if not calls:
             return
-        grads = torch.autograd.grad(losses.sum(), [c.out for c in calls], allow_unused=True)
+        # Seeding the backward with ones is differentiating the sum, without the sum's op and node.
+        grads = torch.autograd.grad(losses, [c.out for c in calls], torch.ones_like(losses), allow_unused=True)
         for call, g in zip(calls, grads):
             call.grad, call.out = g, None
 
@@ -450,8 +485,8 @@ class PerSampleGradients:
         if not per_sample:  # no trainable parameter reached the loss
             p = self.parameters[0]
             return torch.zeros(self._batch, dtype=p.dtype, device=p.device)
-        parts = torch.stack([n for ps in per_sample.values() for n in ps.norm_parts])
-        return parts.square().sum(0).sqrt()  # several times faster than vector_norm over dim 0
+        total = _combined([ps.norms for ps in per_sample.values()])
+        return total.clone() if len(per_sample) == 1 else total  # the caller's to modify
 
     @torch.no_grad()
     def layer_norms(self) -> dict[str, Tensor]:
@@ -469,8 +504,18 @@ class PerSampleGradients:
                 p = next(iter(owner.params.values()))
                 norms[owner.name] = torch.zeros(self._batch, dtype=p.dtype, device=p.device)
             else:
-                norms[owner.name] = torch.stack(ps.norm_parts).square().sum(0).sqrt()
+                norms[owner.name] = ps.norms.clone()
         return norms
+
+    def _views(self, flat: Tensor, params: list[nn.Parameter]) -> dict[nn.Parameter, Tensor]:
+        """``split_flat(flat, params)``, kept while both stay the same: a training loop reuses its buffer.
+
+        Keyed by ids, which stay unique while cached: the views keep ``flat`` alive, the dict the parameters.
+        """
+        key = (id(flat), flat.data_ptr(), tuple(map(id, params)))
+        if self._flat_views is None or self._flat_views[0] != key:
+            self._flat_views = (key, split_flat(flat, params))
+        return self._flat_views[1]
 
     @torch.no_grad()
     def write_clipped_sum(self, factors: Tensor | Mapping[str, Tensor], *, onto: Tensor | None = None) -> None:
@@ -489,7 +534,7 @@ class PerSampleGradients:
         per_sample = self._compute()
         if onto is None:
             onto = params[0].new_zeros(sum(p.numel() for p in params))
-        grads = split_flat(onto, params)
+        grads = self._views(onto, params)
         if isinstance(factors, Tensor):
             for ps in per_sample.values():
                 ps.add_clipped_sum(factors, grads)
