@@ -468,7 +468,7 @@ class TrainJob:
         ])
 
     def mem_mb(self, wildcards, attempt):
-        return train_mem_mb(wildcards, attempt)  # one cell at a time
+        return train_mem_mb(wildcards, attempt)  # one cell at a time (beside its graph as read)
 
     def runtime(self, wildcards, attempt):
         return len(self.cells) * train_runtime(wildcards, attempt)
