@@ -109,9 +109,11 @@ def test_the_import_chain_names_who_imported_a_module():
 @pytest.mark.parametrize("package", ["nodedp.accounting", "nodedp.analysis", "nodedp.data"])
 def test_lazy_packages_still_provide_every_public_name(package):
     module = importlib.import_module(package)
+    homes = {name: sub for sub, names in module._SUBMODULES.items() for name in names}
+    assert sorted(homes) == module.__all__
     for name in module.__all__:
         value = getattr(module, name)
-        home = importlib.import_module(f"{package}.{module._HOME[name]}")
+        home = importlib.import_module(f"{package}.{homes[name]}")
         assert value is getattr(home, name), name
     with pytest.raises(AttributeError, match="no_such_name"):
         module.no_such_name  # noqa: B018

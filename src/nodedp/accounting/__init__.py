@@ -10,8 +10,7 @@ dp_accounting or scipy; every name imports as before.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from nodedp._lazy import lazy_exports
 
 # submodule -> the public names it provides here
 _SUBMODULES: dict[str, tuple[str, ...]] = {
@@ -36,18 +35,5 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
             "nip_edge_record", "nip_label_record", "split_budget"),
     "rebuild": ("MECHANISMS", "RecordMismatch", "check_record"),
 }
-_HOME = {name: module for module, names in _SUBMODULES.items() for name in names}
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _SUBMODULES, globals())

@@ -7,13 +7,11 @@ its module (torch, torch_geometric) on first access (PEP 562) and imports as bef
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from nodedp._lazy import lazy_exports
 from nodedp.data import catalog  # noqa: F401  (registers the real datasets)
 
 # submodule -> the public names it provides here, loaded on first access (the registry already is)
-_LAZY: dict[str, tuple[str, ...]] = {
+_SUBMODULES: dict[str, tuple[str, ...]] = {
     "registry": ("DATASETS", "OFFICIAL_SPLIT_FILE", "DatasetInfo", "UnknownDatasetError", "build_dataset",
                  "csbm_dataset", "dataset_names", "get_dataset", "make_split", "register_dataset"),
     "degree": ("BOUND_KINDS", "bound_degree", "bound_in_degree", "bound_out_degree", "bound_undirected_degree",
@@ -24,18 +22,5 @@ _LAZY: dict[str, tuple[str, ...]] = {
                "save_split", "split_masks", "validate_split"),
     "synthetic": ("CSBMSpec", "generate_csbm"),
 }
-_HOME = {name: module for module, names in _LAZY.items() for name in names}
 
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _SUBMODULES, globals())
