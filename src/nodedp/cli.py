@@ -458,23 +458,22 @@ def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
     A cell with a ``log`` writes its output there; the first failing cell stops the job."""
     import torch
 
-    for cell in cells:  # every cell's settings checked before any trains
-        method_settings(args, cell["epsilon"])
+    settings = [method_settings(args, cell["epsilon"]) for cell in cells]  # every cell checked before any trains
     if args.threads:
         torch.set_num_threads(args.threads)
-    for i, cell in enumerate(cells):
+    for i, (cell, cell_settings) in enumerate(zip(cells, settings)):
         log = cell.get("log")
         if len(cells) > 1:
             note(f"cell {i + 1}/{len(cells)}: {Path(cell['graph']).name}, ε = {format_epsilon(cell['epsilon'])}, "
                  f"seed {cell['seed']}"
                  + (f" (log: {log})" if log else ""))
         if log is None:
-            _train_cell(args, cell)
+            _train_cell(args, cell, cell_settings)
             continue
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w", encoding="utf-8") as stream, _redirected(stream, progress=args.progress):
             try:
-                _train_cell(args, cell)
+                _train_cell(args, cell, cell_settings)
             except Exception:
                 import traceback
 
@@ -503,7 +502,7 @@ class _redirected:
         sys.stdout, sys.stderr, STARTED = self._saved
 
 
-def _train_cell(args: argparse.Namespace, cell: dict) -> None:
+def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     import dataclasses
 
     import torch
@@ -514,7 +513,7 @@ def _train_cell(args: argparse.Namespace, cell: dict) -> None:
     from nodedp.provenance import provenance
 
     started = time.perf_counter()
-    method, name, info, hp, delta, accountant = method_settings(args, cell["epsilon"])
+    method, name, info, hp, delta, accountant = settings  # method_settings(args, cell["epsilon"])
     structure = load_structure(cell["structure"])
     check_structure(method, info.needs, structure)
 
