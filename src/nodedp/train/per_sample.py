@@ -14,12 +14,12 @@ by its path in the model (``trainable_layer_names(model)``, the keys of
 ``layer_norms()``, e.g. "encoder.0"); pass
 ``write_clipped_sum`` a mapping layer name -> factors [B] instead of one [B].
 
-How: while capturing, the trainable parameters are frozen, so the backward pass
-computes only what flows between layers and never the unclipped parameter
-gradients (which DP-SGD would throw away). Forward hooks record each module's
-inputs and output; ``backward`` differentiates the SUM of the per-example losses
-with respect to those outputs in one autograd call (no Python hooks run during
-it). As no module mixes examples, row i of each output gradient is example i's.
+How: forward hooks record each module's inputs and where its output enters the
+autograd graph; ``backward`` differentiates the SUM of the per-example losses
+with respect to those outputs in one ``autograd.grad`` call (no Python hooks run
+during it), which computes only what flows between layers and never the
+unclipped parameter gradients (which DP-SGD would throw away). As no module
+mixes examples, row i of each output gradient is example i's.
 Closed forms per layer type then give the norms and clipped sums:
 for ``nn.Linear`` with input rows a_i and output gradient rows g_i the
 per-example gradient is g_i a_iᵀ, with squared norm ‖g_i‖²‖a_i‖², and the
@@ -45,6 +45,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 from torch.func import functional_call, grad, vmap
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
@@ -74,11 +75,12 @@ def split_flat(flat: Tensor, params: list[nn.Parameter]) -> dict[nn.Parameter, T
 
 @dataclass
 class _Call:
-    """One forward call of a module: its inputs, its output until backward, then ∂loss/∂output."""
+    """One forward call of a module: its inputs, where its output enters the graph until backward (the output
+    itself, or the edge into its grad_fn), then ∂loss/∂output."""
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    out: Tensor | None
+    out: Tensor | GradientEdge | None
     grad: Tensor | None = None
 
 
@@ -86,8 +88,8 @@ class _Call:
 class _PerSample:
     """A module's share of the per-example gradient norms and a way to add its clipped sum."""
 
-    # [B] ℓ2 norm of each example's gradient over the module's trainable parameters
-    norms: Tensor
+    # [B] squared ℓ2 norm of each example's gradient over the module's trainable parameters
+    sq_norms: Tensor
     # add_clipped_sum(factors, into): into[p] += Σ_i factors[i] ∇_p ℓ_i, in place
     add_clipped_sum: Callable[[Tensor, dict[nn.Parameter, Tensor]], None]
 
@@ -130,23 +132,24 @@ def _first_input(call: _Call) -> Tensor:
     return call.args[0] if call.args else next(iter(call.kwargs.values()))
 
 
-def _row_norms(x: Tensor) -> Tensor:
-    """[B, ...] -> [B]: the ℓ2 norm of each example's slice."""
-    return torch.linalg.vector_norm(x.flatten(1), dim=1)
+def _row_sq(x: Tensor) -> Tensor:
+    """[B, ...] -> [B]: the squared ℓ2 norm of each example's slice."""
+    rows = x.flatten(1)
+    return torch.linalg.vecdot(rows, rows)
 
 
-def _combined(norms: list[Tensor]) -> Tensor:
-    """‖(n_1, …, n_k)‖ elementwise: the norm over disjoint blocks of coordinates, from each block's norm.
+def _summed(sq_norms: list[Tensor]) -> Tensor:
+    """Σ_k s_k elementwise: the squared norm over disjoint blocks of coordinates, from each block's.
 
-    Few ops per step matter more than flops here: one ``hypot`` per extra block for
-    a few blocks (a lone block is returned as is), four ops for many (``vector_norm``
-    over dim 0 is several times slower than square, sum, sqrt).
+    Squares add, so the square root is taken once, by whoever needs a norm. Few ops
+    per step matter more than flops here: one add per extra block for a few blocks
+    (a lone block is returned as is), one stack and one sum for many.
     """
-    if len(norms) > 4:
-        return torch.stack(norms).square_().sum(0).sqrt_()
-    total = norms[0]
-    for n in norms[1:]:
-        total = torch.hypot(total, n)
+    if len(sq_norms) > 4:
+        return torch.stack(sq_norms).sum(0)
+    total = sq_norms[0]
+    for s in sq_norms[1:]:
+        total = total + s
     return total
 
 
@@ -168,10 +171,13 @@ def _linear(owner: _Owner, calls: list[_Call]) -> _PerSample:
 def _linear_rows(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
     """Input [B, in], output gradient [B, out]: example i's weight gradient is g_i a_iᵀ."""
     weight, bias = owner.params.get("weight"), owner.params.get("bias")
-    g_norm = _row_norms(g)
-    parts = [g_norm * _row_norms(a)] if weight is not None else []  # ‖g_i a_iᵀ‖ = ‖g_i‖‖a_i‖
-    if bias is not None:
-        parts.append(g_norm)  # the bias gradient is g_i
+    g_sq = torch.linalg.vecdot(g, g)  # the bias gradient is g_i
+    if weight is None:
+        sq = g_sq
+    elif bias is None:
+        sq = torch.linalg.vecdot(a, a).mul_(g_sq)  # ‖g_i a_iᵀ‖² = ‖g_i‖²‖a_i‖²
+    else:
+        sq = torch.addcmul(g_sq, g_sq, torch.linalg.vecdot(a, a))  # ‖g_i‖²(‖a_i‖² + 1)
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         g_t = g.t()
@@ -180,22 +186,22 @@ def _linear_rows(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
         if bias is not None:
             into[bias].addmv_(g_t, factors)
 
-    return _PerSample(_combined(parts), add_clipped_sum)
+    return _PerSample(sq, add_clipped_sum)
 
 
 def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
     """Input [B, T, in], output gradient [B, T, out]: example i's weight gradient is Σ_t g_it a_itᵀ."""
     weight, bias = owner.params.get("weight"), owner.params.get("bias")
     (_, positions, in_f), out_f = a.shape, g.shape[-1]
-    parts = [_row_norms(g.sum(1))] if bias is not None else []
+    parts = [_row_sq(g.sum(1))] if bias is not None else []
     if weight is not None:
         if positions * positions < in_f * out_f:
             # ‖Σ_t g_t a_tᵀ‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s): no [B, out, in] tensor. Clamped
             # because rounding can take a zero norm slightly below 0.
             sq = (g @ g.transpose(1, 2) * (a @ a.transpose(1, 2))).sum((1, 2))
-            parts.append(sq.clamp_min_(0).sqrt_())
+            parts.append(sq.clamp_min_(0))
         else:
-            parts.append(_row_norms(torch.einsum("bto,bti->boi", g, a)))
+            parts.append(_row_sq(torch.einsum("bto,bti->boi", g, a)))
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         scaled = (g * factors.view(-1, 1, 1)).reshape(-1, out_f)
@@ -204,7 +210,7 @@ def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
         if bias is not None:
             into[bias].add_(scaled.sum(0))
 
-    return _PerSample(_combined(parts), add_clipped_sum)
+    return _PerSample(_summed(parts), add_clipped_sum)
 
 
 def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
@@ -231,18 +237,18 @@ def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         into[weight].index_add_(0, idx.flatten(), (g * factors.view(-1, 1, 1)).reshape(-1, dim))
 
-    return _PerSample(sq.sqrt_(), add_clipped_sum)
+    return _PerSample(sq, add_clipped_sum)
 
 
 def _materialized(grads: dict[nn.Parameter, Tensor]) -> _PerSample:
     """From explicit per-example gradients {param: [B, *param.shape]}."""
-    norms = _combined([_row_norms(gr) for gr in grads.values()])
+    sq_norms = _summed([_row_sq(gr) for gr in grads.values()])
 
     def add_clipped_sum(factors: Tensor, into: dict[nn.Parameter, Tensor]) -> None:
         for p, gr in grads.items():
             into[p].add_(torch.tensordot(factors, gr, dims=1))
 
-    return _PerSample(norms, add_clipped_sum)
+    return _PerSample(sq_norms, add_clipped_sum)
 
 
 def _affine_norm(owner: _Owner, calls: list[_Call], normalize: Callable[[Tensor], Tensor],
@@ -355,6 +361,8 @@ class PerSampleGradients:
             )
         self.model = model
         self._owners: dict[nn.Module, _Owner] = {}
+        self._params: list[nn.Parameter] = []  # trainable, in model order, as of the last capture()
+        self._trainable_key: tuple[int, ...] | None = None  # what _params was read from
         self._active = False
         self._batch: int | None = None
         self._per_sample: dict[nn.Module, _PerSample] | None = None
@@ -376,14 +384,17 @@ class PerSampleGradients:
     @property
     def parameters(self) -> list[nn.Parameter]:
         """Trainable parameters, in model order, as of the last ``capture()``."""
-        return [p for o in self._owners.values() for p in o.params.values()]
+        return list(self._params)
 
-    @contextmanager
-    def capture(self) -> Iterator[None]:
-        """Run the forward pass of a batch inside this context."""
+    def _read_trainable(self) -> None:
+        """Each owner's trainable parameters, read again only when a parameter was replaced, frozen or unfrozen
+        since the last read (the key: every owned parameter's id, negated while frozen)."""
+        key = tuple(id(p) if p.requires_grad else -id(p)
+                    for m in self._owners for p in m._parameters.values() if p is not None)
+        if key == self._trainable_key:
+            return
         seen: set[nn.Parameter] = set()
         for owner in self._owners.values():
-            owner.calls = []
             owner.params = _trainable(owner.module)
             shared = seen.intersection(owner.params.values())
             if shared:
@@ -391,19 +402,23 @@ class PerSampleGradients:
                     f"{owner.name}: a parameter shared between modules is not supported"
                 )
             seen.update(owner.params.values())
-        self._batch, self._per_sample = None, None
-        frozen = self.parameters
-        if not frozen:
+        self._params = [p for o in self._owners.values() for p in o.params.values()]
+        self._trainable_key = key
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        """Run the forward pass of a batch inside this context."""
+        self._read_trainable()
+        if not self._params:
             raise ValueError("the model has no trainable parameters")
-        for p in frozen:
-            p.requires_grad_(False)
+        for owner in self._owners.values():
+            owner.calls = []
+        self._batch, self._per_sample = None, None
         self._active = True
         try:
             yield
         finally:
             self._active = False
-            for p in frozen:
-                p.requires_grad_(True)
 
     def _record_batch(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not self._active:
@@ -416,8 +431,10 @@ class PerSampleGradients:
     def _record_call(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> Tensor | None:
+        if not self._active:
+            return None
         owner = self._owners[module]
-        if not (self._active and owner.params and torch.is_grad_enabled()):
+        if not (owner.params and torch.is_grad_enabled()):
             return None
         if self._batch is None:
             raise RuntimeError(f"{owner.name} ran before the model: call the wrapped model itself in capture()")
@@ -431,12 +448,18 @@ class PerSampleGradients:
                 f"{owner.name} ({type(module).__name__}): output shape {tuple(out.shape)} does not "
                 f"have the {self._batch} examples in dim 0"
             )
-        if not out.requires_grad:  # inputs need no gradient (first layer)
-            out = out.detach().requires_grad_()
         # Inputs detached: the per-example math must not join (and keep alive) the graph.
-        owner.calls.append(_Call(_detached(args), _detached(kwargs), out))
-        # The model continues with a copy, so that an in-place op after the module
-        # (ReLU(inplace=True)) rewrites the copy, never the recorded output.
+        call = _Call(_detached(args), _detached(kwargs), out)
+        owner.calls.append(call)
+        if out.grad_fn is not None and out._base is None:
+            # The edge into the output's grad_fn receives ∂loss/∂output even if a later op rewrites the output
+            # in place (ReLU(inplace=True): that op's backward feeds the edge), so the model goes on with it.
+            call.out = get_gradient_edge(out)
+            return None
+        # A view (an in-place op on it would route the gradient around its grad_fn) or an output needing no
+        # gradient: record it and let the model continue with a copy, which in-place ops may rewrite.
+        if not out.requires_grad:
+            call.out = out = out.detach().requires_grad_()
         return out.clone()
 
     def backward(self, losses: Tensor) -> None:
@@ -483,10 +506,9 @@ class PerSampleGradients:
         """[B] ℓ2 norm of each example's gradient over all trainable parameters."""
         per_sample = self._compute()
         if not per_sample:  # no trainable parameter reached the loss
-            p = self.parameters[0]
+            p = self._params[0]
             return torch.zeros(self._batch, dtype=p.dtype, device=p.device)
-        total = _combined([ps.norms for ps in per_sample.values()])
-        return total.clone() if len(per_sample) == 1 else total  # the caller's to modify
+        return _summed([ps.sq_norms for ps in per_sample.values()]).sqrt()  # a new tensor: the caller's
 
     @torch.no_grad()
     def layer_norms(self) -> dict[str, Tensor]:
@@ -504,7 +526,7 @@ class PerSampleGradients:
                 p = next(iter(owner.params.values()))
                 norms[owner.name] = torch.zeros(self._batch, dtype=p.dtype, device=p.device)
             else:
-                norms[owner.name] = ps.norms.clone()
+                norms[owner.name] = ps.sq_norms.sqrt()
         return norms
 
     def _views(self, flat: Tensor, params: list[nn.Parameter]) -> dict[nn.Parameter, Tensor]:
@@ -530,7 +552,7 @@ class PerSampleGradients:
         the batch size) updates them all. Zero if None. Frees the recorded
         activations: call once per captured batch.
         """
-        params = self.parameters
+        params = self._params
         per_sample = self._compute()
         if onto is None:
             onto = params[0].new_zeros(sum(p.numel() for p in params))
@@ -545,7 +567,9 @@ class PerSampleGradients:
             for module, ps in per_sample.items():
                 ps.add_clipped_sum(factors[self._owners[module].name], grads)
         for p in params:
-            p.grad = grads[p]
+            g = grads[p]
+            if p.grad is not g:  # a loop passing the same buffer every step sets them once
+                p.grad = g
         for owner in self._owners.values():
             owner.calls = []
         self._per_sample = None
