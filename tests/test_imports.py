@@ -166,3 +166,20 @@ def test_listing_and_checking_verbs_import_no_torch(verb):
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
                 if line.startswith("import time")}
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def test_the_degree_bounding_verb_imports_no_torch_geometric(tiny_graph_dir, tiny_split_path, tmp_path):
+    """A structure job reads the graph's tensors only: torch_geometric's seconds of import would be paid by every
+    one of the grid's degree-bounding jobs."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = tmp_path / "in-degree~3.pt"
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", "bound-degree", "--graph",
+                             str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind", "in-degree", "--bound",
+                             "3", "--seed", "0", "--out", str(out)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert out.is_file() and "kept" in result.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time")}
+    assert "torch" in imported and "torch_geometric" not in imported, " -> ".join(
+        _import_chain(result.stderr, "torch_geometric"))

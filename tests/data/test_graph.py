@@ -13,6 +13,7 @@ from nodedp.data.graph import (
     graph_stats,
     load_graph,
     load_graph_meta,
+    load_graph_tensors,
     save_graph,
     validate_graph,
 )
@@ -64,8 +65,10 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     assert meta["sha256"] == sha256_file(tmp_path / "g" / "graph.pt")
     assert load_graph_meta(tmp_path / "g") == meta
     loaded = load_graph(tmp_path / "g")
+    tensors = load_graph_tensors(tmp_path / "g")  # the same checked tensors, without torch_geometric's Data
+    assert isinstance(loaded, Data) and set(tensors) == {"x", "y", "edge_index"}
     for key in ("x", "y", "edge_index"):
-        assert torch.equal(loaded[key], data[key])
+        assert torch.equal(loaded[key], data[key]) and torch.equal(tensors[key], data[key])
     # graph.pt is a plain dict of tensors.
     raw = torch.load(tmp_path / "g" / "graph.pt", weights_only=True)
     assert set(raw) == {"x", "y", "edge_index"}
@@ -133,21 +136,23 @@ def test_validate_graph_checks_label_range_against_num_classes() -> None:
         validate_graph(path_graph(), where="g", num_classes=1)
 
 
-def test_load_graph_detects_checksum_mismatch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("load", [load_graph, load_graph_tensors])
+def test_load_graph_detects_checksum_mismatch(tmp_path: Path, load) -> None:
     save_graph(path_graph(), tmp_path, name="path", source={})
     other = path_graph()
     torch.save({k: other[k] for k in ("x", "y", "edge_index")}, tmp_path / "graph.pt")
     with pytest.raises(GraphValidationError, match="graph.pt: checksum mismatch"):
-        load_graph(tmp_path)
+        load(tmp_path)
 
 
-def test_load_graph_validates_content_even_with_matching_checksum(tmp_path: Path) -> None:
+@pytest.mark.parametrize("load", [load_graph, load_graph_tensors])
+def test_load_graph_validates_content_even_with_matching_checksum(tmp_path: Path, load) -> None:
     meta = save_graph(path_graph(), tmp_path, name="path", source={})
     bad = corrupt(path_graph(), "edge out of range")
     torch.save({k: bad[k] for k in ("x", "y", "edge_index")}, tmp_path / "graph.pt")
     write_json(tmp_path / "meta.json", {**meta, "sha256": sha256_file(tmp_path / "graph.pt")})
     with pytest.raises(GraphValidationError, match="graph.pt: edge index out of range"):
-        load_graph(tmp_path)
+        load(tmp_path)
 
 
 @pytest.mark.parametrize("missing", ["graph.pt", "meta.json"])

@@ -11,14 +11,17 @@ means the directory is complete.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
 
 from nodedp.io import read_json, sha256_file, torch_save_atomic, write_json
+
+if TYPE_CHECKING:  # torch_geometric costs seconds to import: structure jobs that need only the tensors skip it
+    from torch_geometric.data import Data
 
 __all__ = [
     "FORMAT_VERSION",
@@ -28,6 +31,7 @@ __all__ = [
     "graph_stats",
     "load_graph",
     "load_graph_meta",
+    "load_graph_tensors",
     "save_graph",
     "validate_graph",
 ]
@@ -46,8 +50,10 @@ class GraphValidationError(ValueError):
     """A graph (in memory or on disk) breaks the canonical format."""
 
 
-def validate_graph(data: Data, *, where: str, num_classes: int | None = None) -> None:
+def validate_graph(data: Data | SimpleNamespace, *, where: str, num_classes: int | None = None) -> None:
     """Raise ``GraphValidationError`` naming ``where`` and the problem, else return.
+
+    ``data`` is anything with the attributes ``x``, ``y`` and ``edge_index`` (a PyG ``Data``).
 
     ``num_classes``, when given, is the label range that ``y`` must respect.
     """
@@ -201,6 +207,13 @@ def load_graph_meta(directory: str | Path) -> dict[str, Any]:
 
 def load_graph(directory: str | Path) -> Data:
     """Load a graph directory, checking the checksum in ``meta.json`` and the format."""
+    from torch_geometric.data import Data
+
+    return Data(**load_graph_tensors(directory))
+
+
+def load_graph_tensors(directory: str | Path) -> dict[str, Tensor]:
+    """``load_graph``'s checked tensors {x, y, edge_index} as a plain dict, without importing torch_geometric."""
     meta = load_graph_meta(directory)
     graph_path = Path(directory) / GRAPH_FILE
     if not graph_path.is_file():
@@ -217,6 +230,5 @@ def load_graph(directory: str | Path) -> Data:
     if not isinstance(tensors, dict) or set(tensors) != set(_TENSOR_KEYS):
         found = sorted(tensors) if isinstance(tensors, dict) else type(tensors).__name__
         raise GraphValidationError(f"{graph_path}: expected a dict with keys {list(_TENSOR_KEYS)}, got {found}")
-    data = Data(**tensors)
-    validate_graph(data, where=str(graph_path), num_classes=meta["num_classes"])
-    return data
+    validate_graph(SimpleNamespace(**tensors), where=str(graph_path), num_classes=meta["num_classes"])
+    return tensors
