@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from nodedp.models import MLP
 from nodedp.train import (
     OptimConfig,
+    PerSampleGradients,
     PrivacyConfig,
     TrainStats,
     evaluate,
@@ -187,6 +188,23 @@ def test_clipped_fraction() -> None:
     plain = train_model(MLP(5, 8, 2), batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(10)],
                         optim=SGD, privacy=None, generator=make_generator(0), device="cpu")
     assert plain.clipped_fraction is None
+
+
+def test_clipped_fraction_over_more_steps_than_are_counted_at_once() -> None:
+    """The loop counts clipped examples every 64 steps and at the end: 70 steps of one batch, weights left
+    alone, clip at the batch's median norm: exactly the examples above it, every step."""
+    x, y = _data()
+    model, batch = MLP(5, 8, 2), torch.arange(16)
+    psg = PerSampleGradients(model)
+    with psg.capture():
+        out = model(x[batch])
+    psg.backward(F.cross_entropy(out, y[batch], reduction="none"))
+    norms = psg.norms()
+    psg.remove()
+    c = float(norms.median())
+    stats = train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=[batch] * 70, optim=FROZEN,
+                        privacy=PrivacyConfig(c, 0.0, 16.0), generator=make_generator(0), device="cpu")
+    assert stats.steps == 70 and stats.clipped_fraction == int((norms > c).sum()) / 16
 
 
 def test_progress_bar_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:

@@ -57,3 +57,8 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.layers(x)
+
+    def as_sequential(self) -> nn.Sequential:
+        """The layers whose application in order is ``forward``: a DP-SGD step may read them as a chain
+        (``nodedp.train.linear_chain``). A subclass whose forward does more must not offer this."""
+        return self.layers

@@ -25,6 +25,11 @@ for ``nn.Linear`` with input rows a_i and output gradient rows g_i the
 per-example gradient is g_i a_iᵀ, with squared norm ‖g_i‖²‖a_i‖², and the
 clipped sum is (c ⊙ G)ᵀA — the same matmul a plain backward pass would do.
 
+A model that is a Linear–activation chain trained on cross-entropy skips the hooks
+and autograd altogether: ``chain_backward(x, y)`` replaces the capture, forward,
+loss and ``backward`` with their closed form (``nodedp.train.linear_chain``),
+bit for bit.
+
 Supported: ``nn.Linear`` (any input [B, ..., in]), ``nn.LayerNorm``,
 ``nn.GroupNorm``, ``nn.Embedding`` and, through ``torch.func``, any other module
 whose own parameters receive gradients only through its output (per-example
@@ -49,6 +54,8 @@ from torch.autograd.graph import GradientEdge, get_gradient_edge
 from torch.func import functional_call, grad, vmap
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
+
+from nodedp.train.linear_chain import chain_pass, linear_chain
 
 __all__ = ["PerSampleGradients", "split_flat", "trainable_layer_names"]
 
@@ -374,6 +381,10 @@ class PerSampleGradients:
                     module.register_forward_hook(self._record_call, with_kwargs=True)
                 )
                 self._owners[module] = _Owner(module, _layer_name(name, module), {})
+        self._chain = linear_chain(model)
+        # every parameter the chain's Linears own: the closed form needs them all trainable
+        self._chain_params = [] if self._chain is None else [
+            p for lin in self._chain.linears for p in lin._parameters.values() if p is not None]
 
     def remove(self) -> None:
         """Detach the hooks from the model."""
@@ -419,6 +430,25 @@ class PerSampleGradients:
             yield
         finally:
             self._active = False
+
+    def chain_backward(self, inputs: Tensor, targets: Tensor) -> Tensor | None:
+        """Forward and backward of a Linear–activation chain under cross-entropy in closed form: afterwards
+        ``norms()``, ``layer_norms()`` and ``write_clipped_sum()`` give what ``capture()``, the model, the
+        per-example cross-entropy and ``backward()`` would have, bit for bit. Returns the per-example losses
+        [B]; None, having done nothing, when the model is no chain, ``inputs`` is not [B, in] or a chain
+        parameter is frozen (then run that general sequence instead)."""
+        if self._chain is None or inputs.dim() != 2:
+            return None
+        self._read_trainable()
+        if len(self._params) != len(self._chain_params):  # the trainable ones are a subset, in order
+            return None
+        for owner in self._owners.values():
+            owner.calls = []
+        done = chain_pass(self._chain, inputs, targets)
+        self._batch = inputs.shape[0]
+        self._per_sample = {linear: _linear_rows(self._owners[linear], a, g)
+                            for linear, a, g in zip(self._chain.linears, done.inputs, done.grads)}
+        return done.losses
 
     def _record_batch(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not self._active:
