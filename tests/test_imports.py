@@ -183,3 +183,38 @@ def test_the_degree_bounding_verb_imports_no_torch_geometric(tiny_graph_dir, tin
                 if line.startswith("import time")}
     assert "torch" in imported and "torch_geometric" not in imported, " -> ".join(
         _import_chain(result.stderr, "torch_geometric"))
+
+
+def test_the_dp_appr_verb_imports_no_torch_geometric_and_builds_what_the_full_graph_builds(
+        tiny_graph_dir, tiny_split_path, tmp_path):
+    """DPAR's artifact needs the edges and sizes only: the verb skips torch_geometric (and PPRGo's module), and
+    its artifact is the one build_dp_appr gives on the loaded graph."""
+    import torch
+
+    from nodedp.data import load_graph, load_split
+    from nodedp.methods import get_method
+    from nodedp.methods.dpar import build_dp_appr
+
+    hparams = {"num_sources": 20, "k": 3, "sample_rate": 0.5, "max_rows": 2}
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = tmp_path / "eps~4.pt"
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", "dp-appr", "--graph",
+                             str(tiny_graph_dir), "--split", str(tiny_split_path), "--method", "dpar-em0",
+                             "--hparams", json.dumps(hparams), "--epsilon", "4", "--delta", "1e-4",
+                             "--accountant", "auto", "--seed", "0", "--out", str(out)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time")}
+    assert "torch_geometric" not in imported, " -> ".join(_import_chain(result.stderr, "torch_geometric"))
+    graph = load_graph(tiny_graph_dir)
+    info = get_method("dpar-em0")
+    expected = build_dp_appr(graph, load_split(tiny_split_path, num_nodes=graph.num_nodes), method="dpar-em0",
+                             hp=info.parse_hparams(hparams), target_epsilon=4.0, dataset="csbm-tiny",
+                             target_delta=1e-4, seed=0, accountant=info.resolve_accountant("auto"))
+    written = torch.load(out, weights_only=True)
+    assert sorted(written) == sorted(expected)
+    for key, value in expected.items():
+        if key == "appr_seconds":
+            continue
+        assert torch.equal(written[key], value) if isinstance(value, torch.Tensor) else written[key] == value, key

@@ -363,8 +363,10 @@ def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
 
 
 def cmd_dp_appr(args: argparse.Namespace) -> None:
+    from types import SimpleNamespace
+
     from nodedp.accounting import Ledger, write_ledger
-    from nodedp.data import load_graph, load_graph_meta, load_split
+    from nodedp.data import load_graph_meta, load_graph_tensors, load_split
     from nodedp.io import torch_save_atomic
     from nodedp.methods import get_method
     from nodedp.methods.dpar import OPTIONS, build_dp_appr
@@ -377,7 +379,10 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     hp = info.parse_hparams(json.loads(args.hparams))
     graph_dir = Path(args.graph)
     meta = load_graph_meta(graph_dir)
-    graph = load_graph(graph_dir)
+    # The artifact needs the edges and sizes only: the checked tensors, without torch_geometric's import.
+    tensors = load_graph_tensors(graph_dir)
+    edges = tensors["edge_index"]
+    graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1))
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
     artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],

@@ -155,7 +155,6 @@ from nodedp.methods.specs.dpar import (  # re-exported: the registry's, torch-fr
     DparHparams,
     appr_spec,
 )
-from nodedp.models import PPRGo
 from nodedp.structure import appr_push
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
 
@@ -524,6 +523,8 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     empty_rows = empty_source_rows(sample, artifact["sources"], weight)
     x_sample = graph.x[sample].to(device)
     nbr, weight = nbr.to(device), weight.to(device)
+    from nodedp.models import PPRGo  # here: the dp-appr verb, which builds artifacts only, skips torch_geometric
+
     model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
 
     rate, steps = _sgd_schedule(hp, split.train.numel())
