@@ -117,9 +117,18 @@ def test_a_frozen_parameter_or_an_input_of_another_shape_goes_the_general_way() 
     assert psg.chain_backward(torch.randn(B, 6), y) is not None
 
 
-def test_training_an_mlp_the_chain_way_is_training_it_through_the_hooks() -> None:
+def test_training_an_mlp_the_chain_way_is_training_it_through_the_hooks(monkeypatch) -> None:
     """The loop with noise, Poisson batches and more steps than the clipped count's buffer: the same weights,
-    losses and clipped fraction either way."""
+    losses and clipped fraction either way (the MLP's steps all taken by the chain, the wrapped one's by none)."""
+    chained: list[bool] = []
+    chain_backward = PerSampleGradients.chain_backward
+
+    def spy(self: PerSampleGradients, inputs: Tensor, targets: Tensor) -> Tensor | None:
+        losses = chain_backward(self, inputs, targets)
+        chained.append(losses is not None)
+        return losses
+
+    monkeypatch.setattr(PerSampleGradients, "chain_backward", spy)
     x, y = torch.randn(200, 6), torch.randint(0, 3, (200,))
     privacy = PrivacyConfig(clip_norm=1.5, noise_std=0.3, expected_batch_size=20.0, steps=70)
     stats, weights = [], []
@@ -128,13 +137,17 @@ def test_training_an_mlp_the_chain_way_is_training_it_through_the_hooks() -> Non
         torch.manual_seed(1)
         return MLP(6, 8, 3)
 
+    taken = []
     for model in (mlp(), Opaque(mlp())):
+        chained.clear()
         generator = make_generator(3)
         stats.append(train_model(model, batch_fn=lambda i: (x[i], y[i]),
                                  batches=poisson_batches(200, sampling_rate=0.1, steps=70, generator=generator),
                                  optim=OptimConfig("adam", lr=0.01), privacy=privacy, generator=generator,
                                  device="cpu"))
         weights.append([p.detach().clone() for p in model.parameters()])
+        taken.append(set(chained))
+    assert taken == [{True}, {False}]
     assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
     chain, general = stats
     assert (chain.final_loss, chain.clipped_fraction, chain.examples_seen) == \

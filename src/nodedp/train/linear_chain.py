@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["ChainPass", "LinearChain", "linear_chain"]
+__all__ = ["ChainPass", "LinearChain", "chain_pass", "linear_chain"]
 
 # activation module -> (forward, backward(grad of its output, its output) -> grad of its input), the kernels
 # autograd runs for it
