@@ -30,8 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from nodedp.analysis.published import (
     PAPERS,
@@ -57,6 +56,9 @@ from nodedp.analysis.tables import (
 )
 from nodedp.config import REFERENCE_SUFFIX
 from nodedp.io import atomic_write
+
+if TYPE_CHECKING:  # polars loads when a table is drawn, not when the workflow plans (it reads PAPER_TABLES)
+    import polars as pl
 
 __all__ = ["INTERVALS", "NOT_CONFIGURED", "PAPER_TABLES", "CellFeed", "PaperTable", "render_paper_table",
            "write_main_tex", "write_paper_tables"]

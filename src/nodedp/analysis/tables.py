@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from nodedp.io import atomic_write
+
+if TYPE_CHECKING:  # imported where a table is built: planning reads this module's marks without polars
+    import polars as pl
 
 NON_PRIVATE = "non-private"
 DAGGER = "†"
@@ -122,6 +124,8 @@ class _Table:
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
+    import polars as pl
+
     if summary.is_empty():
         raise ValueError("summary is empty: no table to write")
     mean, low, high = f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high"
