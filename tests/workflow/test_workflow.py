@@ -190,6 +190,49 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
     assert "rule train" not in redraw.stdout + redraw.stderr
 
 
+def _planned_jobs(workdir: Path, config: Path, *args: str) -> dict[str, int]:
+    """rule -> how many of its jobs `snakemake -n demo` plans in ``workdir`` (the dry run's job stats)."""
+    result = snakemake(workdir, "demo", "--dry-run", *args, config=config)
+    assert result.returncode == 0, result.stderr[-4000:]
+    stats, jobs = result.stdout.partition("Job stats:")[2].partition("\n\n")[0], {}
+    for line in stats.strip().splitlines()[2:]:  # below the header and its rule
+        rule, count = line.split()
+        if rule != "total":
+            jobs[rule] = int(count)
+    return jobs
+
+
+def test_a_missing_forced_or_edited_cell_reruns_its_training_job_only(tiny_study, tmp_path):
+    """`collect` waits on one metrics.json per training job; every cell of a job still reruns that job (and its
+    tables), and no other: a cell gone missing, a forced cell that is not its job's first, an edited method."""
+    studied, config = tiny_study
+    workdir = tmp_path / "workspace"
+    shutil.copytree(studied, workdir, symlinks=True)  # with .snakemake's records; copies keep their times
+    assert _planned_jobs(workdir, config) == {}  # finished: nothing to do
+    not_first = "results/runs/csbm-tiny/dp-mlp/eps~8/seed~1/metrics.json"  # dp-mlp's job: ε 1 then 8, seeds 0, 1
+    assert "eps~8/seed~1" not in _first_metrics(workdir, "dp-mlp")
+    (workdir / not_first).unlink()
+    planned = _planned_jobs(workdir, config)
+    assert {rule for rule in planned if rule.startswith("train_")} == {"train_dp-mlp_demo-0"}
+    assert planned["collect"] == planned["summarize"] == 1
+    result = snakemake(workdir, not_first, config=config)  # that cell alone: its job, not the tables
+    assert result.returncode == 0 and (workdir / not_first).exists(), result.stderr[-4000:]
+    forced = _planned_jobs(workdir, config, f"--forcerun={not_first}")
+    assert {rule for rule in forced if rule.startswith("train_")} == {"train_dp-mlp_demo-0"} and forced["collect"]
+    edited = yaml.safe_load(config.read_text())
+    edited["methods"]["dp-mlp-wide"]["hidden_dim"] = 80  # one variant's hyperparameters: its cells only
+    other = write_config(tmp_path, edited)
+    planned = _planned_jobs(workdir, other)
+    assert {rule for rule in planned if rule.startswith("train_")} == {"train_dp-mlp-wide_demo-0"}
+
+
+def _first_metrics(workdir: Path, method: str) -> str:
+    """The first metrics.json the training job of ``method`` writes (its cells in (dataset, ε, seed) order)."""
+    runs = sorted((workdir / f"results/runs/csbm-tiny/{method}").glob("eps~*/seed~*/metrics.json"),
+                  key=lambda p: (float(p.parts[-3].removeprefix("eps~")), int(p.parts[-2].removeprefix("seed~"))))
+    return str(runs[0])
+
+
 def make_paper(workdir: Path, config: Path, *variables: str) -> subprocess.CompletedProcess:
     """`make paper` in ``workdir`` with ``config`` (and more Make variables)."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")

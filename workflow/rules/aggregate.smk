@@ -1,18 +1,22 @@
 # Aggregation stage: runs -> per-dataset run tables -> a study summary with bootstrap CIs.
 
 
+# Its inputs: one metrics.json per training job (all of a job's cells are written and rerun together); it reads
+# every run's (params.runs).
 rule collect:
     input:
-        dataset_run_metrics,
+        dataset_run_jobs,
     output:
         "results/summary/{study}/runs/{dataset}.parquet",
     log:
         "logs/collect/{study}/{dataset}.log",
+    params:
+        runs=dataset_run_metrics,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "python -m nodedp collect --out {output} {input} > {log} 2>&1"
+        "python -m nodedp collect --out {output} {params.runs} > {log} 2>&1"
 
 
 rule summarize:
