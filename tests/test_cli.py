@@ -497,6 +497,56 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
     assert _comparable(tmp_path / "cells/dp-mlp/0") != _comparable(tmp_path / "cells/dp-mlp/1")
 
 
+def test_audit_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_graph_dir, tiny_split_path,
+                                                                              tmp_path):
+    """An audit job's cells (DP-MLP and DP-GCN, whose structure the audit builds on the canaried graph; other ε,
+    seed and canaries in the second cell) equal, timings aside, what `audit` writes for each in a fresh process."""
+    methods = {"dp-mlp": {"epochs": 2, "batch_size": 32}, "dp-gcn": {"epochs": 2, "batch_size": 32, "hidden_dim": 8}}
+    commands, cells = [], {}
+    for method, hparams in methods.items():
+        settings = ["--method", method, "--hparams", json.dumps(hparams), "--threads", "1", "--no-progress"]
+        cells[method] = [{"graph": str(tiny_graph_dir), "epsilon": eps, "seed": seed, "split": str(tiny_split_path),
+                          "canaries": m, "out": str(tmp_path / "cells" / method / f"{i}.json"),
+                          "log": str(tmp_path / "logs" / method / f"{i}.log")}
+                         for i, (eps, seed, m) in enumerate([("2", 1, 40), ("8", 0, 0)])]
+        commands.append(["audit-cells", "--cells", json.dumps(cells[method]), *settings])
+        commands += [["audit", "--graph", c["graph"], "--split", c["split"], "--epsilon", c["epsilon"], "--seed",
+                      str(c["seed"]), "--canaries", str(c["canaries"]),
+                      "--out", str(tmp_path / "single" / method / f"{i}.json"), *settings]
+                     for i, c in enumerate(cells[method])]
+    procs = [subprocess.Popen([sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for args in commands]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out[-3000:]
+
+    def comparable(path):  # the record less its wall-clock times (its own and its releases')
+        def strip(value):
+            if isinstance(value, dict):
+                return {k: strip(v) for k, v in value.items() if k not in ("timings", "wall_seconds")}
+            return [strip(v) for v in value] if isinstance(value, list) else value
+
+        return strip(json.loads(path.read_text()))
+
+    for method in methods:
+        records = [comparable(tmp_path / "cells" / method / f"{i}.json") for i in range(2)]
+        assert records == [comparable(tmp_path / "single" / method / f"{i}.json") for i in range(2)], method
+        assert records[0] != records[1] and records[1]["canaries"] != 40  # two different audits
+        assert f"{method} on csbm-tiny seed 1: claimed ε" in (tmp_path / "logs" / method / "0.log").read_text()
+
+
+def test_audit_cells_refuse_a_cell_they_cannot_audit_before_any_training(tiny_graph_dir, tiny_split_path, tmp_path,
+                                                                         capsys):
+    good = {"graph": str(tiny_graph_dir), "epsilon": 2, "seed": 0, "split": str(tiny_split_path),
+            "out": str(tmp_path / "a.json")}
+    bad = {**good, "canaries": 5, "out": str(tmp_path / "b.json")}
+    assert main(["audit-cells", "--method", "dp-mlp", "--cells", json.dumps([good, bad])]) == 2
+    assert "--canaries 5" in only_line(capsys.readouterr().err)
+    assert main(["audit-cells", "--method", "dp-mlp", "--cells", json.dumps([{**good, "canaries": -1}])]) == 2
+    assert "canaries must be a non-negative integer" in only_line(capsys.readouterr().err)
+    assert not (tmp_path / "a.json").exists()
+
+
 @pytest.mark.parametrize(("cells", "message"), [
     ("not json", "--cells: not JSON"),
     ("[]", "need a non-empty JSON list of cells"),
@@ -505,7 +555,7 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
     ('[{"epsilon": 0, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "cell 0: ε must be > 0"),
     ('[{"epsilon": 2, "seed": "0", "split": "s.pt", "structure": [], "out": "o"}]', "seed must be an integer"),
     ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o"},'
-     ' {"epsilon": 8, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "run directory o appears twice"),
+     ' {"epsilon": 8, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "output o appears twice"),
     ('[{"epsilon": "inf", "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "'dp-mlp' is private"),
 ])
 def test_train_cells_refuses_a_bad_cell_list_before_any_training(tiny_graph_dir, tmp_path, capsys, cells, message,

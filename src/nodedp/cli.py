@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -412,10 +412,16 @@ CELL_KEYS = {"graph": "canonical graph directory",
              "epsilon": "target ε (a number, or 'inf' for a non-private method)", "seed": "an integer",
              "split": "the stored split (.pt)", "structure": "a list of structure artifacts (.pt)",
              "out": "the run directory", "log": "optional: a file that gets the cell's output"}
+AUDIT_CELL_KEYS = {"graph": "canonical graph directory", "epsilon": "target (or, @paper, claimed) ε",
+                   "seed": "an integer", "split": "the stored split (.pt)",
+                   "canaries": "optional: the number of canaries (0, the default: as --canaries 0)",
+                   "out": "the audit JSON file", "log": "optional: a file that gets the cell's output"}
 
 
-def parse_cells(text: str) -> list[dict]:
-    """The cells of `train-cells`: a JSON list (or @FILE holding one) of objects with ``CELL_KEYS``."""
+def parse_cells(text: str, keys: dict[str, str] = CELL_KEYS) -> list[dict]:
+    """The cells of `train-cells` (``keys`` = ``CELL_KEYS``) or `audit-cells` (``AUDIT_CELL_KEYS``): a JSON list
+    (or @FILE holding one) of objects with those keys (the ones described as optional may be left out)."""
+    optional = {key for key, text in keys.items() if text.startswith("optional:")}
     where = "--cells"
     if text.startswith("@"):
         where = text[1:]
@@ -427,13 +433,13 @@ def parse_cells(text: str) -> list[dict]:
         cells = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}: not JSON ({err})") from None
-    valid = "; ".join(f"{k}: {v}" for k, v in CELL_KEYS.items())
+    valid = "; ".join(f"{k}: {v}" for k, v in keys.items())
     if not isinstance(cells, list) or not cells:
         raise ValueError(f"{where}: need a non-empty JSON list of cells, each an object with {valid}")
     outs = set()
     for i, cell in enumerate(cells):
-        missing = set(CELL_KEYS) - {"log"} - set(cell) if isinstance(cell, dict) else set(CELL_KEYS) - {"log"}
-        unknown = set(cell) - set(CELL_KEYS) if isinstance(cell, dict) else set()
+        missing = set(keys) - optional - (set(cell) if isinstance(cell, dict) else set())
+        unknown = set(cell) - set(keys) if isinstance(cell, dict) else set()
         if missing or unknown:
             raise ValueError(f"{where}: cell {i} lacks {sorted(missing)} / has unknown {sorted(unknown)}; "
                              f"a cell has {valid}")
@@ -442,11 +448,14 @@ def parse_cells(text: str) -> list[dict]:
         except argparse.ArgumentTypeError as err:
             raise ValueError(f"{where}: cell {i}: {err}") from None
         if not isinstance(cell["seed"], int) or isinstance(cell["seed"], bool) or not isinstance(
-                cell["structure"], list):
+                cell.get("structure", []), list):
             raise ValueError(f"{where}: cell {i}: seed must be an integer and structure a list, got "
-                             f"{cell['seed']!r} and {cell['structure']!r}")
+                             f"{cell['seed']!r} and {cell.get('structure')!r}")
+        canaries = cell.get("canaries", 0)
+        if not isinstance(canaries, int) or isinstance(canaries, bool) or canaries < 0:
+            raise ValueError(f"{where}: cell {i}: canaries must be a non-negative integer, got {canaries!r}")
         if cell["out"] in outs:
-            raise ValueError(f"{where}: cell {i}: run directory {cell['out']} appears twice")
+            raise ValueError(f"{where}: cell {i}: output {cell['out']} appears twice")
         outs.add(cell["out"])
     return cells
 
@@ -461,11 +470,16 @@ def _loaded_graph(graph_dir: str):
 
 def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
     """Train one method on each cell in turn, in this process: each graph is read once, every cell trains on a
-    fresh copy of it with its own seed, so a cell's metrics and ledger are those a process of its own writes.
-    A cell with a ``log`` writes its output there; the first failing cell stops the job."""
+    fresh copy of it with its own seed, so a cell's metrics and ledger are those a process of its own writes."""
+    settings = [method_settings(args, cell["epsilon"]) for cell in cells]  # every cell checked before any trains
+    _run_cells(args, cells, settings, _train_cell)
+
+
+def _run_cells(args: argparse.Namespace, cells: list[dict], settings: list, run: Callable) -> None:
+    """``run(args, cell, its settings)`` for each cell in turn, in this process. A cell with a ``log`` writes its
+    output there; the first failing cell stops the job."""
     import torch
 
-    settings = [method_settings(args, cell["epsilon"]) for cell in cells]  # every cell checked before any trains
     if args.threads:
         torch.set_num_threads(args.threads)
     for i, (cell, cell_settings) in enumerate(zip(cells, settings)):
@@ -475,12 +489,12 @@ def _train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
                  f"seed {cell['seed']}"
                  + (f" (log: {log})" if log else ""))
         if log is None:
-            _train_cell(args, cell, cell_settings)
+            run(args, cell, cell_settings)
             continue
         Path(log).parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w", encoding="utf-8") as stream, _redirected(stream, progress=args.progress):
             try:
-                _train_cell(args, cell, cell_settings)
+                run(args, cell, cell_settings)
             except Exception:
                 import traceback
 
@@ -593,58 +607,77 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
-    import dataclasses
+    cell = {"graph": args.graph, "epsilon": args.epsilon, "seed": args.seed, "split": args.split,
+            "canaries": args.canaries, "out": args.out}
+    _audit_cells(args, [cell])
 
-    import torch
 
-    from nodedp.audit.run import audit_run, method_trainer
-    from nodedp.config import structure_bounds
-    from nodedp.data import get_dataset, load_graph, load_graph_meta, load_split
-    from nodedp.io import write_json
-    from nodedp.methods import RunInputs, RunSpec
-    from nodedp.provenance import provenance
+def cmd_audit_cells(args: argparse.Namespace) -> None:
+    _audit_cells(args, parse_cells(args.cells, AUDIT_CELL_KEYS))
 
-    started = time.perf_counter()
-    method, name, info, hp, delta, accountant = method_settings(args)
+
+def _audit_cells(args: argparse.Namespace, cells: list[dict]) -> None:
+    """Audit one method on each cell in turn, in this process (each graph read once, every cell on a fresh copy
+    with its own seed): each cell's JSON is the one a process of its own writes."""
+    settings = [_audit_settings(args, cell) for cell in cells]  # every cell checked before any trains
+    _run_cells(args, cells, settings, _audit_cell)
+
+
+def _audit_settings(args: argparse.Namespace, cell: dict) -> tuple:
+    method, name, info, hp, delta, accountant = settings = method_settings(args, cell["epsilon"])
     if not info.private or info.level != "node":
         raise ValueError(f"method {name!r} is {'not private' if not info.private else info.level + '-level'}: the "
                          "audit bounds node-level ε (audit a node-level private method; see `methods`)")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
-    if args.canaries and args.canaries < 20:
-        raise ValueError(f"--canaries {args.canaries}: at least 20 (fewer give a bound of 0), or 0 for the default")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    graph_dir = Path(args.graph)
-    meta = load_graph_meta(graph_dir)
-    graph = load_graph(graph_dir)
-    split = load_split(Path(args.split), num_nodes=graph.num_nodes)
-    spec = RunSpec(dataset=meta["name"], method=name, seed=args.seed, target_epsilon=args.epsilon,
+    canaries = cell.get("canaries", 0)
+    if canaries and canaries < 20:
+        raise ValueError(f"--canaries {canaries}: at least 20 (fewer give a bound of 0), or 0 for the default")
+    return settings
+
+
+def _audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
+    import dataclasses
+
+    from nodedp.audit.run import audit_run, method_trainer
+    from nodedp.config import structure_bounds
+    from nodedp.data import get_dataset, load_split
+    from nodedp.io import write_json
+    from nodedp.methods import RunInputs, RunSpec
+    from nodedp.provenance import provenance
+
+    started = time.perf_counter()
+    method, name, info, hp, delta, accountant = settings  # _audit_settings(args, cell)
+    epsilon, seed, canaries = cell["epsilon"], cell["seed"], cell.get("canaries", 0)
+    meta, graph = _loaded_graph(str(cell["graph"]))
+    graph = graph.clone()  # the next cell gets the graph as read
+    split = load_split(Path(cell["split"]), num_nodes=graph.num_nodes)
+    spec = RunSpec(dataset=meta["name"], method=name, seed=seed, target_epsilon=epsilon,
                    target_delta=_target_delta(info, meta, graph, delta), accountant=info.resolve_accountant(accountant),
                    device=args.device, progress=args.progress)
     inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"])
     bounds = structure_bounds(get_dataset(meta["name"]), dataclasses.asdict(hp))
-    note(f"{meta['name']}: auditing {name} at ε = {args.epsilon:g}, seed {args.seed}"
-         f" with {args.canaries or 'the default number of'} canaries")
-    result = audit_run(inputs, spec, hp, method=method, bounds=bounds, m=args.canaries or None, seed=args.seed,
+    note(f"{meta['name']}: auditing {name} at ε = {epsilon:g}, seed {seed}"
+         f" with {canaries or 'the default number of'} canaries")
+    result = audit_run(inputs, spec, hp, method=method, bounds=bounds, m=canaries or None, seed=seed,
                        confidence=args.confidence, dataset=meta["name"])
-    record: dict[str, Any] = {"dataset": meta["name"], "name": name, "base_method": method, "seed": args.seed,
-                              "target_epsilon": args.epsilon, **result.as_dict(), "method": name, "mia": None}
+    record: dict[str, Any] = {"dataset": meta["name"], "name": name, "base_method": method, "seed": seed,
+                              "target_epsilon": epsilon, **result.as_dict(), "method": name, "mia": None}
     if args.mia:
         from nodedp.audit.mia import tstf_attack
 
         note(f"{name}: membership-inference attack (TSTF: a target and a shadow model)")
         train = method_trainer(info, spec, hp, bounds=bounds, num_classes=meta["num_classes"], dataset=meta["name"])
-        record["mia"] = tstf_attack(graph, split, train=train, seed=args.seed).as_dict()
+        record["mia"] = tstf_attack(graph, split, train=train, seed=seed).as_dict()
     record["timings"] = {"total_s": time.perf_counter() - started}
     record["version"] = provenance()
-    write_json(Path(args.out), record)
+    write_json(Path(cell["out"]), record)
     verdict = "VIOLATED" if result.violated else "holds"
     releases = [r for r in (result.nap_release, result.dpsgd_release) if r is not None]
     verdict += "".join(f"; its {r.target} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}"
                        for r in releases)
     mia = "" if record["mia"] is None else f"; TSTF attack accuracy {record['mia']['accuracy']:.3f}"
-    print(f"{name} on {meta['name']} seed {args.seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
+    print(f"{name} on {meta['name']} seed {seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
           f"empirical lower bound {result.lower_bound:.4g} at {result.one_run.confidence:.0%} confidence "
           f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}")
 
@@ -940,6 +973,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the TSTF membership-inference attack (two more trainings; default: on)")
     add_device_options(p)
     p.add_argument("--out", required=True, help="output audit JSON file")
+
+    p = verb("audit-cells", cmd_audit_cells,
+             "audit one method on several cells in one process (what each audit job of the workflow runs): Python, "
+             "torch and each graph are loaded once, and each cell writes the JSON that `audit` would write for it "
+             "alone")
+    p.add_argument("--method", required=True,
+                   help="a node-level private method id (see `methods`); with --config also a variant or "
+                        "<method>@paper")
+    p.add_argument("--name", help="the name the audits are recorded under (default: --method)")
+    p.add_argument("--cells", required=True,
+                   help="the cells, as a JSON list (or @FILE holding one) of objects with " + "; ".join(
+                       f"{k}: {v}" for k, v in AUDIT_CELL_KEYS.items()))
+    add_settings_options(p)
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
+    p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the TSTF membership-inference attack (two more trainings; default: on)")
+    add_device_options(p)
 
     p = verb("audit-report", cmd_audit_report,
              "draw the audit table (Markdown, LaTeX) and the lower-bound-vs-claimed-ε figure from audit JSON files; "

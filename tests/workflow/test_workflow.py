@@ -52,15 +52,32 @@ def test_shipped_config_plans_the_full_grid(tmp_path):
     demo_jobs = {planned[path] for path in cells["demo"]}
     assert {p for rule in demo_jobs for p in jobs[rule]} == cells["demo"]
     assert len(demo_jobs) == len(config["studies"]["demo"]["methods"])  # one job (process) per method
+    # Audited cells likewise: a job audits at most cells_per_job // 3 cells of one method.
+    audits = {}
+    for line in result.stdout.splitlines():
+        fields = line.split("\t")
+        if fields[0].startswith("results/audit/"):
+            audits.setdefault(fields[2], []).append(fields[0])
+    assert audits and all(rule.startswith("audit_") and len({p.split("/")[3] for p in cells}) == 1
+                          for rule, cells in audits.items())
+    assert max(len(cells) for cells in audits.values()) == config["resources"]["cells_per_job"] // 3
+    assert sum(len(cells) for cells in audits.values()) > 2 * len(audits)  # far fewer processes than cells
 
 
-def test_slurm_profile_dry_runs(tmp_path):
+def test_slurm_profile_dry_runs_in_group_jobs_and_a_local_dry_run_builds_none(tmp_path):
+    """Groups are named where jobs may be bundled (the profile's group-components, another executor, --groups);
+    a local run ignores them, so its dry run does not build them."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--profile", "slurm", "demo", "--dry-run", "--quiet", "rules"],
-        cwd=ROOT, check=False, capture_output=True, text=True, env=env, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+
+    def dry_run(*args):
+        result = subprocess.run([sys.executable, "-m", "snakemake", "demo", "--dry-run", *args], cwd=ROOT,
+                                check=False, capture_output=True, text=True, env=env, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.count("Group job")
+
+    assert dry_run("--profile", "slurm") == 4  # prepare, two of train (8 jobs, 4 to a group job), audit
+    assert dry_run("--group-components", "train=2") > 4 and dry_run("--groups", "about=page") > 0
+    assert dry_run() == 0
 
 
 @pytest.mark.parametrize(("gres", "shown"), [("gpu:a100:1", "gres=gpu:a100:1,"), ("", "gres=,")])

@@ -33,6 +33,37 @@ try:
 except ConfigError as err:
     raise SystemExit(f"{CONFIG_FILES}: {err}") from None
 
+# Group jobs bundle jobs into one cluster submission (the SLURM profile's `group-components`). A local run ignores
+# groups, but Snakemake still builds them for a dry run (0.4 s on the whole grid), so rules name their group unless
+# the command is Snakemake's own, run locally, without group options. Snakemake tells a Snakefile neither its
+# executor nor its group settings before the DAG, so its command line is parsed again (as `--report` is read).
+def _may_bundle_groups():
+    import contextlib
+    import io
+
+    from snakemake.cli import parse_args
+
+    from pathlib import PurePath
+
+    entry = PurePath(sys.argv[0]).parts[-2:] if sys.argv and sys.argv[0] else ()
+    if entry[-1:] != ("snakemake",) and entry != ("snakemake", "__main__.py"):
+        return True  # called through the API (or otherwise): keep every group
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            _, args = parse_args(sys.argv[1:])  # with its profile, as Snakemake reads it
+    except (Exception, SystemExit):
+        return True
+    return args.executor not in (None, "local", "dryrun", "touch") or bool(args.group_components or args.groups)
+
+
+GROUPING = _may_bundle_groups()
+
+
+def bundled(group):
+    """A rule's `group:`: ``group`` unless the run is local without group options (see GROUPING)."""
+    return group if GROUPING else None
+
+
 STUDIES = config["studies"]
 ALL_DATASETS = sorted({d for s in STUDIES.values() for d in s["datasets"]})
 ALL_METHODS = sorted({m for s in STUDIES.values() for m in s["methods"]})
@@ -205,9 +236,18 @@ def audit_cell_paths(study):
     if study not in AUDITS:
         raise ValueError(f"study {study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: "
                          f"{sorted(AUDITS)}")
+    return [audit_cell_path(*cell) for cell in _audited(study)]
+
+
+def _audited(study):
+    """(dataset, method, ε as in paths, seed, canaries) of every audited cell of a study."""
     plan = AUDITS[study]
-    return [f"results/audit/{d}/{m}/eps~{format_epsilon(e)}/seed~{s}/canaries~{plan['canaries']}.json"
+    return [(d, m, format_epsilon(e), s, plan["canaries"])
             for d in plan["datasets"] for m in plan["methods"] for e in plan["epsilons"] for s in plan["seeds"]]
+
+
+def audit_cell_path(dataset, method, eps, seed, canaries):
+    return f"results/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.json"
 
 
 def audit_cells(wildcards):
@@ -226,6 +266,52 @@ def audit_report_caption(wildcards):
 def audit_runtime(wildcards, attempt):
     """An audit trains three times (canaries, TSTF target and shadow): three training jobs' time."""
     return 3 * train_runtime(wildcards, attempt)
+
+
+class AuditJob:
+    """One audit job: up to `resources.cells_per_job` // 3 audited cells (dataset, ε, seed) of one method (an
+    audit trains three times), in one process (`python -m nodedp audit-cells`) that loads Python, torch and each
+    graph once. Each cell keeps its JSON (results/audit/...) and log; the job has a log and a benchmark of its own.
+    As with training jobs: a rule per job, and editing one method reruns only its jobs."""
+
+    def __init__(self, study, method, index, cells, canaries):
+        self.method, self.cells = method, cells
+        job = f"{study}-{index}"
+        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"audit_{method}_{job}")
+        self.graphs = [f"resources/graphs/{d}/{f}" for d in sorted({d for d, _, _ in cells})
+                       for f in ("graph.pt", "meta.json")]
+        self.splits = sorted({train_split_input(d, s) for d, _, s in cells})
+        self.outputs = [audit_cell_path(d, method, e, s, canaries) for d, e, s in cells]
+        self.log = f"logs/audit/{method}/job~{job}.log"
+        self.cell_logs = [f"logs/audit/{d}/{method}/eps~{e}/seed~{s}/canaries~{canaries}.log" for d, e, s in cells]
+        self.benchmark = f"benchmarks/audit/{method}/job~{job}.tsv"
+        self.cells_json = json.dumps([
+            {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
+             "canaries": canaries, "out": out, "log": log}
+            for (d, e, s), out, log in zip(cells, self.outputs, self.cell_logs)
+        ])
+
+    def runtime(self, wildcards, attempt):
+        return len(self.cells) * audit_runtime(wildcards, attempt)
+
+
+@functools.cache
+def audit_jobs():
+    """Every audit job of the grid: an audited cell belongs to the first study (in config order) that audits it;
+    each study's own cells of one method, in (dataset, ε, seed) order, are cut into jobs (as `train_jobs`)."""
+    owned, jobs = set(), []
+    per_job = max(1, RESOURCES["cells_per_job"] // 3)
+    for study in AUDITS:
+        methods = {}
+        for d, m, e, s, canaries in _audited(study):
+            if audit_cell_path(d, m, e, s, canaries) not in owned:
+                owned.add(audit_cell_path(d, m, e, s, canaries))
+                methods.setdefault(m, []).append((d, e, s))
+        for m, cells in methods.items():
+            cells.sort(key=_cell_order)
+            jobs += [AuditJob(study, m, i // per_job, cells[i:i + per_job], AUDITS[study]["canaries"])
+                     for i in range(0, len(cells), per_job)]
+    return jobs
 
 
 # --- redraw: what existing runs can draw ---------------------------------------------------------------------

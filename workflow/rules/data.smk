@@ -30,7 +30,7 @@ rule graph:
     params:
         raw=graph_raw_option,
     group:
-        "prepare"
+        bundled("prepare")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -46,7 +46,7 @@ rule split:
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
     group:
-        "prepare"
+        bundled("prepare")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -67,7 +67,7 @@ rule bounding_stability:
     benchmark:
         "benchmarks/stability/{dataset}.tsv"
     group:
-        "prepare"
+        bundled("prepare")
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -16,7 +16,7 @@ rule bound_degree:
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.tsv"
     group:
-        "prepare"
+        bundled("prepare")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -46,7 +46,7 @@ rule dp_appr:
         accountant=config["privacy"]["accountant"],
     threads: 1
     group:
-        "prepare"
+        bundled("prepare")
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -34,7 +34,7 @@ for job in train_jobs():
             runtime=job.runtime,
             gres=train_gres,
         group:
-            "train"
+            bundled("train")
         conda:
             "../../envs/nodedp.yaml"
         shell:
