@@ -40,10 +40,9 @@ except ConfigError as err:
 def _may_bundle_groups():
     import contextlib
     import io
+    from pathlib import PurePath
 
     from snakemake.cli import parse_args
-
-    from pathlib import PurePath
 
     entry = PurePath(sys.argv[0]).parts[-2:] if sys.argv and sys.argv[0] else ()
     if entry[-1:] != ("snakemake",) and entry != ("snakemake", "__main__.py"):
@@ -424,11 +423,6 @@ def train_split_input(dataset, seed):
     return f"results/splits/{dataset}/{dataset_setting(dataset)}/seed~{seed}.pt"
 
 
-def cell_split_input(wildcards):
-    """The split of a cell's seed, in the dataset's own setting."""
-    return train_split_input(wildcards.dataset, wildcards.seed)
-
-
 # Input functions: named, so rules hold no lambdas.
 def demo_targets(wildcards):
     targets = [*paper_targets("demo"), "paper/about.html", *(audit_targets("demo") if "demo" in AUDITS else [])]
@@ -467,15 +461,6 @@ def study_dataset_tables(wildcards):
         study=wildcards.study,
         dataset=STUDIES[wildcards.study]["datasets"],
     )
-
-
-def method_base(wildcards):
-    """The registered method a method or variant name runs."""
-    return resolve_method(config, wildcards.method)[0]
-
-
-def method_hparams(wildcards):
-    return hparams_json(wildcards.method)
 
 
 def hparams_json(method):
