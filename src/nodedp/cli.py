@@ -421,7 +421,7 @@ AUDIT_CELL_KEYS = {"graph": "canonical graph directory", "epsilon": "target (or,
 def parse_cells(text: str, keys: dict[str, str] = CELL_KEYS) -> list[dict]:
     """The cells of `train-cells` (``keys`` = ``CELL_KEYS``) or `audit-cells` (``AUDIT_CELL_KEYS``): a JSON list
     (or @FILE holding one) of objects with those keys (the ones described as optional may be left out)."""
-    optional = {key for key, text in keys.items() if text.startswith("optional:")}
+    optional = {key for key, what in keys.items() if what.startswith("optional:")}
     where = "--cells"
     if text.startswith("@"):
         where = text[1:]
