@@ -19,7 +19,7 @@ HEAVY = ("torch", "torch_geometric", "dp_accounting", "scipy")
 PLANNING_HEAVY = (*HEAVY, "polars")
 
 # What planning does (workflow/rules/common.smk, nodedp.config, the CLI's list and check verbs), then which of
-# HEAVY it imported.
+# PLANNING_HEAVY it imported.
 PLANNING = r"""
 import json, math, sys, tempfile
 
