@@ -11,7 +11,7 @@ import sys
 
 from snakemake.utils import min_version
 
-min_version("8.20")
+min_version("9.20")  # the workflow tests pass with 9.20.0 and 9.27.1; they fail with 9.0.1 and 8.30.0
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 from nodedp.config import ConfigError, read_config
