@@ -118,8 +118,7 @@ def main() -> None:
     jobs = planned_jobs(dry.stdout + "\n" + dry.stderr)
     if not jobs:
         raise SystemExit("benchmarks/planning.py: the dry run printed no job (is everything already built?)")
-    # The target: the job whose outputs nothing else consumes and that has none itself (`all`, `demo`), else
-    # the last printed one.
+    # The target: the one job without outputs (a rule like `all` or `demo`); the skeleton asks for it by name.
     no_output = [job["rule"] for job in jobs if not job["output"]]
     target = no_output[0] if len(no_output) == 1 else None
     if target is None:
