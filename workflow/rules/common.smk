@@ -267,23 +267,55 @@ def audit_runtime(wildcards, attempt):
     return 3 * train_runtime(wildcards, attempt)
 
 
-class AuditJob:
-    """One audit job: up to `resources.cells_per_job` // 3 audited cells (dataset, ε, seed) of one method (an
-    audit trains three times), in one process (`python -m nodedp audit-cells`) that loads Python, torch and each
-    graph once. Each cell keeps its JSON (results/audit/...) and log; the job has a log and a benchmark of its own.
-    As with training jobs: a rule per job, and editing one method reruns only its jobs."""
+class CellJob:
+    """Cells (dataset, ε, seed) of one method run one after another in one process that loads Python, torch and
+    each graph once: a rule per job (`<stage>_<method>_<study>-<k>`), as a job's outputs are its cells. Each cell
+    keeps its outputs and log; the job has a log (logs/<stage>/<method>/job~<study>-<k>.log) and a benchmark of
+    its own. Forcing one cell reruns its job's cells; editing one method reruns only its jobs."""
 
-    def __init__(self, study, method, index, cells, canaries):
+    stage = None  # "train" or "audit": the rule's, log's and benchmark's prefix
+
+    def __init__(self, study, method, index, cells):
         self.method, self.cells = method, cells
         job = f"{study}-{index}"
-        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"audit_{method}_{job}")
-        self.graphs = [f"resources/graphs/{d}/{f}" for d in sorted({d for d, _, _ in cells})
-                       for f in ("graph.pt", "meta.json")]
+        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.stage}_{method}_{job}")
+        self.datasets = sorted({d for d, _, _ in cells})
+        self.graphs = [f"resources/graphs/{d}/{f}" for d in self.datasets for f in ("graph.pt", "meta.json")]
         self.splits = sorted({train_split_input(d, s) for d, _, s in cells})
+        self.log = f"logs/{self.stage}/{method}/job~{job}.log"
+        self.benchmark = f"benchmarks/{self.stage}/{method}/job~{job}.tsv"
+
+
+def cut_into_jobs(cells, per_job, make_job):
+    """Jobs of at most ``per_job`` cells from ``cells``: (study, method, key, (dataset, ε, seed)), studies in config
+    order. A cell (``key``) belongs to the first study that has it; each study's own cells of one method, in
+    (dataset, ε, seed) order, are cut into ``make_job(study, method, index, cells)``. So a study runs no cell of
+    a later study (the demo, first, only its own), and a study added at the end leaves every existing job, and so
+    every finished cell, as it is."""
+    owned, by_study = set(), {}
+    for study, method, key, cell in cells:
+        if key not in owned:
+            owned.add(key)
+            by_study.setdefault(study, {}).setdefault(method, []).append(cell)
+    jobs = []
+    for study, methods in by_study.items():
+        for method, own in methods.items():
+            own.sort(key=_cell_order)
+            jobs += [make_job(study, method, i // per_job, own[i:i + per_job]) for i in range(0, len(own), per_job)]
+    return jobs
+
+
+class AuditJob(CellJob):
+    """One audit job: up to `resources.cells_per_job` // 3 audited cells of one method (an audit trains three
+    times), audited by `python -m nodedp audit-cells`; each cell's JSON is results/audit/... (`audit_cell_path`)."""
+
+    stage = "audit"
+
+    def __init__(self, study, method, index, cells):
+        super().__init__(study, method, index, cells)
+        canaries = AUDITS[study]["canaries"]
         self.outputs = [audit_cell_path(d, method, e, s, canaries) for d, e, s in cells]
-        self.log = f"logs/audit/{method}/job~{job}.log"
         self.cell_logs = [f"logs/audit/{d}/{method}/eps~{e}/seed~{s}/canaries~{canaries}.log" for d, e, s in cells]
-        self.benchmark = f"benchmarks/audit/{method}/job~{job}.tsv"
         self.cells_json = json.dumps([
             {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
              "canaries": canaries, "out": out, "log": log}
@@ -296,21 +328,10 @@ class AuditJob:
 
 @functools.cache
 def audit_jobs():
-    """Every audit job of the grid: an audited cell belongs to the first study (in config order) that audits it;
-    each study's own cells of one method, in (dataset, ε, seed) order, are cut into jobs (as `train_jobs`)."""
-    owned, jobs = set(), []
-    per_job = max(1, RESOURCES["cells_per_job"] // 3)
-    for study in AUDITS:
-        methods = {}
-        for d, m, e, s, canaries in _audited(study):
-            if audit_cell_path(d, m, e, s, canaries) not in owned:
-                owned.add(audit_cell_path(d, m, e, s, canaries))
-                methods.setdefault(m, []).append((d, e, s))
-        for m, cells in methods.items():
-            cells.sort(key=_cell_order)
-            jobs += [AuditJob(study, m, i // per_job, cells[i:i + per_job], AUDITS[study]["canaries"])
-                     for i in range(0, len(cells), per_job)]
-    return jobs
+    """Every audit job of the grid, cut as `train_jobs` cuts training (`cut_into_jobs`)."""
+    cells = ((study, m, audit_cell_path(d, m, e, s, canaries), (d, e, s))
+             for study in AUDITS for d, m, e, s, canaries in _audited(study))
+    return cut_into_jobs(cells, max(1, RESOURCES["cells_per_job"] // 3), AuditJob)
 
 
 # --- redraw: what existing runs can draw ---------------------------------------------------------------------
@@ -524,27 +545,19 @@ def _structure_kinds(dataset, method):
     return tuple((kind, bounds.get(kind)) for kind in get_method(base).needs)
 
 
-class TrainJob:
-    """One training job: up to `resources.cells_per_job` cells (dataset, ε, seed) of one method, trained in one
-    process (`python -m nodedp train-cells`) that loads Python, torch and each graph once. Each cell keeps its
-    own outputs (results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json) and log; the job has a
-    log and a benchmark of its own. Forcing one cell reruns its job's cells; editing one method reruns only its
-    jobs."""
+class TrainJob(CellJob):
+    """One training job: up to `resources.cells_per_job` cells of one method, trained by `python -m nodedp
+    train-cells`; each cell writes results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json."""
+
+    stage = "train"
 
     def __init__(self, study, method, index, cells):
-        self.method, self.cells = method, cells
-        job = f"{study}-{index}"  # logs/train/<method>/job~<study>-<k>.log, benchmarks/train/<method>/job~...tsv
-        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"train_{method}_{job}")
-        self.datasets = sorted({d for d, _, _ in cells})
-        self.graphs = [f"resources/graphs/{d}/{f}" for d in self.datasets for f in ("graph.pt", "meta.json")]
+        super().__init__(study, method, index, cells)
         runs = [f"results/runs/{d}/{method}/eps~{e}/seed~{s}" for d, e, s in cells]
         self.metrics = [f"{run}/metrics.json" for run in runs]
         self.ledgers = [f"{run}/ledger.json" for run in runs]
-        self.splits = sorted({train_split_input(d, s) for d, _, s in cells})
         self.structure = sorted({p for d, e, s in cells for p in cell_structure(d, method, e, s)})
-        self.log = f"logs/train/{method}/job~{job}.log"
         self.cell_logs = [f"logs/train/{d}/{method}/eps~{e}/seed~{s}.log" for d, e, s in cells]
-        self.benchmark = f"benchmarks/train/{method}/job~{job}.tsv"
         self.cells_json = json.dumps([
             {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
              "structure": cell_structure(d, method, e, s), "out": run, "log": log}
@@ -565,22 +578,10 @@ def _cell_order(cell):
 
 @functools.cache
 def train_jobs():
-    """Every training job of the grid. A cell belongs to the first study (in config order) that has it; each
-    study's own cells of one method, in (dataset, ε, seed) order, are cut into jobs of at most
-    `resources.cells_per_job`. So a study trains no cell of a later study (the demo, first, trains only its
-    own), and a study added at the end leaves every existing job, and so every finished cell, as it is."""
-    owned, jobs = set(), []
-    per_job = RESOURCES["cells_per_job"]
-    for study in STUDIES:
-        methods = {}
-        for d, m, e, s in study_cells(study):
-            if (d, m, e, s) not in owned:
-                owned.add((d, m, e, s))
-                methods.setdefault(m, []).append((d, e, s))
-        for m, cells in methods.items():
-            cells.sort(key=_cell_order)
-            jobs += [TrainJob(study, m, i // per_job, cells[i:i + per_job]) for i in range(0, len(cells), per_job)]
-    return jobs
+    """Every training job of the grid: each study's own cells of one method cut into jobs of at most
+    `resources.cells_per_job` (`cut_into_jobs`: a cell belongs to the first study in config order that has it)."""
+    cells = ((study, m, (d, m, e, s), (d, e, s)) for study in STUDIES for d, m, e, s in study_cells(study))
+    return cut_into_jobs(cells, RESOURCES["cells_per_job"], TrainJob)
 
 
 @functools.cache
