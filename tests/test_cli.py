@@ -582,3 +582,20 @@ def test_a_failing_cell_stops_the_job_and_its_log_says_why(tiny_graph_dir, tiny_
     assert main(args) == 2
     assert "missing.pt" in capsys.readouterr().err and "missing.pt" in (tmp_path / "b.log").read_text()
     assert (tmp_path / "a/metrics.json").exists() and not (tmp_path / "b").exists() and not (tmp_path / "c").exists()
+
+
+def test_stage_timings_split_a_run_into_structure_training_and_evaluation(tiny_graph_dir, tiny_split_path, tmp_path):
+    timings = tmp_path / "stages.json"
+    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "run", "--method", "dp-mlp", "--epsilon", "2",
+                      "--seed", "0", "--hparams", '{"epochs": 2, "batch_size": 32}', "--stage-timings", str(timings))
+    assert main(args) == 0
+    stages = json.loads(timings.read_text())["stages"]
+    assert set(stages) == {"structure", "training", "evaluation"}
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert stages["training"]["seconds"] <= metrics["timings"]["total_s"]
+    assert all(s["peak_mib"] > 0 for s in stages.values())
+    out = tmp_path / "in.pt"
+    assert main(["bound-degree", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind",
+                 "in-degree", "--bound", "3", "--seed", "0", "--out", str(out), "--stage-timings",
+                 str(tmp_path / "bound.json")]) == 0
+    assert set(json.loads((tmp_path / "bound.json").read_text())["stages"]) == {"structure"}

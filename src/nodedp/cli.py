@@ -127,6 +127,27 @@ def parse_delta(text: str) -> float | str:
 # --- verbs -----------------------------------------------------------------
 
 
+def recorded_stages(args: argparse.Namespace, run: Callable[[], Any], *, device: str = "cpu") -> Any:
+    """``run()``, its time and peak memory per stage written to ``--stage-timings`` when given
+    (``nodedp.train.stages``: the training loop and the evaluator mark theirs; the rest is 'structure')."""
+    path = getattr(args, "stage_timings", None)
+    if path is None:
+        return run()
+    import dataclasses
+
+    from nodedp.io import write_json
+    from nodedp.train.seeding import resolve_device
+    from nodedp.train.stages import StageRecorder
+
+    with StageRecorder(resolve_device(device)) as recorder:
+        result = run()
+    write_json(Path(path), {
+        "stages": {name: dataclasses.asdict(t) for name, t in recorder.totals().items()},
+        "segments": [dataclasses.asdict(t) for t in recorder.timings],
+    })
+    return result
+
+
 def cmd_datasets(args: argparse.Namespace) -> None:
     from nodedp.data import DATASETS
 
@@ -226,8 +247,8 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
     edges = graph["edge_index"]
     if split.setting == "inductive":
         edges = remove_cross_split_edges(edges, split)
-    artifact = degree_artifact(edges, kind=args.kind, bound=args.bound, seed=args.seed, num_nodes=num_nodes,
-                               train_nodes=split.train)
+    artifact = recorded_stages(args, lambda: degree_artifact(edges, kind=args.kind, bound=args.bound, seed=args.seed,
+                                                             num_nodes=num_nodes, train_nodes=split.train))
     torch_save_atomic(artifact, Path(args.out))
     print(f"{args.kind} ≤ {args.bound}: kept {artifact['edge_index'].size(1)} of {edges.size(1)} edges; "
           f"{artifact['nodes_over']} node(s) over {artifact['identity_bound']}, the degree within which the "
@@ -385,9 +406,10 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1))
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
-    artifact = build_dp_appr(graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],
-                             target_delta=_target_delta(info, meta, graph, args.delta), seed=args.seed,
-                             accountant=info.resolve_accountant(args.accountant))
+    target_delta = _target_delta(info, meta, graph, args.delta)
+    artifact = recorded_stages(args, lambda: build_dp_appr(
+        graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],
+        target_delta=target_delta, seed=args.seed, accountant=info.resolve_accountant(args.accountant)))
     out = Path(args.out)
     ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     # The ledger beside the artifact is for reading; training composes the copy inside the artifact.
@@ -557,7 +579,7 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     inputs = RunInputs(
         graph=graph, split=split, num_classes=meta["num_classes"], structure=structure
     )
-    result = info.run(inputs, spec, hp)
+    result = recorded_stages(args, lambda: info.run(inputs, spec, hp), device=args.device)
 
     ledger = result.ledger
     if (ledger.target_epsilon, ledger.target_delta) != (spec.target_epsilon, spec.target_delta):
@@ -909,6 +931,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
     p.add_argument("--seed", type=int, required=True, help="seed of the edge sampling (the split's seed)")
     p.add_argument("--out", required=True, help="output .pt file")
+    p.add_argument("--stage-timings", metavar="FILE",
+                   help="also write the wall time and peak memory of building the artifact (stage 'structure') "
+                        "to this JSON file, as benchmarks/scaling.py reads them")
 
     p = verb("dp-appr", cmd_dp_appr, "build DPAR's DP-APPR matrix (a structure artifact, with its ledger beside it)")
     p.add_argument("--graph", required=True, help="canonical graph directory")
@@ -924,6 +949,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "tightly, RDP for the rest; or force 'rdp' or 'pld'")
     p.add_argument("--seed", type=int, required=True, help="the training seed that will use it")
     p.add_argument("--out", required=True, help="output .pt file (the ledger goes to <out>.ledger.json)")
+    p.add_argument("--stage-timings", metavar="FILE",
+                   help="also write the wall time and peak memory of building the artifact (stage 'structure') "
+                        "to this JSON file, as benchmarks/scaling.py reads them")
 
     p = verb("train", cmd_train, "train and evaluate one method on one cell; writes metrics.json and ledger.json")
     p.add_argument("--graph", required=True, help="canonical graph directory")
@@ -937,6 +965,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(p)
     add_device_options(p)
     p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--stage-timings", metavar="FILE",
+                   help="also write the run's wall time and peak memory per stage (structure: everything but "
+                        "training and evaluation) to this JSON file, as benchmarks/scaling.py reads them")
 
     p = verb("train-cells", cmd_train_cells,
              "train one method on several cells in one process (what each training job of the workflow runs): "

@@ -91,6 +91,37 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
     assert "runtime=240," in train["train_dp-mlp_demo-0"] and "runtime=120," in train["train_mlp_demo-0"]
 
 
+def _rule_blocks(stdout: str) -> dict[str, list[str]]:
+    blocks: dict[str, list[str]] = {}
+    for block in stdout.split("rule ")[1:]:
+        blocks.setdefault(block.split(":")[0], []).append(block)
+    return blocks
+
+
+def _resource(block: str, name: str) -> int:
+    return int(block.split(f"{name}=")[1].split(",")[0].split()[0])
+
+
+def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(tmp_path):
+    """A products-sized cell asks for more than the floors on its first attempt; a tiny one for the floors."""
+    studies = {name: {"datasets": [dataset], "methods": ["dp-mlp", "gap"], "epsilons": [8], "seeds": [0]}
+               for name, dataset in (("small", "csbm-tiny"), ("products", "synthetic-products"))}
+    config = write_config(tmp_path, {"studies": studies, "methods": {"dp-mlp": {"epochs": 2, "batch_size": 32}, "gap": {"batch_size": 32}},
+                                     "resources": {"estimates": {"gap": {"mem_mb": 12345, "runtime": 77}}}})
+    result = snakemake(tmp_path, "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
+    assert result.returncode == 0, result.stderr
+    blocks = _rule_blocks(result.stdout)
+    small, large = blocks["train_dp-mlp_small-0"][0], blocks["train_dp-mlp_products-0"][0]
+    assert (_resource(small, "mem_mb"), _resource(small, "runtime")) == (4000, 60)  # the floors
+    assert _resource(large, "mem_mb") > 8000 and _resource(large, "runtime") > 60
+    assert all((_resource(b, "mem_mb"), _resource(b, "runtime")) == (12345, 77)
+               for name in ("train_gap_small-0", "train_gap_products-0") for b in blocks[name])
+    graphs = {b.split("wildcards: dataset=")[1].split()[0]: b for b in blocks["graph"]}
+    assert _resource(graphs["csbm-tiny"], "mem_mb") == 2000
+    assert _resource(graphs["synthetic-products"], "mem_mb") > 2000
+    assert _resource(graphs["synthetic-products"], "runtime") > 30
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
     [

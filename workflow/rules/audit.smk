@@ -31,7 +31,7 @@ for job in audit_jobs():
             cells=job.cells_json,
         threads: 1
         resources:
-            mem_mb=train_mem_mb,
+            mem_mb=job.mem_mb,
             runtime=job.runtime,
             gres=train_gres,
         group:

@@ -262,11 +262,6 @@ def audit_report_caption(wildcards):
     return figure_report_caption(wildcards, figure="audit")
 
 
-def audit_runtime(wildcards, attempt):
-    """An audit trains three times (canaries, TSTF target and shadow): three training jobs' time."""
-    return 3 * train_runtime(wildcards, attempt)
-
-
 class CellJob:
     """Cells (dataset, ε, seed) of one method run one after another in one process that loads Python, torch and
     each graph once: a rule per job (`<stage>_<method>_<study>-<k>`), as a job's outputs are its cells. Each cell
@@ -322,8 +317,11 @@ class AuditJob(CellJob):
             for (d, e, s), out, log in zip(cells, self.outputs, self.cell_logs)
         ])
 
+    def mem_mb(self, wildcards, attempt):
+        return job_mem_mb(self.method, self.datasets, attempt)
+
     def runtime(self, wildcards, attempt):
-        return len(self.cells) * audit_runtime(wildcards, attempt)
+        return 3 * job_runtime(self.method, [d for d, _, _ in self.cells], attempt)  # three trainings a cell
 
 
 @functools.cache
@@ -565,10 +563,10 @@ class TrainJob(CellJob):
         ])
 
     def mem_mb(self, wildcards, attempt):
-        return train_mem_mb(wildcards, attempt)  # one cell at a time (beside its graph as read)
+        return job_mem_mb(self.method, self.datasets, attempt)  # one cell at a time: its largest graph's
 
     def runtime(self, wildcards, attempt):
-        return len(self.cells) * train_runtime(wildcards, attempt)
+        return job_runtime(self.method, [d for d, _, _ in self.cells], attempt)
 
 
 def _cell_order(cell):
@@ -590,18 +588,81 @@ def _first_metrics_of_job():
     return {path: job.metrics[0] for job in train_jobs() for path in job.metrics}
 
 
-# Cluster resources of training jobs (config `resources:`; sites set partitions and
-# accounts in the SLURM profile). They grow with each retry (Snakemake's `attempt`):
-# attempt n asks for train_mem_mb × train_mem_growth^(n-1) memory and n × train_runtime.
+# Cluster resources of jobs (config `resources:`; sites set partitions and accounts in the SLURM
+# profile). They grow with each retry (Snakemake's `attempt`): attempt n asks for the first
+# attempt's memory × train_mem_growth^(n-1) and n × its runtime.
 RESOURCES = config["resources"]  # defaults filled in by the schema (validate above)
 
 
-def train_mem_mb(wildcards, attempt):
-    return int(RESOURCES["train_mem_mb"] * RESOURCES["train_mem_growth"] ** (attempt - 1))
+# Each request is the estimate of nodedp.resources from the datasets' published sizes (registry), times the
+# configured margin, never below the configured floor (train_mem_mb, train_runtime; structure_mem_mb,
+# structure_runtime for data and structure jobs), or a method's `estimates:` entry in its place.
+def _size(dataset):
+    from nodedp.data import get_dataset
+
+    return get_dataset(dataset).size
 
 
-def train_runtime(wildcards, attempt):
-    return RESOURCES["train_runtime"] * attempt
+def _grown(mem_mb, attempt):
+    return int(mem_mb * RESOURCES["train_mem_growth"] ** (attempt - 1))
+
+
+@functools.cache
+def _method_epochs(method):
+    import dataclasses
+
+    from nodedp.methods import get_method
+    from nodedp.resources import training_epochs
+
+    base, hparams = resolve_method(config, method)
+    return training_epochs(dataclasses.asdict(get_method(base).parse_hparams(hparams)))
+
+
+@functools.cache
+def cell_mem_mb(method, dataset):
+    from nodedp.resources import cell_memory_mb
+
+    fixed = RESOURCES["estimates"].get(method, {}).get("mem_mb")
+    if fixed is not None:
+        return fixed
+    return cell_memory_mb(resolve_method(config, method)[0], _size(dataset), margin=RESOURCES["memory_margin"],
+                          floor=RESOURCES["train_mem_mb"])
+
+
+@functools.cache
+def cell_runtime(method, dataset):
+    from nodedp.resources import cell_runtime_min
+
+    fixed = RESOURCES["estimates"].get(method, {}).get("runtime")
+    if fixed is not None:
+        return fixed
+    return cell_runtime_min(resolve_method(config, method)[0], _size(dataset), epochs=_method_epochs(method),
+                            margin=RESOURCES["runtime_margin"], floor=RESOURCES["train_runtime"])
+
+
+def job_mem_mb(method, datasets, attempt):
+    """Memory of a job training ``method``'s cells one at a time: its largest cell's, grown per retry."""
+    return _grown(max(cell_mem_mb(method, d) for d in datasets), attempt)
+
+
+def job_runtime(method, datasets, attempt):
+    """Runtime of a job training one cell per entry of ``datasets`` in turn: the sum, times the attempt."""
+    return sum(cell_runtime(method, d) for d in datasets) * attempt
+
+
+def data_mem_mb(wildcards, attempt):
+    """Graph building, splits, degree bounding, stability and DP-APPR: the dataset's graph-sized work."""
+    from nodedp.resources import data_memory_mb
+
+    return _grown(data_memory_mb(_size(wildcards.dataset), margin=RESOURCES["memory_margin"],
+                                 floor=RESOURCES["structure_mem_mb"]), attempt)
+
+
+def data_runtime(wildcards, attempt):
+    from nodedp.resources import data_runtime_min
+
+    return attempt * data_runtime_min(_size(wildcards.dataset), margin=RESOURCES["runtime_margin"],
+                                      floor=RESOURCES["structure_runtime"])
 
 
 @functools.cache

@@ -29,6 +29,9 @@ rule graph:
         "benchmarks/graph/{dataset}.tsv"
     params:
         raw=graph_raw_option,
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     group:
         bundled("prepare")
     conda:
@@ -45,6 +48,9 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     group:
         bundled("prepare")
     conda:
@@ -66,6 +72,9 @@ rule bounding_stability:
         "logs/stability/{dataset}.log",
     benchmark:
         "benchmarks/stability/{dataset}.tsv"
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     group:
         bundled("prepare")
     conda:

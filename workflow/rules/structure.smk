@@ -15,6 +15,9 @@ rule bound_degree:
         "logs/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.log",
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.tsv"
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     group:
         bundled("prepare")
     conda:
@@ -45,6 +48,9 @@ rule dp_appr:
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
     threads: 1
+    resources:
+        mem_mb=data_mem_mb,
+        runtime=data_runtime,
     group:
         bundled("prepare")
     conda:

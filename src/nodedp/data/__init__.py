@@ -8,11 +8,11 @@ its module (torch, torch_geometric) on first access (PEP 562) and imports as bef
 from __future__ import annotations
 
 from nodedp._lazy import lazy_exports
-from nodedp.data import catalog  # noqa: F401  (registers the real datasets)
+from nodedp.data import catalog, standins  # noqa: F401  (register the real datasets and their stand-ins)
 
 # submodule -> the public names it provides here, loaded on first access (the registry already is)
 _SUBMODULES: dict[str, tuple[str, ...]] = {
-    "registry": ("DATASETS", "OFFICIAL_SPLIT_FILE", "DatasetInfo", "UnknownDatasetError", "build_dataset",
+    "registry": ("DATASETS", "OFFICIAL_SPLIT_FILE", "DatasetInfo", "GraphSize", "UnknownDatasetError", "build_dataset",
                  "csbm_dataset", "dataset_names", "get_dataset", "make_split", "register_dataset"),
     "degree": ("BOUND_KINDS", "bound_degree", "bound_in_degree", "bound_out_degree", "bound_undirected_degree",
                "capped_degrees", "degree_artifact", "identity_bound"),

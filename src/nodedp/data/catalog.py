@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from nodedp.data.download import RemoteFile
-from nodedp.data.registry import DatasetInfo, register_dataset
+from nodedp.data.registry import DatasetInfo, GraphSize, register_dataset
 
 if TYPE_CHECKING:
     from nodedp.data.formats import RawGraph
@@ -129,8 +129,28 @@ def _register(name: str, *, description: str, files: Sequence[RemoteFile], reade
     register_dataset(DatasetInfo(
         name=name, kind="download", description=description, build=None,
         out_degree_bound=out_degree_bound, in_degree_bound=in_degree_bound, citation=citation,
-        files=tuple(files), reader=reader, protocol=protocol,
+        files=tuple(files), reader=reader, protocol=protocol, size=_PUBLISHED_SIZES.get(name),
     ))
+
+
+# Published sizes (nodes, undirected edges, features, classes) of the graphs as their loaders deliver them,
+# before a protocol's preprocessing: they size cluster jobs (nodedp.resources); other datasets take the
+# configured defaults.
+_OGB_SIZES = {
+    "ogbn-arxiv": GraphSize(nodes=169_343, edges=1_166_243, features=128, classes=40),
+    "ogbn-products": GraphSize(nodes=2_449_029, edges=61_859_140, features=100, classes=47),
+    "ogbn-mag": GraphSize(nodes=736_389, edges=5_416_271, features=128, classes=349),  # the paper nodes
+}
+_PUBLISHED_SIZES: dict[str, GraphSize] = {
+    **_OGB_SIZES,
+    **{f"{name}-disjoint": size for name, size in _OGB_SIZES.items()},
+    "ogbn-products-gap": _OGB_SIZES["ogbn-products"],
+    "cora": GraphSize(nodes=2_708, edges=5_278, features=1_433, classes=7),
+    "citeseer": GraphSize(nodes=3_327, edges=4_552, features=3_703, classes=6),
+    "pubmed": GraphSize(nodes=19_717, edges=44_324, features=500, classes=3),
+    "reddit": GraphSize(nodes=232_965, edges=57_307_946, features=602, classes=41),
+    "reddit-official": GraphSize(nodes=232_965, edges=57_307_946, features=602, classes=41),
+}
 
 
 _PLANETOID = {

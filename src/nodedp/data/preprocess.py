@@ -52,6 +52,7 @@ __all__ = [
     "induced_subgraph",
     "keep_top_k_classes",
     "protocol_names",
+    "register_protocol",
     "remove_isolated_nodes",
     "remove_self_loops",
     "remove_unlabeled_nodes",
@@ -382,21 +383,21 @@ def _gap(name: str, *, min_count: int, dataset: str) -> Protocol:
 _PROTOCOLS: dict[str, Protocol] = {}
 
 
-def _register(protocol: Protocol) -> None:
+def register_protocol(protocol: Protocol) -> None:
     if protocol.name in _PROTOCOLS:
         raise ValueError(f"protocol {protocol.name!r} is already registered")
     _PROTOCOLS[protocol.name] = protocol
 
 
 # GAP's threshold is per dataset (sisaman/GAP and sisaman/ProGAP core/datasets/loader.py).
-_register(_gap("gap-facebook", min_count=1_000, dataset="Facebook100 UIllinois20, 'Facebook'"))
-_register(_gap("gap-fb100", min_count=100_000, dataset="FB-100, all 100 schools"))
-_register(_gap("gap-reddit", min_count=10_000, dataset="Reddit"))
-_register(_gap("gap-amazon", min_count=100_000, dataset="'Amazon' = ogbn-products"))
+register_protocol(_gap("gap-facebook", min_count=1_000, dataset="Facebook100 UIllinois20, 'Facebook'"))
+register_protocol(_gap("gap-fb100", min_count=100_000, dataset="FB-100, all 100 schools"))
+register_protocol(_gap("gap-reddit", min_count=10_000, dataset="Reddit"))
+register_protocol(_gap("gap-amazon", min_count=100_000, dataset="'Amazon' = ogbn-products"))
 # A suite choice, not GAP's: 1000 would drop every class of a school with fewer than
 # 1000 students; 100 keeps the 4-5 main class years of the small schools (Caltech36,
 # Reed98, Haverford76, Swarthmore42) and drops the stray years of alumni and staff.
-_register(Protocol(
+register_protocol(Protocol(
     name="gap-school",
     description=(
         "GAP/ProGAP preprocessing for a single small Facebook100 school (not in the papers): as "
@@ -405,7 +406,7 @@ _register(Protocol(
     steps=_gap_steps(100),
     split=_RANDOM_75_10_15,
 ))
-_register(Protocol(
+register_protocol(Protocol(
     name="nip-gnn",
     description=(
         "NIP-GNN (Cora, Citeseer, Facebook page-page): undirected, no self-loops, isolated nodes "
@@ -414,7 +415,7 @@ _register(Protocol(
     steps=_CLEAN,
     split=_RANDOM_75_10_15,
 ))
-_register(Protocol(
+register_protocol(Protocol(
     name="nip-gnn-top10",
     description=(
         "NIP-GNN LastFM: as nip-gnn, restricted to the 10 largest classes (LPGNN's FilterTopClass); "
@@ -429,7 +430,7 @@ _DPAR_NOTE = (
     "removed). DPAR's sampling of the training graph at rate q' is not preprocessing: it is a privacy "
     "mechanism of the method, charged by its accountant."
 )
-_register(Protocol(
+register_protocol(Protocol(
     name="dpar",
     description=(
         "DPAR (Cora-ML, MS Academic, Coauthor CS/Physics): undirected, no self-loops, " + _DPAR_NOTE
@@ -441,7 +442,7 @@ _register(Protocol(
 # Not DPAR's protocol: an ablation. DPAR's GAP baselines may have run in GAP's own transductive
 # setting; this is dpar's graph and random split (same seed, same train/test nodes) with the edges
 # between train and test kept.
-_register(Protocol(
+register_protocol(Protocol(
     name="dpar-transductive",
     description=(
         "Ablation, not DPAR's protocol: GAP's transductive setting for DPAR's GAP baselines. As dpar "
@@ -452,13 +453,13 @@ _register(Protocol(
     split=replace(_DPAR_SPLIT, setting="transductive"),
 ))
 # DPAR's Reddit statistics (116,713 nodes, 8 classes, 46,233,380 edges) are GAP's Reddit.
-_register(Protocol(
+register_protocol(Protocol(
     name="dpar-reddit",
     description="DPAR Reddit: GAP's Reddit preprocessing (as gap-reddit), then " + _DPAR_NOTE,
     steps=_gap_steps(10_000),
     split=_DPAR_SPLIT,
 ))
-_register(Protocol(
+register_protocol(Protocol(
     name="dp-gnn",
     description=(
         "DP-GNN (ogbn-arxiv/products/mag, Reddit): reverse edges added (undirected), no self-loops "
@@ -467,7 +468,7 @@ _register(Protocol(
     steps=_CLEAN,
     split=SplitProtocol(kind="official", setting="transductive"),
 ))
-_register(Protocol(
+register_protocol(Protocol(
     name="dp-gnn-disjoint",
     description=(
         "DP-GNN '-disjoint' datasets: as dp-gnn with the official split in the inductive setting "
@@ -476,7 +477,7 @@ _register(Protocol(
     steps=_CLEAN,
     split=SplitProtocol(kind="official", setting="inductive"),
 ))
-_register(Protocol(
+register_protocol(Protocol(
     name="planetoid",
     description=(
         "Suite default for datasets no paper above preprocesses: undirected, no self-loops, "

@@ -29,6 +29,7 @@ __all__ = [
     "KINDS",
     "OFFICIAL_SPLIT_FILE",
     "DatasetInfo",
+    "GraphSize",
     "UnknownDatasetError",
     "build_dataset",
     "csbm_dataset",
@@ -50,12 +51,33 @@ class UnknownDatasetError(KeyError, ValueError):
 
 
 @dataclass(frozen=True)
+class GraphSize:
+    """A graph's published size: what a paper prints about it, public by definition.
+
+    ``edges`` counts undirected edges (each pair once). Planning reads it to size
+    cluster jobs (``nodedp.resources``); nothing private is derived from it.
+    """
+
+    nodes: int
+    edges: int
+    features: int
+    classes: int
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "edges", "features", "classes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "edges" else 1):
+                raise ValueError(f"GraphSize.{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     """A registered dataset. Synthetic ones have ``build`` (the graph from code);
     downloaded ones have ``files`` (fetched by the download stage) and ``reader``
     (the download directory -> ``RawGraph``), then their ``protocol``'s
     preprocessing. The protocol also says how the split stage splits.
-    ``source`` is recorded in ``meta.json``."""
+    ``source`` is recorded in ``meta.json``. ``size`` is the graph's published
+    size, where known (it sizes cluster jobs; ``None``: the configured defaults)."""
 
     name: str
     kind: str
@@ -68,6 +90,7 @@ class DatasetInfo:
     files: tuple[RemoteFile, ...] = ()
     reader: Callable[[Path], RawGraph] | None = None
     protocol: str = "planetoid"
+    size: GraphSize | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -148,9 +171,11 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
 
 
 def csbm_dataset(
-    name: str, spec: CSBMSpec, *, description: str, out_degree_bound: int, in_degree_bound: int
+    name: str, spec: CSBMSpec, *, description: str, out_degree_bound: int, in_degree_bound: int,
+    protocol: str = "planetoid",
 ) -> DatasetInfo:
-    """A synthetic dataset made by ``generate_csbm(spec)``, its spec recorded as the source."""
+    """A synthetic dataset made by ``generate_csbm(spec)``, its spec recorded as the source; its size is the
+    spec's (edges: the expected number, N·d/2)."""
     return DatasetInfo(
         name=name,
         kind="synthetic",
@@ -159,6 +184,9 @@ def csbm_dataset(
         out_degree_bound=out_degree_bound,
         in_degree_bound=in_degree_bound,
         source={"generator": "csbm", "params": asdict(spec)},
+        protocol=protocol,
+        size=GraphSize(nodes=spec.num_nodes, edges=round(spec.num_nodes * spec.avg_degree / 2),
+                       features=spec.num_features, classes=spec.num_classes),
     )
 
 

@@ -13,6 +13,7 @@ from nodedp.accounting import Ledger
 from nodedp.data import Split
 from nodedp.methods.base import RunResult, RunSpec
 from nodedp.train import OptimConfig, PrivacyConfig, evaluate, metrics_from_logits, train_model
+from nodedp.train.stages import stage
 
 
 def fit_node_classifier(
@@ -78,9 +79,11 @@ def fit_node_classifier(
             return metrics_from_logits(logits_of(nodes), y[nodes])
         return evaluate(model, inputs_of(nodes), y[nodes])
 
+    with stage("evaluation"):
+        val, test = scores(split.val), scores(split.test)
     return RunResult(
-        val=scores(split.val),
-        test=scores(split.test),
+        val=val,
+        test=test,
         ledger=ledger,
         train_seconds=train_seconds,
         details={"steps": stats.steps, "noise_std": stats.noise_std},

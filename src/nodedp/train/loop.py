@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.mechanisms.noise import gaussian_noise_
 from nodedp.train.per_sample import PerSampleGradients, split_flat, trainable_layer_names
+from nodedp.train.stages import stage
 
 __all__ = ["LOSSES", "OptimConfig", "PrivacyConfig", "TrainStats", "build_optimizer", "total_clip_norm", "train_model"]
 
@@ -195,63 +196,64 @@ def train_model(
     last_losses: Tensor | None = None
     bar = tqdm(batches, total=total, desc=progress if isinstance(progress, str) else None,
                disable=not progress, file=sys.stderr)
-    start = time.perf_counter()
-    try:
-        for indices in bar:
-            size = indices.numel()
-            losses: Tensor | None = None
-            if per_sample is None:
-                optimizer.zero_grad(set_to_none=True)
-                if size > 0:
-                    inputs, targets = batch_fn(indices)
-                    losses = loss_fn(model(inputs), targets)
-                    losses.mean().backward()
-            else:
-                # The Gaussian mechanism on the whole gradient vector: one draw over
-                # all coordinates (sensitivity C), never per-tensor budgets. With
-                # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
-                # as in the public DP-GNN reference code, under-noises by √(#tensors).
-                # No zero_grad: every p.grad is set below, to its view of the buffer.
-                gaussian_noise_(noisy, std=privacy.noise_std, generator=generator)
-                if size > 0:
-                    inputs, targets = batch_fn(indices)
-                    # A Linear–activation chain (an MLP) needs no hooks or autograd: the same tensors, cheaper.
-                    losses = per_sample.chain_backward(inputs, targets) if loss == "cross_entropy" else None
-                    if losses is None:
-                        with per_sample.capture():
-                            out = model(inputs)
-                        losses = loss_fn(out, targets)
-                        per_sample.backward(losses)
-                    if layer_clips is None:
-                        norms = per_sample.norms()
-                        pending_norms.append(norms)
-                        if len(pending_norms) == _COUNT_EVERY:
-                            clipped += _count_over(pending_norms, privacy.clip_norm)
-                        factors = clip_factors(norms, max_norm=privacy.clip_norm)
-                    else:
-                        layer_norms = per_sample.layer_norms()
-                        clipped += torch.stack(
-                            [n > layer_clips[name] for name, n in layer_norms.items()]
-                        ).any(0).sum()
-                        factors = {name: clip_factors(n, max_norm=layer_clips[name])
-                                   for name, n in layer_norms.items()}
-                    per_sample.write_clipped_sum(factors, onto=noisy)
-                else:  # empty Poisson batch: the clipped sum is zero, the noise is not
-                    for p, grad in split_flat(noisy, params).items():
-                        p.grad = grad
-                noisy.div_(privacy.expected_batch_size)  # the gradients are views of it
-            if losses is not None:
-                last_losses = losses.detach()
-            if per_sample is not None or size > 0:
-                optimizer.step()
-            steps += 1
-            examples += size
-            if on_step is not None:
-                on_step(steps - 1)
-    finally:
-        bar.close()
-        if per_sample is not None:
-            per_sample.remove()
+    with stage("training"):  # for a StageRecorder (benchmarks/scaling.py); nothing otherwise
+        start = time.perf_counter()
+        try:
+            for indices in bar:
+                size = indices.numel()
+                losses: Tensor | None = None
+                if per_sample is None:
+                    optimizer.zero_grad(set_to_none=True)
+                    if size > 0:
+                        inputs, targets = batch_fn(indices)
+                        losses = loss_fn(model(inputs), targets)
+                        losses.mean().backward()
+                else:
+                    # The Gaussian mechanism on the whole gradient vector: one draw over
+                    # all coordinates (sensitivity C), never per-tensor budgets. With
+                    # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
+                    # as in the public DP-GNN reference code, under-noises by √(#tensors).
+                    # No zero_grad: every p.grad is set below, to its view of the buffer.
+                    gaussian_noise_(noisy, std=privacy.noise_std, generator=generator)
+                    if size > 0:
+                        inputs, targets = batch_fn(indices)
+                        # A Linear–activation chain (an MLP) needs no hooks or autograd: the same tensors, cheaper.
+                        losses = per_sample.chain_backward(inputs, targets) if loss == "cross_entropy" else None
+                        if losses is None:
+                            with per_sample.capture():
+                                out = model(inputs)
+                            losses = loss_fn(out, targets)
+                            per_sample.backward(losses)
+                        if layer_clips is None:
+                            norms = per_sample.norms()
+                            pending_norms.append(norms)
+                            if len(pending_norms) == _COUNT_EVERY:
+                                clipped += _count_over(pending_norms, privacy.clip_norm)
+                            factors = clip_factors(norms, max_norm=privacy.clip_norm)
+                        else:
+                            layer_norms = per_sample.layer_norms()
+                            clipped += torch.stack(
+                                [n > layer_clips[name] for name, n in layer_norms.items()]
+                            ).any(0).sum()
+                            factors = {name: clip_factors(n, max_norm=layer_clips[name])
+                                       for name, n in layer_norms.items()}
+                        per_sample.write_clipped_sum(factors, onto=noisy)
+                    else:  # empty Poisson batch: the clipped sum is zero, the noise is not
+                        for p, grad in split_flat(noisy, params).items():
+                            p.grad = grad
+                    noisy.div_(privacy.expected_batch_size)  # the gradients are views of it
+                if losses is not None:
+                    last_losses = losses.detach()
+                if per_sample is not None or size > 0:
+                    optimizer.step()
+                steps += 1
+                examples += size
+                if on_step is not None:
+                    on_step(steps - 1)
+        finally:
+            bar.close()
+            if per_sample is not None:
+                per_sample.remove()
     if pending_norms:
         clipped += _count_over(pending_norms, privacy.clip_norm)
     if privacy is not None and privacy.steps is not None and steps != privacy.steps:

@@ -1,0 +1,47 @@
+"""benchmarks/scaling.py end to end on two tiny stand-ins: its figures, not its speed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scaling.py"
+
+
+@pytest.fixture(scope="module")
+def scaling():
+    spec = importlib.util.spec_from_file_location("scaling", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["scaling"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fit_exponent_recovers_a_power_law(scaling):
+    xs = [1e4, 3e4, 1e5, 3e5]
+    assert scaling.fit_exponent(xs, [2.0 * x**1.3 for x in xs]) == pytest.approx(1.3)
+    assert scaling.fit_exponent(xs, [5.0] * 4) == pytest.approx(0.0, abs=1e-12)
+    assert scaling.fit_exponent([1e4], [1.0]) is None
+
+
+def test_the_benchmark_writes_rows_and_exponents_per_method_and_stage(scaling, tmp_path):
+    out = tmp_path / "out.json"
+    code = scaling.main(["--methods", "gap", "--nodes", "1500", "3000", "--epochs", "1",
+                         "--workdir", str(tmp_path / "work"), "--json", str(out), "--markdown", str(tmp_path / "t.md")])
+    assert code == 0
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    for method in ("gap",):
+        for stage in ("structure", "epoch", "evaluation"):
+            got = sorted((r for r in rows if r["method"] == method and r["stage"] == stage), key=lambda r: r["nodes"])
+            assert [r["nodes"] for r in got] == [1500, 3000]
+            assert got[0]["edges"] < got[1]["edges"] and all(r["seconds"] > 0 and r["peak_mib"] > 0 for r in got)
+    exponents = {(e["method"], e["stage"]): e for e in result["exponents"]}
+    assert math.isfinite(exponents[("gap", "epoch")]["exponent_time"])
+    assert result["failures"] == []
+    assert "| gap | structure |" in (tmp_path / "t.md").read_text()
