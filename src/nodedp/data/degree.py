@@ -266,21 +266,30 @@ def bound_undirected_degree(edge_index: Tensor, *, num_nodes: int, max_degree: i
     if not np.array_equal(keys, np.sort(dst[proper] * np.int64(num_nodes) + src[proper])):
         raise ValueError("edge_index must store both directions of every edge (an undirected graph)")
 
-    # One entry per unordered pair (lo < hi, in key order), and its shared draw.
+    # One entry per unordered pair (lo < hi, in key order), and its shared draw. Graph-sized intermediates
+    # are dropped as soon as they are used: at ogbn-products size each is ~1 GB.
     pair_keys = keys[keys // num_nodes < keys % num_nodes]
+    del keys
     lo, hi = pair_keys // num_nodes, pair_keys % num_nodes
     hashes = _edge_hashes(_node_hashes(num_nodes, seed=seed, stream=_UNDIRECTED_STREAM), lo, hi)
     # Each pair seen from both endpoints, ranked among the node's incident pairs by one stable sort of
     # uint64 keys (node id in the high bits, the hash's top bits below it; equal truncated hashes keep
     # their pair-key order): a fixed order of each node's pairs that other nodes' edges do not affect.
     node = np.concatenate([lo, hi])
+    del lo, hi
     node_bits = max(1, (num_nodes - 1).bit_length())
-    top = np.tile(hashes >> np.uint64(node_bits), 2)
-    order = np.argsort(top | (node.astype(np.uint64) << np.uint64(64 - node_bits)), kind="stable")
+    sort_keys = np.tile(hashes >> np.uint64(node_bits), 2)
+    del hashes
+    sort_keys |= node.astype(np.uint64) << np.uint64(64 - node_bits)
+    order = np.argsort(sort_keys, kind="stable")
+    del sort_keys
     degree = np.bincount(node, minlength=num_nodes)
     rank = np.arange(order.size) - (np.cumsum(degree) - degree)[node[order]]
+    del node
     proposed = order[rank < max_degree] % max(pair_keys.size, 1)  # entries i and i + P are pair i
+    del order, rank
     kept_keys = pair_keys[np.bincount(proposed, minlength=pair_keys.size) == 2]
+    del pair_keys, proposed
 
     column_pair = np.minimum(src, dst) * np.int64(num_nodes) + np.maximum(src, dst)
     slot = np.minimum(np.searchsorted(kept_keys, column_pair), max(kept_keys.size - 1, 0))
