@@ -10,7 +10,7 @@ from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, min_keep_parameter, split_budget, verify_ledger_dict
 from nodedp.accounting.nip import worst_case_budget_ratio
-from nodedp.data import bound_undirected_degree
+from nodedp.data import bound_undirected_degree, random_split
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.mechanisms import (
     debiased_degree,
@@ -19,6 +19,7 @@ from nodedp.mechanisms import (
     theorem3_ratio,
     unbiased_sampling_probability,
 )
+from nodedp.mechanisms.nip_sparse import uses_dense_release
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.nip_gnn import NipHparams, nap_budgets, tnie_scores
 from nodedp.models import aca_propagate
@@ -132,6 +133,25 @@ def test_resampling_keeps_the_released_graph_sparse(tiny_inputs):
     s = min_keep_parameter(2.0 * 0.25, D)
     assert dense == pytest.approx(s / 2 * n * (n - 1), rel=0.1)  # ~every pair re-drawn at Bern(1/2)
     assert sampled < 0.1 * dense
+
+
+def test_a_graph_beyond_the_dense_threshold_is_released_sparsely_in_both_modes():
+    """4200 nodes (> 4096): ``nip_sparse`` draws the release without its ≈ s·N²/4-edge intermediate."""
+    n = 4200
+    assert not uses_dense_release(n)
+    spec = CSBMSpec(num_nodes=n, num_classes=3, avg_degree=6.0, homophily=0.9, num_features=8, feature_signal=3.0,
+                    degree_exponent=2.5, class_weights=None, seed=0)
+    inputs = with_bound(RunInputs(graph=generate_csbm(spec), split=random_split(n, seed=0), num_classes=3),
+                        "degree", D)
+    bounded_edges = inputs.structure["degree"]["edge_index"].size(1)
+    # s ≈ 4e-22: no pair flips, so every debiased degree is the true one and p_u = 1: the bounded graph itself
+    nearly_exact = _run(inputs, 2000.0, epochs=1)
+    assert nearly_exact.details["released_edges"] == bounded_edges
+    assert nearly_exact.test["accuracy"] > 0.6
+    assert 0 < _paper_run(inputs, 2000.0, epochs=1).details["released_edges"] < bounded_edges  # Eq. 12: p_u < 1
+    for result in (_run(inputs, 8.0, epochs=1), _paper_run(inputs, 8.0, epochs=1)):
+        s = result.details["keep_parameter_s"]
+        assert 0 < result.details["released_edges"] < 0.1 * s / 2 * n * (n - 1)
 
 
 def test_learns_with_a_large_budget(tiny_inputs):

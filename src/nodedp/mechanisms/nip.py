@@ -12,7 +12,8 @@ The privacy analysis and its ledger records live in ``nodedp.accounting.nip``.
   makes budgets computed on a released graph cost ≤ ε_A on the private one.
 * ``laplace_sum_aggregate``: the perturbed first aggregation (Eq. 9).
 * ``degree_preserving_randomization`` and ``sample_randomized_edges`` with
-  ``unbiased_sampling_probability``: the edge release of Section 4.3.
+  ``unbiased_sampling_probability``: the edge release of Section 4.3 (drawn
+  without the dense intermediate by ``nodedp.mechanisms.nip_sparse``).
 * ``randomize_labels``: M-ary randomized response (Eq. 13).
 
 Two places where the paper's formulas and its mechanism disagree:
@@ -64,6 +65,7 @@ from nodedp.mechanisms.noise import laplace_noise
 __all__ = [
     "SAMPLING_RULES",
     "ScaledBudgets",
+    "debias_randomized_degree",
     "debiased_degree",
     "degree_preserving_randomization",
     "influence_ranks",
@@ -325,7 +327,9 @@ def degree_preserving_randomization(
     That is randomized response flipping each pair w.p. s/2, which
     ``randomize_adjacency`` does at ε' = ln((2 − s)/s), since 1/(1 + e^ε') = s/2.
     The input must be undirected (both directions stored); so is the output.
-    Self-loops are neither read nor produced. O(N²) time.
+    Self-loops are neither read nor produced. O(N²) time and memory (≈ s·N²/4
+    edges out); followed by resampling, ``nodedp.mechanisms.nip_sparse`` draws
+    the composition in linear memory.
     """
     _check_edge_index(edge_index, num_nodes)
     s = _check_s(s)
@@ -383,9 +387,16 @@ def debiased_degree(randomized_edge_index: Tensor, *, num_nodes: int, s: float) 
     reads the degree before randomization). The estimate can be negative.
     """
     _check_edge_index(randomized_edge_index, num_nodes)
-    s = _check_s(s)
     randomized = torch.bincount(randomized_edge_index[1], minlength=num_nodes).to(torch.float64)
-    return (randomized - (num_nodes - 1) * s / 2) / (1 - s)
+    return debias_randomized_degree(randomized, num_nodes=num_nodes, s=s)
+
+
+def debias_randomized_degree(randomized_degree: Tensor, *, num_nodes: int, s: float) -> Tensor:
+    """``debiased_degree`` from the randomized degrees D̄ [N] themselves, for a release that never stores its
+    randomized graph (``nodedp.mechanisms.nip_sparse``)."""
+    _check_num_nodes(num_nodes)
+    s = _check_s(s)
+    return (randomized_degree.to(torch.float64) - (num_nodes - 1) * s / 2) / (1 - s)
 
 
 def sample_randomized_edges(

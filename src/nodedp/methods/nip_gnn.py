@@ -12,7 +12,11 @@
    original one (``unbiased_sampling_probability``), computed from the
    degrees *estimated from the released graph* (``debiased_degree``): the
    paper's Eq. 12 reads the private degrees, and is also not unbiased for
-   its own mechanism (see ``nodedp.mechanisms.nip``).
+   its own mechanism (see ``nodedp.mechanisms.nip``). Beyond
+   ``DENSE_MAX_PAIRS`` node pairs, randomization and resampling are drawn
+   together without the ≈ s·N²/4-edge intermediate, on the run's device
+   (``nodedp.mechanisms.nip_sparse``): the same distribution, in linear
+   memory and Θ(N²) time.
 2. Influence and budgets (post-processing of step 1): TNIE (Eq. 7-8) on the
    released graph, with h⁰ = 1 (features are private and not yet released)
    and fixed λ, φ (`tnie_lambda`, `tnie_phi`; the paper learns them but gives
@@ -100,18 +104,16 @@ from nodedp.accounting import (
 from nodedp.accounting.nip import nip_paper_noise, nip_reference_epsilon, worst_case_budget_ratio
 from nodedp.data import bound_undirected_degree, remove_cross_split_edges
 from nodedp.mechanisms import (
-    debiased_degree,
     degree_preserving_randomization,
     influence_ranks,
     laplace_sum_aggregate,
     nip_budget_weights,
     randomize_labels,
-    sample_randomized_edges,
     sum_aggregate,
     theorem3_ratio,
-    unbiased_sampling_probability,
 )
 from nodedp.mechanisms.nip import ScaledBudgets, paper_sampling_probability, scale_budgets_to_worst_case
+from nodedp.mechanisms.nip_sparse import randomize_and_resample, randomize_and_resample_with_probabilities
 from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.nip_gnn import (  # re-exported: the registry's, torch-free
@@ -233,17 +235,19 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
 
     exact = exact_parts(hp.exact)
     # 1. Edges (ε_B), then post-processing only (in reference mode, Eq. 12 reads the private degrees).
-    released = bounded if "edges" in exact else degree_preserving_randomization(bounded, num_nodes=n, s=s,
-                                                                                 generator=generator)
-    if hp.resample and "edges" not in exact:
-        if paper:
-            private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
-            probs = paper_sampling_probability(private_degree, num_nodes=n, s=s)
-        else:
-            # unbiased but noisy: clamped to [0, D_max], where every true (bounded) degree lies
-            estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
-            probs = unbiased_sampling_probability(estimate, num_nodes=n, s=s)
-        released = sample_randomized_edges(released, probs, generator, rule="pair")
+    if "edges" in exact:
+        released = bounded
+    elif not hp.resample:  # "w/o D-s": the randomized graph itself, ≈ s·N²/4 edges
+        released = degree_preserving_randomization(bounded, num_nodes=n, s=s, generator=generator)
+    elif paper:
+        private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
+        released = randomize_and_resample_with_probabilities(
+            bounded, paper_sampling_probability(private_degree, num_nodes=n, s=s), num_nodes=n, s=s,
+            generator=generator, device=device)
+    else:
+        # unbiased but noisy degree estimates, clamped to [0, D_max], where every true (bounded) degree lies
+        released = randomize_and_resample(bounded, num_nodes=n, s=s, max_degree=max_degree, generator=generator,
+                                          device=device)
     # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max (the paper's: unscaled).
     if paper:
         rebounded, budgets = paper_budgets(released, num_nodes=n, max_degree=max_degree,
