@@ -1,5 +1,5 @@
-"""DPDGC: the sensitivity the column normalization buys, the encoder's occurrence count, its ledger, and the
-reference mode (the public code's noise)."""
+"""DPDGC: the sensitivity the column normalization buys, the encoder's occurrence count, its DP-Adam on the
+batch's adjacency columns, its ledger, and the reference mode (the public code's noise)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,22 @@ import pytest
 import torch
 import torch.nn.functional as F
 from dp_accounting.dp_event import GaussianDpEvent
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, verify_ledger_dict
 from nodedp.accounting.mixture_pld import pld_of_event
 from nodedp.data import bound_out_degree, degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
-from nodedp.mechanisms.clipping import clip_factors
+from nodedp.mechanisms.clipping import clip_factors, clip_rows
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dpdgc import (
     PLD_MIN_NOISE_MULTIPLIER,
     adjacency_rows,
+    clipped_gradient_sum,
+    in_neighbours,
     plan_dpdgc,
     public_code_delta,
     public_code_epsilon,
@@ -28,7 +33,9 @@ from nodedp.methods.dpdgc import (
     reference_accountant,
 )
 from nodedp.models import AdjacencyEncoder
-from nodedp.train import PerSampleGradients
+from nodedp.models.dpdgc import AdjacencyRows
+from nodedp.train import OptimConfig, PerSampleGradients, PrivacyConfig, train_model
+from nodedp.train.per_sample import split_flat
 from tests.methods._structure import accuracy_on as _accuracy
 from tests.methods._structure import with_bound
 from tests.methods.test_gap import _extended, _noise_free
@@ -50,6 +57,11 @@ def _spec(method: str, epsilon: float) -> RunSpec:
 def _run(inputs, method: str, epsilon: float = 4.0, **hparams):
     info = get_method(method)
     return info.run(inputs, _spec(method, epsilon), info.parse_hparams({**FAST, **hparams}))
+
+
+def _dense(rows: AdjacencyRows, num_nodes: int) -> torch.Tensor:
+    """The rows [B, N] that ``rows`` keeps on its columns."""
+    return rows.counts.new_zeros(rows.counts.size(0), num_nodes).index_copy_(1, rows.columns, rows.counts)
 
 
 def _remove_node(edge_index: torch.Tensor, v: int) -> torch.Tensor:
@@ -115,7 +127,7 @@ def test_without_the_normalization_the_change_is_unbounded():
     table[v] *= 1e3
 
     def raw(e: torch.Tensor) -> torch.Tensor:
-        return adjacency_rows(e, torch.arange(n), num_nodes=n) @ table
+        return _dense(adjacency_rows(e, torch.arange(n), num_nodes=n), n) @ table
 
     bound = math.sqrt(D + r * r)
     assert torch.linalg.vector_norm(raw(edges) - raw(_remove_node(edges, v))) > 10 * bound
@@ -162,21 +174,143 @@ def test_each_node_changes_at_most_d_plus_one_training_examples(tiny_inputs):
     inputs = _inputs(tiny_inputs)
     graph, train = inputs.graph, inputs.split.train
     edges = inputs.structure["out-degree"]["edge_index"]
-    rows = adjacency_rows(edges, train, num_nodes=graph.num_nodes)
+    n = graph.num_nodes
+    rows = _dense(adjacency_rows(edges, train, num_nodes=n), n)
     worst = 0
-    for v in range(graph.num_nodes):
-        changed = (rows != adjacency_rows(_remove_node(edges, v), train, num_nodes=graph.num_nodes)).any(1)
+    for v in range(n):
+        changed = (rows != _dense(adjacency_rows(_remove_node(edges, v), train, num_nodes=n), n)).any(1)
         changed |= train == v  # its own example disappears
         worst = max(worst, int(changed.sum()))
     assert 1 < worst <= D + 1
 
 
-def test_adjacency_rows_match_the_dense_matrix():
-    edges = _random_out_bounded_graph(25, 3, seed=5)
-    dense = torch.zeros(25, 25)
-    dense[edges[1], edges[0]] = 1.0
+def test_adjacency_rows_match_the_dense_matrix_on_exactly_the_batchs_in_neighbours():
+    edges = torch.cat([_random_out_bounded_graph(25, 3, seed=5), torch.tensor([[7, 7], [4, 4]])], dim=1)  # 7 -> 4 twice
+    dense = torch.zeros(25, 25).index_put_((edges[1], edges[0]), torch.ones(edges.size(1)), accumulate=True)
     nodes = torch.tensor([4, 0, 24, 4])
-    assert torch.equal(adjacency_rows(edges, nodes, num_nodes=25), dense[nodes])
+    rows = adjacency_rows(edges, nodes, num_nodes=25)
+    assert torch.equal(_dense(rows, 25), dense[nodes]) and dense[4, 7] == 2
+    assert torch.equal(rows.columns, dense[nodes].sum(0).nonzero().flatten())  # no column beyond the batch's
+
+
+class _DenseEncoder(nn.Module):
+    """``encoder`` as ``PerSampleGradients`` takes it: an nn.Linear over dense rows [B, N] holding the same table."""
+
+    def __init__(self, encoder: AdjacencyEncoder) -> None:
+        super().__init__()
+        hidden, n = encoder.table.weight.shape
+        self.table = nn.Linear(n, hidden, bias=False)
+        self.table.weight = encoder.table.weight
+        self.shift, self.dropout, self.head = encoder.shift, encoder.dropout, encoder.head
+        self.row_clip = encoder.row_clip
+
+    def forward(self, rows: torch.Tensor) -> torch.Tensor:
+        z = self.shift(clip_rows(self.table(rows), max_norm=self.row_clip))
+        return self.head(F.selu(self.dropout(z)))
+
+
+def _encoder_case(n: int = 30, seed: int = 0):
+    """An encoder with a trained-looking shift, and a graph where a batch has duplicates, double edges and an
+    empty row."""
+    torch.manual_seed(seed)
+    encoder = AdjacencyEncoder(n, 3, hidden_dim=5, row_clip=1.5, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        encoder.shift.bias.normal_()
+    edges = torch.cat([_random_out_bounded_graph(n, 4, seed=seed), torch.tensor([[2, 2], [3, 3]])], dim=1)
+    edges = edges[:, edges[1] != n - 1]  # node n - 1 has no in-neighbour
+    labels = torch.randint(0, 3, (n,), generator=torch.Generator().manual_seed(seed))
+    return encoder, edges, labels
+
+
+@pytest.mark.parametrize("clip_norm", [1e-3, 0.3, 100.0])  # every example clipped, some, none
+def test_clipped_gradient_sum_is_per_sample_gradients_of_the_dense_model(clip_norm):
+    n = 30
+    encoder, edges, labels = _encoder_case(n)
+    nodes = torch.tensor([3, 3, n - 1, 0, 7, 12, 29, 5])
+    rows = adjacency_rows(edges, nodes, num_nodes=n)
+    noise = torch.randn(encoder.table.weight.numel() + encoder.shift.bias.numel())
+    dense_model = _DenseEncoder(encoder)
+    psg = PerSampleGradients(dense_model)
+    with psg.capture():
+        out = dense_model(_dense(rows, n))
+    psg.backward(F.cross_entropy(out, labels[nodes], reduction="none"))
+    expected = noise.clone()
+    psg.write_clipped_sum(clip_factors(psg.norms(), max_norm=clip_norm), onto=expected)
+    psg.remove()
+
+    got = noise.clone()
+    grads = split_flat(got, [encoder.table.weight, encoder.shift.bias])
+    clipped_gradient_sum(encoder, rows, labels[nodes], clip_norm=clip_norm,
+                         table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+    torch.testing.assert_close(got, expected)
+    untouched = torch.ones(n, dtype=torch.bool).index_fill_(0, rows.columns, False)
+    assert torch.equal(grads[encoder.table.weight][:, untouched], noise[: 5 * n].view(5, n)[:, untouched])
+
+
+def test_encoder_training_with_the_closed_form_clipped_sum_equals_the_generic_rule_on_the_dense_model():
+    n = 30
+    encoder, edges, labels = _encoder_case(n, seed=2)
+    reference = AdjacencyEncoder(n, 3, hidden_dim=5, row_clip=1.5)
+    reference.load_state_dict(encoder.state_dict())
+    batches = [torch.tensor([0, 4, 9, 29]), torch.tensor([], dtype=torch.long), torch.tensor([1, 2, 3, 3, 17])]
+    privacy = PrivacyConfig(clip_norm=0.5, noise_std=0.7, expected_batch_size=4.0, steps=len(batches))
+    optim = OptimConfig(optimizer="adam", lr=0.05, weight_decay=1e-5)
+
+    def batch_fn(idx: torch.Tensor) -> tuple[AdjacencyRows, torch.Tensor]:
+        return adjacency_rows(edges, idx, num_nodes=n), labels[idx]
+
+    def sparse_sum(rows, targets, grads):
+        clipped_gradient_sum(encoder, rows, targets, clip_norm=privacy.clip_norm,
+                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+
+    def train_sparse(privacy: PrivacyConfig) -> int:
+        return train_model(encoder, batch_fn=batch_fn, batches=batches, optim=optim, privacy=privacy,
+                           generator=torch.Generator().manual_seed(3), device="cpu", clipped_sum=sparse_sum,
+                           on_step=lambda _step: encoder.normalize_()).steps
+
+    steps = train_sparse(privacy)
+    train_model(_DenseEncoder(reference), batch_fn=lambda idx: (_dense(batch_fn(idx)[0], n), labels[idx]),
+                batches=batches, optim=optim, privacy=privacy, generator=torch.Generator().manual_seed(3),
+                device="cpu", on_step=lambda _step: reference.normalize_())
+    assert steps == len(batches)
+    torch.testing.assert_close(encoder.table.weight, reference.table.weight)
+    torch.testing.assert_close(encoder.shift.bias, reference.shift.bias)
+    with pytest.raises(RuntimeError, match="ledger charges 4"):
+        train_sparse(dataclasses.replace(privacy, steps=4))
+
+
+class _OpOutputs(TorchDispatchMode):
+    """Records the size of every tensor an op returns, except those living in ``exempt``'s storage."""
+
+    def __init__(self, exempt: torch.Tensor) -> None:
+        super().__init__()
+        self.exempt = exempt.untyped_storage().data_ptr()
+        self.sizes: list[tuple[str, int]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() != self.exempt:
+                self.sizes.append((str(func), t.numel()))
+        return out
+
+
+def test_an_encoder_batch_costs_its_edges_not_the_graphs_size():
+    # Dense rows [B, N] (or anything else of the graph's size) per batch would make the encoder quadratic in N:
+    # building a batch and its clipped sum may write the gradient buffer in place, and create nothing of N entries.
+    n, hidden = 5000, 4
+    encoder = AdjacencyEncoder(n, 3, hidden_dim=hidden, row_clip=2.0)
+    edges = _random_out_bounded_graph(n, 3, seed=6)
+    csr = in_neighbours(edges, num_nodes=n)
+    nodes = torch.randperm(n, generator=torch.Generator().manual_seed(0))[:16]
+    noisy = torch.zeros(hidden * n + hidden)
+    grads = split_flat(noisy, [encoder.table.weight, encoder.shift.bias])
+    with _OpOutputs(exempt=noisy) as recorded:
+        rows = adjacency_rows(edges, nodes, num_nodes=n, csr=csr)
+        clipped_gradient_sum(encoder, rows, torch.zeros(16, dtype=torch.long), clip_norm=1.0,
+                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+    assert recorded.sizes and max(size for _, size in recorded.sizes) < n, max(recorded.sizes, key=lambda x: x[1])
+    assert noisy[: hidden * n].count_nonzero() > 0
 
 
 def test_encoder_gradient_sum_moves_by_2c_rho_and_can_exceed_the_public_factor():
@@ -194,12 +328,10 @@ def test_encoder_gradient_sum_moves_by_2c_rho_and_can_exceed_the_public_factor()
         torch.manual_seed(0)
         encoder = AdjacencyEncoder(n, 2, hidden_dim=8, row_clip=math.sqrt(d),
                                    generator=torch.Generator().manual_seed(1))
-        psg = PerSampleGradients(encoder)
-        with psg.capture():
-            out = encoder(adjacency_rows(e, nodes[present], num_nodes=n))
-        psg.backward(F.cross_entropy(out, labels[present], reduction="none"))
-        flat = torch.zeros(sum(p.numel() for p in encoder.parameters() if p.requires_grad))
-        psg.write_clipped_sum(clip_factors(psg.norms(), max_norm=c), onto=flat)
+        flat = torch.zeros(encoder.table.weight.numel() + encoder.shift.bias.numel())
+        grads = split_flat(flat, [encoder.table.weight, encoder.shift.bias])
+        clipped_gradient_sum(encoder, adjacency_rows(e, nodes[present], num_nodes=n), labels[present], clip_norm=c,
+                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
         return flat
 
     everyone = torch.ones(n, dtype=torch.bool)

@@ -6,10 +6,13 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from nodedp.mechanisms import nap_aggregate
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
-from nodedp.train import PerSampleGradients, trainable_layer_names
+from nodedp.models.dpdgc import AdjacencyRows
+from nodedp.train import trainable_layer_names
 
 
 def test_only_the_table_and_its_shift_train_and_the_head_is_a_seeded_scaled_orthogonal_map():
@@ -19,7 +22,14 @@ def test_only_the_table_and_its_shift_train_and_the_head_is_a_seeded_scaled_orth
     head = encoder.head.weight
     assert torch.allclose(head @ head.t(), torch.eye(3) * 6 / 8, atol=1e-6)
     assert torch.equal(head, make().head.weight)
-    PerSampleGradients(encoder).remove()  # every trainable layer has a per-example rule
+
+
+def test_the_table_starts_as_a_normalized_bias_free_linear_n_to_h():
+    torch.manual_seed(3)
+    encoder = AdjacencyEncoder(30, 3, hidden_dim=8, row_clip=2.0)
+    torch.manual_seed(3)
+    linear = nn.Linear(30, 8, bias=False)
+    assert torch.equal(encoder.table.weight, F.normalize(linear.weight, p=2.0, dim=0))
 
 
 def test_normalize_projects_columns_to_the_unit_sphere_and_keeps_zero_columns():
@@ -41,7 +51,9 @@ def test_forward_is_the_nap_aggregation_plus_shift_through_the_head():
     dense[edges[1], edges[0]] = 1.0
     aggregated = nap_aggregate(encoder.embedding_table(), edges, num_nodes=n, row_clip=r)
     expected = encoder.head(torch.nn.functional.selu(aggregated + encoder.shift.bias))
-    assert torch.allclose(encoder(dense), expected, atol=1e-6)
+    touched = dense.sum(0).nonzero().flatten()  # the table reads only the columns the rows name
+    for rows in (AdjacencyRows(torch.arange(n), dense), AdjacencyRows(touched, dense[:, touched])):
+        assert torch.allclose(encoder(rows), expected, atol=1e-6)
     assert torch.linalg.vector_norm(aggregated, dim=1).max() <= r + 1e-6
 
 

@@ -15,6 +15,13 @@ out-neighbours):
    Gaussian mixed over ρ ~ Binomial(D + 1, γ) (ledger kind
    ``poisson_occurrence_gaussian``, as DPAR's DP-SGD). The public code charges
    a noise factor 2√(D+1) with single-record amplification, which under-counts.
+   A step is ``train_model``'s DP-Adam step with the per-example gradients in
+   closed form on the batch's adjacency columns (``clipped_gradient_sum``, its
+   ``clipped_sum``): through ``PerSampleGradients`` the table would need dense
+   rows [B, N]. What remains
+   proportional to N in a step is the mechanism's own: the Gaussian over all
+   N·h coordinates of the table's gradient, Adam's update of them and the
+   projection, so the encoder costs ~steps·N·h = encoder_epochs·n·N·h/B.
 2. M2, DP-Emb: one query X̃_A = clip_R(A Ŵ) + N(0, (z_E·Δ)²), cached, then the
    encoder's bias added (post-processing). This is one NAP hop
    (``nodedp.mechanisms.NAP``) on the released table: removing v moves each of
@@ -68,6 +75,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from dp_accounting import dp_event
 from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import RdpAccountant
@@ -87,13 +95,22 @@ from nodedp.accounting import (
 from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
+from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods.aggregation_perturbation import inference_edges
 from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.dpdgc import DpdgcHparams  # re-exported: the registry's, torch-free
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
-from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything, train_model
+from nodedp.models.dpdgc import AdjacencyRows
+from nodedp.train import (
+    PrivacyConfig,
+    make_generator,
+    poisson_batches,
+    resolve_device,
+    seed_everything,
+    train_model,
+)
 
 __all__ = [
     "PLD_MIN_NOISE_MULTIPLIER",
@@ -101,6 +118,7 @@ __all__ = [
     "DpdgcHparams",
     "PublicCodeNoise",
     "adjacency_rows",
+    "clipped_gradient_sum",
     "in_neighbours",
     "plan_dpdgc",
     "public_code_delta",
@@ -116,6 +134,9 @@ _SAME_EDGE_LISTS = ("as in GAP, neighbouring graphs are compared on the same sam
                     "out-degree sampling without a node could let its in-neighbours keep other edges instead")
 # The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
 _HEAD_STREAM = 1 << 41
+# The encoder's noise stream off the CPU: its N·h draws a step are made where the table lives (from the run's CPU
+# generator they would be drawn on the host and copied over every step).
+_ENCODER_NOISE_STREAM = 1 << 42
 
 # --- reference mode: the public code's accounting (module docstring) ---------------------------------------------
 # --norm-scale of every public DPDGC script (train_scripts/real/DPDGC-node.sh): DP-Emb's noise is sized for
@@ -243,8 +264,9 @@ def in_neighbours(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor, Tensor
 
 
 def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int,
-                   csr: tuple[Tensor, Tensor] | None = None) -> Tensor:
-    """Dense rows A[nodes] [B, N], A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them).
+                   csr: tuple[Tensor, Tensor] | None = None) -> AdjacencyRows:
+    """A[nodes] on the columns it touches, A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them):
+    [B, C] for the C distinct in-neighbours of the batch, never [B, N].
 
     ``csr``: ``in_neighbours(edge_index)``, computed once by callers that ask for many batches."""
     rowptr, src = csr if csr is not None else in_neighbours(edge_index, num_nodes=num_nodes)
@@ -252,10 +274,35 @@ def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int,
     device = src.device
     which = torch.repeat_interleave(torch.arange(nodes.numel(), device=device), counts)
     offsets = torch.arange(which.numel(), device=device) - (counts.cumsum(0) - counts)[which]
-    rows = torch.zeros(nodes.numel(), num_nodes, device=device)
-    rows.index_put_((which, src[starts[which] + offsets]), torch.ones(which.numel(), device=device),
-                    accumulate=True)
-    return rows
+    columns, column = torch.unique(src[starts[which] + offsets], return_inverse=True)
+    rows = torch.zeros(nodes.numel(), columns.numel(), device=device)
+    rows.index_put_((which, column), torch.ones(which.numel(), device=device), accumulate=True)
+    return AdjacencyRows(columns, rows)
+
+
+def clipped_gradient_sum(encoder: AdjacencyEncoder, rows: AdjacencyRows, targets: Tensor, *, clip_norm: float,
+                         table_grad: Tensor, shift_grad: Tensor) -> None:
+    """Add Σ_i c_i ∇ℓ_i, each example's whole gradient clipped to ``clip_norm``, to the table's and the shift's
+    gradient buffers, in place.
+
+    What ``PerSampleGradients`` computes for the encoder fed dense rows [B, N] (the same operations, up to
+    the rounding of a_u Ŵ's sum): example i's table gradient is g_i a_iᵀ (g_i = ∂ℓ_i/∂(a_i Ŵ)), of squared
+    norm ‖g_i‖²‖a_i‖² and zero outside the batch's columns, so the clipped sum (c ⊙ G)ᵀA is added to those
+    columns only; its shift gradient is ∂ℓ_i/∂z_i.
+    """
+    with torch.no_grad():
+        aggregated = encoder.table(rows)
+    aggregated.requires_grad_()
+    shifted = encoder.shifted(aggregated)
+    losses = F.cross_entropy(encoder.logits(shifted), targets, reduction="none")
+    g, g_shift = torch.autograd.grad(losses, [aggregated, shifted], torch.ones_like(losses))
+    with torch.no_grad():
+        a = rows.counts
+        sq_norms = torch.linalg.vecdot(a, a).mul_(torch.linalg.vecdot(g, g)) + torch.linalg.vecdot(g_shift, g_shift)
+        factors = clip_factors(sq_norms.sqrt(), max_norm=clip_norm)
+        touched = table_grad.index_select(1, rows.columns).addmm_(g.t() * factors, a)
+        table_grad.index_copy_(1, rows.columns, touched)
+        shift_grad.add_(torch.tensordot(factors, g_shift, dims=1))
 
 
 @dataclass
@@ -398,18 +445,27 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     if plan.encoder_steps:
         csr = in_neighbours(edges, num_nodes=num_nodes)
 
-        def encoder_batch(idx: Tensor) -> tuple[Tensor, Tensor]:
+        def encoder_batch(idx: Tensor) -> tuple[AdjacencyRows, Tensor]:
             nodes = train_nodes[idx.to(device)]
             return adjacency_rows(edges, nodes, num_nodes=num_nodes, csr=csr), y[nodes]
 
-        train_model(
-            encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=plan.encoder_privacy,
-            batches=poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps,
-                                    generator=generator),
-            generator=generator, device=device, total=plan.encoder_steps,
-            progress=spec.progress and f"{spec.method} {spec.dataset} encoder",
-            on_step=lambda _step: encoder.normalize_(),
-        )
+        batches = poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps,
+                                  generator=generator)
+        progress = spec.progress and f"{spec.method} {spec.dataset} encoder"
+        if plan.encoder_privacy is None:
+            train_model(encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=None, batches=batches,
+                        generator=generator, device=device, total=plan.encoder_steps, progress=progress,
+                        on_step=lambda _step: encoder.normalize_())
+        else:
+            noise_generator = (generator if generator.device == device
+                               else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device))
+            clip = plan.encoder_privacy.clip_norm
+            table, shift = encoder.table.weight, encoder.shift.bias
+            train_model(encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=plan.encoder_privacy,
+                        batches=batches, generator=noise_generator, device=device, total=plan.encoder_steps,
+                        progress=progress, on_step=lambda _step: encoder.normalize_(),
+                        clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
+                            encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]))
     encoder.normalize_()  # the release needs it whatever happened before
     table, bias = encoder.embedding_table(), encoder.shift.bias.detach()
 

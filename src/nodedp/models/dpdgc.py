@@ -4,15 +4,17 @@ No privacy logic here (``nodedp.methods.dpdgc`` has it). Shapes follow the
 public code, with the two corrections its privacy analysis needs:
 
 * ``AdjacencyEncoder``: node u's input is its adjacency row a_u ∈ {0,1}^N
-  (its in-neighbours on the degree-bounded edges). ``table`` is a bias-free
-  Linear(N → h) whose weight column j is node j's embedding Ŵ_j; z_u =
-  clip_R(a_u Ŵ) + b, then dropout, SeLU and a frozen linear head (its weight
-  the first K rows of a seeded random orthogonal h×h matrix × √(6/h), no
-  bias, as in the public code). ``normalize_()`` projects every column of the
-  weight onto the unit sphere (a zero column stays zero): the column
-  normalization the public code intends but never applies (it assigns into a
-  ``state_dict()`` copy). Called after every optimizer step and before the
-  release, it makes clip_R(a_u Ŵ) exactly one NAP aggregation
+  (its in-neighbours on the degree-bounded edges), given for a batch as
+  ``AdjacencyRows``: the rows on the columns they touch, so that a batch costs
+  its edges, not B·N. ``table`` holds a weight [h, N] (the layout and
+  initialisation of a bias-free Linear(N → h)) whose column j is node j's
+  embedding Ŵ_j; z_u = clip_R(a_u Ŵ) + b, then dropout, SeLU and a frozen
+  linear head (its weight the first K rows of a seeded random orthogonal h×h
+  matrix × √(6/h), no bias, as in the public code). ``normalize_()`` projects
+  every column of the weight onto the unit sphere (a zero column stays zero):
+  the column normalization the public code intends but never applies (it
+  assigns into a ``state_dict()`` copy). Called after every optimizer step and
+  before the release, it makes clip_R(a_u Ŵ) exactly one NAP aggregation
   (``nodedp.mechanisms.nap_aggregate``) of the table ``embedding_table()``.
 * ``LinkxClassifier``: x_X = MLP_X(x_u) (``base_layers``), then
   h = MLP_W(SeLU(cat(x_X, x̃_A))) + x_X + x̃_A (``mix_layers``, LINKX's
@@ -23,6 +25,7 @@ public code, with the two corrections its privacy analysis needs:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +34,29 @@ from torch import Tensor, nn
 from nodedp.mechanisms.clipping import clip_rows
 from nodedp.models.gap import StageMLP
 
-__all__ = ["AdjacencyEncoder", "LinkxClassifier"]
+__all__ = ["AdjacencyEncoder", "AdjacencyRows", "LinkxClassifier"]
+
+
+@dataclass(frozen=True)
+class AdjacencyRows:
+    """A batch's adjacency rows A[nodes] [B, N] kept on the columns they touch: ``counts`` [B, C] is
+    A[nodes][:, columns], every other entry is zero. Dense rows would make each step cost B·N."""
+
+    columns: Tensor  # [C] distinct node ids, ascending
+    counts: Tensor  # [B, C] float: number of edges columns[c] -> nodes[b]
+
+
+class _Table(nn.Module):
+    """Ŵ as a weight [h, N], column j node j's embedding; applied to a batch it reads only the batch's columns."""
+
+    def __init__(self, num_nodes: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(hidden_dim, num_nodes))
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # nn.Linear(N, h)'s initialisation
+
+    def forward(self, rows: AdjacencyRows) -> Tensor:
+        """a_u Ŵ for each row [B, h]."""
+        return F.linear(rows.counts, self.weight.index_select(1, rows.columns))
 
 
 class _Bias(nn.Module):
@@ -46,7 +71,8 @@ class _Bias(nn.Module):
 
 
 class AdjacencyEncoder(nn.Module):
-    """MLP_A: adjacency rows [B, N] -> logits [B, K] through a learned, column-normalized embedding table."""
+    """MLP_A: adjacency rows (``AdjacencyRows``) -> logits [B, K] through a learned, column-normalized
+    embedding table."""
 
     def __init__(
         self,
@@ -68,7 +94,7 @@ class AdjacencyEncoder(nn.Module):
         if not row_clip > 0:
             raise ValueError(f"row_clip must be > 0, got {row_clip}")
         self.row_clip = float(row_clip)
-        self.table = nn.Linear(num_nodes, hidden_dim, bias=False)
+        self.table = _Table(num_nodes, hidden_dim)
         self.shift = _Bias(hidden_dim)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.head = nn.Linear(hidden_dim, num_classes, bias=False)
@@ -80,16 +106,26 @@ class AdjacencyEncoder(nn.Module):
 
     @torch.no_grad()
     def normalize_(self) -> None:
-        """Project each node's embedding (a weight column) onto the unit sphere, in place."""
-        self.table.weight.copy_(F.normalize(self.table.weight, p=2.0, dim=0))
+        """Project each node's embedding (a weight column) onto the unit sphere, in place.
+
+        ``F.normalize(weight, dim=0)``'s values without its copy of the table (N·h, after every step)."""
+        weight = self.table.weight
+        weight.div_(torch.linalg.vector_norm(weight, dim=0, keepdim=True).clamp_min_(1e-12))
 
     def embedding_table(self) -> Tensor:
         """Ŵ [N, h]: row j is node j's embedding (detached)."""
         return self.table.weight.detach().t()
 
-    def forward(self, rows: Tensor) -> Tensor:
-        z = self.shift(clip_rows(self.table(rows), max_norm=self.row_clip))
-        return self.head(F.selu(self.dropout(z)))
+    def shifted(self, aggregated: Tensor) -> Tensor:
+        """z = clip_R(a_u Ŵ) + b from the table's output a_u Ŵ."""
+        return self.shift(clip_rows(aggregated, max_norm=self.row_clip))
+
+    def logits(self, shifted: Tensor) -> Tensor:
+        """The frozen head's logits from z (``shifted``)."""
+        return self.head(F.selu(self.dropout(shifted)))
+
+    def forward(self, rows: AdjacencyRows) -> Tensor:
+        return self.logits(self.shifted(self.table(rows)))
 
 
 class LinkxClassifier(nn.Module):

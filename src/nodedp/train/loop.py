@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -151,6 +152,7 @@ def train_model(
     progress: bool | str = False,
     total: int | None = None,
     on_step: Callable[[int], None] | None = None,
+    clipped_sum: Callable[[Any, Tensor, Mapping[nn.Parameter, Tensor]], None] | None = None,
 ) -> TrainStats:
     """Train ``model`` in place, one optimizer step per batch of example indices.
 
@@ -164,6 +166,13 @@ def train_model(
     ``progress`` shows a tqdm bar on stderr, a string naming it; ``total`` is
     its length when ``batches`` has none.
 
+    ``clipped_sum(inputs, targets, grads)`` replaces the generic per-example
+    rule of a private step for a model whose per-example gradients it can take
+    more cheaply (DPDGC's table over all N nodes, whose batch touches few
+    columns): it adds every example's gradient, clipped to ``privacy.clip_norm``,
+    into ``grads`` (each trainable parameter's view of the flat buffer). The
+    noise, division and step stay this loop's.
+
     The clipped fraction and losses in the returned stats are computed on
     private data without noise: diagnostics, not DP releases.
     """
@@ -175,7 +184,10 @@ def train_model(
     if not params:
         raise ValueError("the model has no trainable parameters")
     optimizer = build_optimizer(params, optim)
-    per_sample = PerSampleGradients(model) if privacy is not None else None
+    if clipped_sum is not None and (privacy is None or privacy.layer_clip_norms is not None):
+        raise ValueError("clipped_sum serves private steps that clip each example's whole gradient "
+                         "(privacy given, layer_clip_norms None)")
+    per_sample = PerSampleGradients(model) if privacy is not None and clipped_sum is None else None
     layer_clips = None if privacy is None else privacy.layer_clip_norms
     if layer_clips is not None:
         layers = trainable_layer_names(model)
@@ -188,6 +200,10 @@ def train_model(
     # The concatenated gradient, one buffer for the whole run: each step overwrites it with
     # fresh noise, adds the clipped sum and divides; the p.grad are views of it.
     noisy = params[0].new_empty(sum(p.numel() for p in params)) if privacy is not None else None
+    grads = split_flat(noisy, params) if clipped_sum is not None else None
+    if grads is not None:
+        for p, grad in grads.items():
+            p.grad = grad
 
     steps = examples = 0
     clipped = torch.zeros((), device=device)
@@ -202,7 +218,7 @@ def train_model(
             for indices in bar:
                 size = indices.numel()
                 losses: Tensor | None = None
-                if per_sample is None:
+                if privacy is None:
                     optimizer.zero_grad(set_to_none=True)
                     if size > 0:
                         inputs, targets = batch_fn(indices)
@@ -215,7 +231,9 @@ def train_model(
                     # as in the public DP-GNN reference code, under-noises by √(#tensors).
                     # No zero_grad: every p.grad is set below, to its view of the buffer.
                     gaussian_noise_(noisy, std=privacy.noise_std, generator=generator)
-                    if size > 0:
+                    if size > 0 and clipped_sum is not None:
+                        clipped_sum(*batch_fn(indices), grads)
+                    elif size > 0:
                         inputs, targets = batch_fn(indices)
                         # A Linear–activation chain (an MLP) needs no hooks or autograd: the same tensors, cheaper.
                         losses = per_sample.chain_backward(inputs, targets) if loss == "cross_entropy" else None
@@ -244,7 +262,7 @@ def train_model(
                     noisy.div_(privacy.expected_batch_size)  # the gradients are views of it
                 if losses is not None:
                     last_losses = losses.detach()
-                if per_sample is not None or size > 0:
+                if privacy is not None or size > 0:
                     optimizer.step()
                 steps += 1
                 examples += size
