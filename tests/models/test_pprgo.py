@@ -53,11 +53,11 @@ def test_per_row_gradient_norms_equal_a_brute_force_loop() -> None:
 
 
 def test_power_iteration_in_chunks_of_edges_equals_it_at_once(monkeypatch) -> None:
-    from nodedp.models import pprgo
+    from nodedp.models import edge_sum
 
     gen = torch.Generator().manual_seed(4)
     edges = torch.randint(0, 50, (2, 400), generator=gen)
     h = torch.randn(50, 3, generator=gen)
     whole = power_iteration(h, edges, alpha=0.2, steps=3)
-    monkeypatch.setattr(pprgo, "_MESSAGES_PER_CHUNK", 7 * 3)  # 7 edges a chunk
+    monkeypatch.setattr(edge_sum, "MESSAGES_PER_CHUNK", 7 * 3)  # 7 edges a chunk
     torch.testing.assert_close(power_iteration(h, edges, alpha=0.2, steps=3), whole, rtol=0, atol=1e-6)

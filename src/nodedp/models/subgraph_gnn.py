@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter, softmax
 
+from nodedp.models.edge_sum import neighbour_sum
 from nodedp.models.mlp import _ACTIVATIONS, MLP
 
 __all__ = ["LAYERS", "SubgraphGNN"]
@@ -36,9 +37,9 @@ def _in_degree(edge_index: Tensor, num_nodes: int, like: Tensor) -> Tensor:
 
 
 def _neighbour_sum(h: Tensor, edge_index: Tensor) -> Tensor:
-    """[N, H]: row v is Σ_{u -> v} h_u."""
+    """[N, H]: row v is Σ_{u -> v} h_u (in chunks of edges on large graphs)."""
     src, dst = edge_index
-    return torch.zeros_like(h).index_add_(0, dst, h[src])
+    return neighbour_sum(h, src, dst)
 
 
 class GCNLayer(nn.Module):
