@@ -29,38 +29,44 @@ BASE_MIB = 600.0
 class Cost:
     """One method family's cost per cell: peak memory = BASE_MIB + ``memory_factor`` × the graph's in-memory
     size; seconds = ``startup_s`` + edges × (``structure_s_per_edge`` + epochs × ``epoch_s_per_edge`` +
-    ``evaluation_s_per_edge``) + node pairs × ``structure_s_per_pair``."""
+    ``evaluation_s_per_edge``) + node pairs × (``structure_s_per_pair`` + epochs × ``epoch_s_per_pair``)."""
 
     memory_factor: float
     structure_s_per_edge: float
     epoch_s_per_edge: float
     evaluation_s_per_edge: float
     structure_s_per_pair: float = 0.0
-    startup_s: float = 30.0
+    epoch_s_per_pair: float = 0.0
+    startup_s: float = 60.0
 
 
-# Fitted from `python benchmarks/scaling.py` on the arxiv stand-in (docs/scaling.md: the largest size's
-# figures, rounded up). A method not listed takes DEFAULT_COST.
+# Fitted from `python benchmarks/scaling.py` (docs/scaling.md): the arxiv stand-in up to 169k nodes and
+# single cells on the products stand-in, on a 2-core CPU beside other work, rounded up. Memory factors:
+# the largest stage peak over the graph's in-memory size (products: DP-MLP 2.8, GAP and ProGAP 5.1, DPAR
+# 2.9). Quadratic terms where the mechanism is (NIP-GNN's release visits every node pair; DPDGC's encoder
+# noises all N columns at every step, steps ∝ N). A method not listed takes DEFAULT_COST.
 COSTS: dict[str, Cost] = {
-    "dp-mlp": Cost(memory_factor=3.0, structure_s_per_edge=2e-6, epoch_s_per_edge=4e-5, evaluation_s_per_edge=1e-6),
-    "gap": Cost(memory_factor=5.0, structure_s_per_edge=5e-6, epoch_s_per_edge=5e-5, evaluation_s_per_edge=1e-6),
-    "progap": Cost(memory_factor=5.0, structure_s_per_edge=5e-6, epoch_s_per_edge=5e-5, evaluation_s_per_edge=1e-6),
-    "dp-gcn": Cost(memory_factor=8.0, structure_s_per_edge=5e-6, epoch_s_per_edge=5e-5, evaluation_s_per_edge=5e-6),
-    "dpar-em0": Cost(memory_factor=8.0, structure_s_per_edge=5e-6, epoch_s_per_edge=5e-5, evaluation_s_per_edge=5e-6),
-    "nip-gnn": Cost(memory_factor=8.0, structure_s_per_edge=1e-5, epoch_s_per_edge=5e-5, evaluation_s_per_edge=5e-6,
-                    structure_s_per_pair=1e-8),
-    "dpdgc": Cost(memory_factor=8.0, structure_s_per_edge=1e-5, epoch_s_per_edge=1e-4, evaluation_s_per_edge=5e-6),
+    "dp-mlp": Cost(memory_factor=3.0, structure_s_per_edge=1e-6, epoch_s_per_edge=2e-6, evaluation_s_per_edge=5e-7),
+    "gap": Cost(memory_factor=5.5, structure_s_per_edge=3e-6, epoch_s_per_edge=5e-6, evaluation_s_per_edge=5e-7),
+    "progap": Cost(memory_factor=5.5, structure_s_per_edge=3e-6, epoch_s_per_edge=8e-6, evaluation_s_per_edge=5e-7),
+    "dp-gcn": Cost(memory_factor=8.0, structure_s_per_edge=3e-6, epoch_s_per_edge=1e-5, evaluation_s_per_edge=5e-6),
+    "dpar-em0": Cost(memory_factor=3.5, structure_s_per_edge=3e-6, epoch_s_per_edge=2e-6, evaluation_s_per_edge=5e-6),
+    "nip-gnn": Cost(memory_factor=12.0, structure_s_per_edge=1e-5, epoch_s_per_edge=5e-6, evaluation_s_per_edge=5e-7,
+                    structure_s_per_pair=2e-8),
+    "dpdgc": Cost(memory_factor=8.0, structure_s_per_edge=4e-5, epoch_s_per_edge=5e-6, evaluation_s_per_edge=5e-7,
+                  epoch_s_per_pair=5e-9),
 }
-DEFAULT_COST = Cost(memory_factor=8.0, structure_s_per_edge=1e-5, epoch_s_per_edge=1e-4, evaluation_s_per_edge=1e-5)
+DEFAULT_COST = Cost(memory_factor=8.0, structure_s_per_edge=1e-5, epoch_s_per_edge=1e-5, evaluation_s_per_edge=5e-6)
 # Families sharing a model: DP-GNN's layer types, DPAR's options, the variants of GAP and ProGAP.
 _FAMILY = {"dp-sage": "dp-gcn", "dp-gin": "dp-gcn", "dp-gat": "dp-gcn", "dpar-em1": "dpar-em0",
            "dpar-gm": "dpar-em0", "dpar-features": "dpar-em0", "dpar-nodp": "dpar-em0", "gap-edge": "gap",
            "gap-nodp": "gap", "progap-edge": "progap", "progap-nodp": "progap", "dpdgc-nodp": "dpdgc",
            "mlp": "dp-mlp", "gcn": "dp-gcn", "sage": "dp-gcn", "gin": "dp-gcn", "gat": "dp-gcn", "edgerand": "dp-gcn"}
 # Data and structure jobs (graph building, splits, degree bounding, DP-APPR, stability): graph-sized work.
-# Measured at ogbn-products size: building the graph 8.1 GiB, undirected degree bounding 8.5 GiB
+# Measured at ogbn-products size: building the graph 8.1 GiB, undirected degree bounding 8.3 GiB
 # (2.6-2.8 × the graph), building 1,014 s on a loaded machine (1.6e-5 s per edge).
-_DATA = Cost(memory_factor=3.0, structure_s_per_edge=2e-5, epoch_s_per_edge=0.0, evaluation_s_per_edge=0.0)
+_DATA = Cost(memory_factor=3.0, structure_s_per_edge=2e-5, epoch_s_per_edge=0.0, evaluation_s_per_edge=0.0,
+             startup_s=30.0)
 
 
 def cost_of(method: str) -> Cost:
@@ -89,9 +95,10 @@ def cell_runtime_min(method: str, size: GraphSize | None, *, epochs: int, margin
     if size is None:
         return floor
     c = cost_of(method)
+    pairs = size.nodes * (size.nodes - 1) / 2
     seconds = (c.startup_s + size.edges * (c.structure_s_per_edge + epochs * c.epoch_s_per_edge
                                            + c.evaluation_s_per_edge)
-               + size.nodes * (size.nodes - 1) / 2 * c.structure_s_per_pair)
+               + pairs * (c.structure_s_per_pair + epochs * c.epoch_s_per_pair))
     return max(floor, math.ceil(seconds * margin / 60))
 
 
