@@ -194,8 +194,10 @@ def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tm
     expected = _cell(workdir, "mlp", "inf", 1)
     # The job's own Snakemake alone (its batch step) takes 500-700 MB RSS here, and the step that
     # trains 850-1450 MB: 250 MB on the first attempt is killed (the cluster enforces --mem),
-    # 250 × 10 = 2500 MB on the retry is not.
-    config = write_config(tmp_path, {**CONFIG, "resources": {"train_mem_mb": 250, "train_mem_growth": 10}})
+    # 250 × 10 = 2500 MB on the retry is not. (250 MB is set as mlp's estimate: the one from the graph's
+    # size, about 900 MB, would not be killed.)
+    config = write_config(tmp_path, {**CONFIG, "resources": {"train_mem_mb": 250, "train_mem_growth": 10,
+                                                             "estimates": {"mlp": {"mem_mb": 250}}}})
     target = "results/runs/csbm-tiny/mlp/eps~inf/seed~1/metrics.json"
     result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", target, "--configfile",
                                         str(config))
