@@ -106,7 +106,7 @@ def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(
     """A products-sized cell asks for more than the floors on its first attempt; a tiny one for the floors."""
     studies = {name: {"datasets": [dataset], "methods": ["dp-mlp", "gap"], "epsilons": [8], "seeds": [0]}
                for name, dataset in (("small", "csbm-tiny"), ("products", "synthetic-products"))}
-    config = write_config(tmp_path, {"studies": studies, "methods": {"dp-mlp": {"epochs": 2, "batch_size": 32}, "gap": {"batch_size": 32}},
+    config = write_config(tmp_path, {"studies": studies, "methods": {"dp-mlp": {"epochs": 50, "batch_size": 32}, "gap": {"batch_size": 32}},
                                      "resources": {"estimates": {"gap": {"mem_mb": 12345, "runtime": 77}}}})
     result = snakemake(tmp_path, "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
     assert result.returncode == 0, result.stderr
