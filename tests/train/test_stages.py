@@ -33,10 +33,9 @@ def test_segments_alternate_between_marked_stages_and_structure():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-stage peaks need Linux's /proc/self/clear_refs")
 def test_a_stage_that_allocates_shows_a_higher_peak_than_its_start_and_the_next_is_reset():
-    with StageRecorder() as recorder:
-        with stage("training"):
-            block = torch.ones(128 * 2**20 // 4)  # 128 MiB, touched
-            del block
+    with StageRecorder() as recorder, stage("training"):
+        block = torch.ones(128 * 2**20 // 4)  # 128 MiB, touched
+        del block
     training, after = recorder.timings[1], recorder.timings[2]
     assert training.stage == "training" and training.peak_mib - training.start_mib >= 120
     assert after.peak_mib < training.peak_mib - 100  # the structure segment after it starts from a fresh peak
@@ -52,6 +51,5 @@ def test_the_training_loop_is_recorded_as_training():
 
 
 def test_recorders_do_not_nest():
-    with StageRecorder(), pytest.raises(RuntimeError, match="already recording"):
-        with StageRecorder():
-            pass
+    with StageRecorder(), pytest.raises(RuntimeError, match="already recording"), StageRecorder():
+        pass

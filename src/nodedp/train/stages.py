@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import torch
 
@@ -107,7 +108,7 @@ class StageRecorder:
         self._close()
         self._open(name)
 
-    def __enter__(self) -> StageRecorder:
+    def __enter__(self) -> Self:
         global _RECORDER
         if _RECORDER is not None:
             raise RuntimeError("a StageRecorder is already recording")
