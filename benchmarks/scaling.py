@@ -293,6 +293,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--methods: name at least one method")
     if args.epochs < 1 or min(args.nodes) < 100:
         p.error("--epochs must be >= 1 and every --nodes >= 100")
+    from nodedp.config import ConfigError, read_config, resolve_method
+
+    config = read_config(args.config) if args.config else {"methods": {}}
+    for method in args.methods:  # every name checked before any graph is made
+        try:
+            resolve_method(config, method)
+        except ConfigError as err:
+            p.error(f"--methods: {err}")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="nodedp-scaling-"))
     bench = Bench(args, workdir)
     try:

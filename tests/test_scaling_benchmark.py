@@ -45,3 +45,9 @@ def test_the_benchmark_writes_rows_and_exponents_per_method_and_stage(scaling, t
     assert math.isfinite(exponents[("gap", "epoch")]["exponent_time"])
     assert result["failures"] == []
     assert "| gap | structure |" in (tmp_path / "t.md").read_text()
+
+
+def test_an_unknown_method_is_refused_before_any_graph_is_made(scaling, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        scaling.main(["--methods", "dp-foo", "--nodes", "1000", "--workdir", str(tmp_path / "work")])
+    assert "unknown method 'dp-foo'" in capsys.readouterr().err and not (tmp_path / "work").exists()
