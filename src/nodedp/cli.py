@@ -361,6 +361,12 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
                         "tightly, RDP for the rest; or force 'rdp' or 'pld'")
 
 
+def add_stage_timings_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--stage-timings", metavar="FILE",
+                   help=f"also write the wall time and peak memory {what} to this JSON file, as "
+                        "benchmarks/scaling.py reads them")
+
+
 def add_device_options(p: argparse.ArgumentParser) -> None:
     """Where and how a training verb runs: --device, --threads, --progress."""
     p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
@@ -931,9 +937,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
     p.add_argument("--seed", type=int, required=True, help="seed of the edge sampling (the split's seed)")
     p.add_argument("--out", required=True, help="output .pt file")
-    p.add_argument("--stage-timings", metavar="FILE",
-                   help="also write the wall time and peak memory of building the artifact (stage 'structure') "
-                        "to this JSON file, as benchmarks/scaling.py reads them")
+    add_stage_timings_option(p, "of building the artifact (stage 'structure')")
 
     p = verb("dp-appr", cmd_dp_appr, "build DPAR's DP-APPR matrix (a structure artifact, with its ledger beside it)")
     p.add_argument("--graph", required=True, help="canonical graph directory")
@@ -949,9 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "tightly, RDP for the rest; or force 'rdp' or 'pld'")
     p.add_argument("--seed", type=int, required=True, help="the training seed that will use it")
     p.add_argument("--out", required=True, help="output .pt file (the ledger goes to <out>.ledger.json)")
-    p.add_argument("--stage-timings", metavar="FILE",
-                   help="also write the wall time and peak memory of building the artifact (stage 'structure') "
-                        "to this JSON file, as benchmarks/scaling.py reads them")
+    add_stage_timings_option(p, "of building the artifact (stage 'structure')")
 
     p = verb("train", cmd_train, "train and evaluate one method on one cell; writes metrics.json and ledger.json")
     p.add_argument("--graph", required=True, help="canonical graph directory")
@@ -965,9 +967,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(p)
     add_device_options(p)
     p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--stage-timings", metavar="FILE",
-                   help="also write the run's wall time and peak memory per stage (structure: everything but "
-                        "training and evaluation) to this JSON file, as benchmarks/scaling.py reads them")
+    add_stage_timings_option(p, "per stage (structure: everything but training and evaluation)")
 
     p = verb("train-cells", cmd_train_cells,
              "train one method on several cells in one process (what each training job of the workflow runs): "

@@ -148,8 +148,8 @@ _PUBLISHED_SIZES: dict[str, GraphSize] = {
     "cora": GraphSize(nodes=2_708, edges=5_278, features=1_433, classes=7),
     "citeseer": GraphSize(nodes=3_327, edges=4_552, features=3_703, classes=6),
     "pubmed": GraphSize(nodes=19_717, edges=44_324, features=500, classes=3),
-    "reddit": GraphSize(nodes=232_965, edges=57_307_946, features=602, classes=41),
-    "reddit-official": GraphSize(nodes=232_965, edges=57_307_946, features=602, classes=41),
+    **dict.fromkeys(("reddit", "reddit-official"), GraphSize(nodes=232_965, edges=57_307_946, features=602,
+                                                            classes=41)),
 }
 
 
