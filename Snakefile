@@ -17,6 +17,8 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 from nodedp.config import ConfigError, read_config
 
 
+# A YAML error in a --configfile never gets here: Snakemake parses that file before it reads this one and names
+# neither file nor line (`make ... CONFIG=` and `python -m nodedp check-config` do; so does `snakemake --verbose`).
 if not workflow.overwrite_configfiles:
     try:
         read_config("config.yaml")  # a YAML error with its line (Snakemake's own names neither file nor line)

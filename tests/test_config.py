@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,77 @@ def test_a_sweep_over_two_private_values_passes():
 def test_a_sweep_without_two_values_names_the_study(sweeps, methods, message):
     with pytest.raises(ConfigError, match=rf"^studies\.s\.sweeps: {message}"):
         check_config(sweep_grid(sweeps, *methods))
+
+
+# --- size checks: before any job against a public size, in the split job against the split it cut --------------
+
+
+def test_size_limits_keep_the_first_run_of_each_level_and_the_largest_batch_on_the_dataset():
+    from nodedp.config import size_limits
+
+    cell = {"epsilons": [1], "seeds": [0]}
+    grid = {"studies": {"a": {"datasets": ["cora"], "methods": ["mlp", "dp-mlp", "gap-edge"], **cell},
+                        "b": {"datasets": ["csbm-tiny", "cora"], "methods": ["dp-gcn", "dp-mlp-big"], **cell},
+                        "c": {"datasets": ["csbm-tiny"], "methods": ["dp-sage"], **cell}},
+            "methods": {"mlp": {"batch_size": 5000}, "dp-mlp": {"batch_size": 64}, "dp-gcn": {"batch_size": 32},
+                        "dp-mlp-big": {"base": "dp-mlp", "batch_size": 128}, "dp-sage": {"batch_size": 999}},
+            "privacy": {"delta": 1e-6}}
+    limits = size_limits(grid, "cora")
+    assert limits == {"dataset": "cora", "delta": 1e-6,
+                      "node": {"study": "a", "method": "dp-mlp"}, "edge": {"study": "a", "method": "gap-edge"},
+                      "batch": {"study": "b", "method": "dp-mlp-big", "size": 128,
+                                "field": "methods.dp-mlp-big.batch_size"}}  # mlp minibatches freely; dp-sage: not cora
+    assert json.loads(json.dumps(limits)) == limits  # what the split job gets on its command line
+    assert size_limits(grid, "csbm-tiny")["batch"]["size"] == 999
+    assert size_limits({**grid, "privacy": {"delta": "auto"}}, "cora")["delta"] is None
+
+
+def test_the_split_check_refuses_what_the_planner_refuses_for_the_same_size():
+    from nodedp.config import check_size_limits, public_size, size_limits
+
+    def refusal(check) -> str | None:
+        try:
+            check()
+        except ConfigError as err:
+            return str(err)
+        return None
+
+    n, size = tiny_train_nodes(), public_size("csbm-tiny")
+    for block, delta in [({"batch_size": n}, "auto"), ({"batch_size": n + 1}, "auto"),
+                         ({"batch_size": 16}, 1 / size.num_nodes), ({"batch_size": 16}, 0.5 / size.num_nodes)]:
+        grid = {**tiny_grid(**{"dp-mlp": block}), "privacy": {"delta": delta}}
+        planned = refusal(lambda grid=grid: check_config(grid))
+        assert planned == refusal(lambda grid=grid: check_size_limits(size_limits(grid, "csbm-tiny"), size))
+    assert planned is None and refusal(lambda: check_config(tiny_grid(**{"dp-mlp": {"batch_size": n + 1}})))
+
+
+def test_a_split_with_fewer_training_nodes_than_published_refuses_the_batch_and_names_it():
+    from nodedp.config import PublicSize, check_size_limits, size_limits
+
+    grid = {**tiny_grid(**{"dp-mlp": {"batch_size": 100}, "gap-edge": None}), "privacy": {"delta": 1e-4}}
+    limits = size_limits(grid, "csbm-tiny")
+    check_size_limits(limits, PublicSize(num_nodes=2000, num_edges=5000, num_train=100, source="the split"))
+    with pytest.raises(ConfigError, match=r"^methods\.dp-mlp\.batch_size: 100 is more than the 99 training nodes "
+                                          r"of csbm-tiny \(study s; its split of 2000 nodes, from the split\); use a "
+                                          r"batch_size of at most 99$"):
+        check_size_limits(limits, PublicSize(num_nodes=2000, num_edges=5000, num_train=99, source="the split"))
+    with pytest.raises(ConfigError, match=r"^privacy\.delta: 0\.0001 is not below 1/N = 1/10000 for gap-edge "
+                                          r"on csbm-tiny \(study s; 10000 edges, from the split\)"):
+        check_size_limits(limits, PublicSize(num_nodes=2000, num_edges=10000, num_train=100, source="the split"))
+
+
+def test_the_split_verb_checks_the_split_it_cut_before_saving_it(tiny_graph_dir, tmp_path, capsys):
+    from nodedp.cli import main
+    from nodedp.config import size_limits
+
+    n, out = tiny_train_nodes(), tmp_path / "split.pt"
+    split = ["split", "--graph", str(tiny_graph_dir), "--seed", "0", "--out", str(out), "--check-limits"]
+    too_big = {"config": "grid.yaml", **size_limits(tiny_grid(**{"dp-mlp": {"batch_size": n + 1}}), "csbm-tiny")}
+    assert main([*split, json.dumps(too_big)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"nodedp split: error: grid.yaml: methods.dp-mlp.batch_size: {n + 1} is more than the "
+                            f"{n} training nodes of csbm-tiny (study s; its split of "), error
+    assert f"{tiny_graph_dir / 'meta.json'} and its " in error and " split of seed 0)" in error
+    assert not out.exists()
+    assert main([*split, json.dumps(size_limits(tiny_grid(**{"dp-mlp": {"batch_size": n}}), "csbm-tiny"))]) == 0
+    assert out.is_file()

@@ -11,7 +11,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the verbs import what they use when they run
+    from nodedp.data.splits import Split
 
 EPILOG = """\
 Typical use on one cell of the grid (what the Snakemake rules run):
@@ -184,7 +187,7 @@ def cmd_methods(args: argparse.Namespace) -> None:
 
 
 def cmd_check_config(args: argparse.Namespace) -> None:
-    from nodedp.config import SCHEMA, ConfigError, check_config, check_schema, read_config, resolve_method
+    from nodedp.config import SCHEMA, ConfigError, check_config, check_schema, public_size, read_config, resolve_method
     from nodedp.methods import get_method
 
     config = read_config(args.config)  # a YAML error names the file and line
@@ -203,6 +206,11 @@ def cmd_check_config(args: argparse.Namespace) -> None:
             cells |= {(d, method, e, s) for d in study["datasets"] for e in (study["epsilons"] if private else ["inf"])
                       for s in study["seeds"]}
     print(f"{args.config}: OK; studies {', '.join(config['studies'])}: {len(cells)} training cell(s)")
+    unsized = sorted({d for study in config["studies"].values() for d in study["datasets"]
+                      if public_size(d, graphs_dir=Path(args.graphs)) is None})
+    if unsized:
+        print(f"not built yet, so their δ and batch sizes are checked when the workflow cuts their splits (before "
+              f"any training): {', '.join(unsized)}")
 
 
 def cmd_download(args: argparse.Namespace) -> None:
@@ -233,8 +241,29 @@ def cmd_split(args: argparse.Namespace) -> None:
     from nodedp.data import make_split, save_split
 
     split = make_split(Path(args.graph), seed=args.seed, setting=args.setting, fractions=args.fractions)
+    if args.check_limits is not None:  # before saving: no split is left for a grid that cannot train on it
+        check_split_limits(json.loads(args.check_limits), split, graph=Path(args.graph))
     save_split(split, Path(args.out))
     print(f"{split.setting} split: {split.train.numel()} train / {split.val.numel()} val / {split.test.numel()} test")
+
+
+def check_split_limits(limits: dict, split: Split, *, graph: Path) -> None:
+    """The grid's size checks (``nodedp.config.size_limits``, with the config file(s) under ``config``) against
+    the graph's meta.json and the training nodes of the split just cut: what a planner could not check before the
+    dataset was built."""
+    from nodedp.config import ConfigError, PublicSize, check_size_limits
+    from nodedp.io import read_json
+
+    meta = read_json(graph / "meta.json")
+    size = PublicSize(num_nodes=meta["num_nodes"],
+                      num_edges=meta["num_edges"] // 2 if meta.get("is_undirected") else meta["num_edges"],
+                      num_train=split.train.numel(),
+                      source=f"{graph / 'meta.json'} and its {split.setting} split of seed {split.seed}")
+    try:
+        check_size_limits(limits, size)
+    except ConfigError as err:
+        where = limits.get("config")
+        raise ConfigError(f"{where}: {err}" if where else str(err)) from None
 
 
 def cmd_bound_degree(args: argparse.Namespace) -> None:
@@ -928,6 +957,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fractions", type=float, nargs=3, default=None, metavar=("TRAIN", "VAL", "TEST"),
                    help="override the protocol's random fractions")
     p.add_argument("--out", required=True, help="output .pt file")
+    p.add_argument("--check-limits", default=None, metavar="JSON",
+                   help="what the grid's runs ask of the dataset's size (the workflow's, from the config: δ, "
+                        "the largest batch of training nodes), checked on the split before it is saved")
 
     p = verb("bound-degree", cmd_bound_degree, "sample edges so every in- or out-degree is within a public bound")
     p.add_argument("--graph", required=True, help="canonical graph directory")

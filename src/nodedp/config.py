@@ -16,7 +16,9 @@ Checks, in the order the workflow runs them before any job: ``read_config``
 (YAML syntax, with the file and line), ``check_schema`` (the JSON schema, one
 line naming the field), ``check_config`` (method hyperparameters, and what a
 dataset's public metadata decides: δ below 1/N, batch sizes within the
-training set).
+training set). A dataset that the same run downloads and builds has no public
+size before it: each of its split jobs runs the size checks
+(``check_size_limits``) on the split it cuts, before any training job reads it.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ __all__ = [
     "audit_plan",
     "check_config",
     "check_schema",
+    "check_size_limits",
     "known_methods",
     "method_variants",
     "public_size",
     "read_config",
     "resolve_method",
+    "size_limits",
     "structure_bounds",
     "variant_overrides",
 ]
@@ -234,37 +238,60 @@ def _batch_field(config: Mapping[str, Any], name: str, base: str) -> str:
     return f"methods.{name}.batch_size (the default of {base})"
 
 
-def _check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | None) -> None:
-    """What a dataset's public size decides before any job: a configured δ must lie below 1/N for every
-    private method on it, and a batch of training nodes cannot exceed the training set."""
-    from nodedp.accounting import default_delta
+def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """What the grid's runs on ``dataset`` ask of its size, as JSON-able data for ``check_size_limits``: a
+    numeric δ (``None`` for 'auto') with the first node-level and the first edge-level run (δ must lie below 1/N
+    of the nodes, or of the edges), and the run drawing the largest batch of training nodes (the training set
+    must hold it). A run is its study and method (and, for the batch, its size and the field that sets it)."""
     from nodedp.methods import get_method
 
     delta = (config.get("privacy") or {}).get("delta", "auto")
-    sizes: dict[str, PublicSize | None] = {}
+    limits: dict[str, Any] = {"dataset": dataset, "delta": delta if isinstance(delta, (int, float)) else None,
+                              "node": None, "edge": None, "batch": None}
     for study, spec in config["studies"].items():
-        for dataset in spec["datasets"]:
-            if dataset not in sizes:
-                sizes[dataset] = public_size(dataset, graphs_dir=graphs_dir)
-            size = sizes[dataset]
-            if size is None:
-                continue
-            for method in spec["methods"]:
-                base, hparams = resolve_method(config, method)
-                info = get_method(base)
-                units = size.num_nodes if info.level == "node" else size.num_edges if info.level == "edge" else None
-                if isinstance(delta, (int, float)) and units is not None and not delta < 1 / units:
-                    unit = "nodes" if info.level == "node" else "edges"
-                    raise ConfigError(
-                        f"privacy.delta: {delta:g} is not below 1/N = 1/{units} for {method} on {dataset} "
-                        f"(study {study}; {units} {unit}, from {size.source}); use 'auto' "
-                        f"({default_delta(units):g}) or a smaller δ")
-                batch = getattr(info.parse_hparams(hparams), "batch_size", None)
-                if base in BATCH_OF_TRAINING_NODES and size.num_train is not None and batch > size.num_train:
-                    raise ConfigError(
-                        f"{_batch_field(config, method, base)}: {batch} is more than the {size.num_train} training "
-                        f"nodes of {dataset} (study {study}; its split of {size.num_nodes} nodes, from "
-                        f"{size.source}); use a batch_size of at most {size.num_train}")
+        if dataset not in spec["datasets"]:
+            continue
+        for method in spec["methods"]:
+            base, hparams = resolve_method(config, method)
+            info = get_method(base)
+            if info.level in ("node", "edge") and limits[info.level] is None:
+                limits[info.level] = {"study": study, "method": method}
+            if base in BATCH_OF_TRAINING_NODES:
+                batch = info.parse_hparams(hparams).batch_size
+                if limits["batch"] is None or batch > limits["batch"]["size"]:
+                    limits["batch"] = {"study": study, "method": method, "size": batch,
+                                       "field": _batch_field(config, method, base)}
+    return limits
+
+
+def check_size_limits(limits: Mapping[str, Any], size: PublicSize) -> None:
+    """Raise ConfigError, naming the field, where ``size`` cannot hold what ``limits`` (``size_limits``) asks:
+    before any job against a dataset's public size, and in the split job against the split it has just cut."""
+    from nodedp.accounting import default_delta
+
+    dataset, delta = limits["dataset"], limits["delta"]
+    for level, unit, units in (("node", "nodes", size.num_nodes), ("edge", "edges", size.num_edges)):
+        run = limits[level]
+        if delta is not None and run is not None and units is not None and not delta < 1 / units:
+            raise ConfigError(
+                f"privacy.delta: {delta:g} is not below 1/N = 1/{units} for {run['method']} on {dataset} "
+                f"(study {run['study']}; {units} {unit}, from {size.source}); use 'auto' "
+                f"({default_delta(units):g}) or a smaller δ")
+    batch = limits["batch"]
+    if batch is not None and size.num_train is not None and batch["size"] > size.num_train:
+        raise ConfigError(
+            f"{batch['field']}: {batch['size']} is more than the {size.num_train} training nodes of {dataset} "
+            f"(study {batch['study']}; its split of {size.num_nodes} nodes, from {size.source}); use a batch_size "
+            f"of at most {size.num_train}")
+
+
+def _check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | None) -> None:
+    """What a dataset's public size decides before any job (``check_size_limits``); a dataset not built yet
+    whose size nothing public gives is checked by its split job instead (``nodedp split --check-limits``)."""
+    for dataset in dict.fromkeys(d for spec in config["studies"].values() for d in spec["datasets"]):
+        size = public_size(dataset, graphs_dir=graphs_dir)
+        if size is not None:
+            check_size_limits(size_limits(config, dataset), size)
 
 
 def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]) -> None:

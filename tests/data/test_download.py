@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
+import threading
+import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -195,7 +200,7 @@ def test_without_mirror_the_upstream_url_is_fetched_as_is(mirror_root, mirror_se
     assert (tmp_path / "d" / "direct.txt").read_bytes() == b"direct"
 
 
-def test_404_is_a_download_error_after_every_attempt(mirror_root, mirror_log, mirror_server, tmp_path):
+def test_404_fails_at_once_naming_the_url(mirror_root, mirror_log, mirror_server, tmp_path):
     data = b"present\n"
     present = RemoteFile(publish(mirror_root, "a.txt", data), sha256=sha256(data))
     missing = RemoteFile(f"https://{HOST}/no/such/file.npz")
@@ -205,10 +210,10 @@ def test_404_is_a_download_error_after_every_attempt(mirror_root, mirror_log, mi
     message = str(caught.value)
     assert missing.url in message
     assert mirrored_url(missing.url, mirror_server) in message
-    assert "3 attempts" in message and "404" in message
-    assert caught.value.attempts == 3
+    assert "HTTP 404" in message and "not retried" in message
+    assert caught.value.permanent and caught.value.attempts == 1
     requests = [line for line in mirror_log.read_text().splitlines() if "GET /example.org/no/such/file.npz" in line]
-    assert len(requests) == 3
+    assert len(requests) == 1
     assert not out.exists()
     assert leftovers(out.parent) == []
     assert not (out.parent / "checksums.lock.json").exists()
@@ -245,6 +250,114 @@ def test_bad_requests_fail_before_any_download(tmp_path, files, kwargs, match):
     with pytest.raises(ValueError, match=match):
         fetch_files(files, tmp_path / "out", progress=False, **kwargs)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- transient and permanent failures, from a server that answers as scripted ------
+
+
+class ScriptedServer:
+    """A loopback HTTP server that answers each request for a path with the next step of its script (an HTTP
+    status, or "reset": close the connection without an answer), then 200 with the path's bytes; it counts the
+    requests per path."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, list[int | str]] = {}
+        self.bodies: dict[str, bytes] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        self.requests: Counter[str] = Counter()
+        self.times: list[float] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                server.requests[self.path] += 1
+                server.times.append(time.monotonic())
+                script = server.scripts.get(self.path, [])
+                step = script.pop(0) if script else 200
+                if step == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                body = server.bodies.get(self.path, b"") if step == 200 else b"scripted failure\n"
+                self.send_response(int(step))
+                for key, value in server.headers.get(self.path, {}).items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def publish(self, path: str, data: bytes, *script: int | str, headers: dict[str, str] | None = None) -> str:
+        """Serve ``data`` as ``https://example.org/<path>`` after the failures in ``script``; return that URL."""
+        served = f"/{HOST}/{path}"
+        self.bodies[served], self.scripts[served] = data, list(script)
+        self.headers[served] = headers or {}
+        return f"https://{HOST}/{path}"
+
+    def count(self, path: str) -> int:
+        return self.requests[f"/{HOST}/{path}"]
+
+
+@pytest.fixture
+def scripted():
+    server = ScriptedServer()
+    server._thread.start()
+    try:
+        yield server
+    finally:
+        server._httpd.shutdown()
+        server._httpd.server_close()
+
+
+@pytest.mark.parametrize("failures", [[503], [500, 502, 504], ["reset"], [408, 429]])
+def test_transient_failures_are_retried_until_the_file_comes(scripted, tmp_path, failures):
+    data = b"arrives in the end\n"
+    url = scripted.publish("t/a.bin", data, *failures)
+    paths = fetch_files([RemoteFile(url, sha256=sha256(data))], tmp_path / "t", mirror=scripted.url,
+                        retries=len(failures) + 1, backoff_s=0, progress=False)
+    assert paths[0].read_bytes() == data
+    assert scripted.count("t/a.bin") == len(failures) + 1
+
+
+def test_a_transient_failure_on_every_attempt_fails_after_them_all(scripted, tmp_path):
+    url = scripted.publish("t/down.bin", b"never", *[503] * 10)
+    with pytest.raises(DownloadError) as caught:
+        fetch_files([RemoteFile(url)], tmp_path / "t", mirror=scripted.url, retries=3, backoff_s=0, progress=False)
+    assert scripted.count("t/down.bin") == 3
+    assert not caught.value.permanent and caught.value.attempts == 3
+    assert url in str(caught.value) and "after 3 attempts" in str(caught.value) and "HTTP 503" in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 451])
+def test_permanent_http_errors_fail_on_the_first_request(scripted, tmp_path, status):
+    url = scripted.publish("t/p.bin", b"unreachable", status, status, status)
+    with pytest.raises(DownloadError) as caught:
+        fetch_files([RemoteFile(url)], tmp_path / "t", mirror=scripted.url, retries=3, backoff_s=0, progress=False)
+    assert scripted.count("t/p.bin") == 1
+    assert caught.value.permanent
+    assert f"could not download {url} through the mirror as " in str(caught.value)
+    assert f"HTTP {status}" in str(caught.value)
+
+
+def test_a_permanent_error_after_a_transient_one_stops_the_retries(scripted, tmp_path):
+    url = scripted.publish("t/gone.bin", b"gone", 503, 404, 404, 404)
+    with pytest.raises(DownloadError) as caught:
+        fetch_files([RemoteFile(url)], tmp_path / "t", mirror=scripted.url, retries=5, backoff_s=0, progress=False)
+    assert scripted.count("t/gone.bin") == 2
+    assert caught.value.permanent and "HTTP 404" in str(caught.value)
+
+
+def test_retry_after_is_waited_for(scripted, tmp_path):
+    url = scripted.publish("t/slow.bin", b"later", 429, headers={"Retry-After": "1"})
+    fetch_files([RemoteFile(url)], tmp_path / "t", mirror=scripted.url, retries=2, backoff_s=0, progress=False)
+    assert scripted.count("t/slow.bin") == 2
+    assert scripted.times[1] - scripted.times[0] >= 0.9
 
 
 # -- the real files, through a loopback mirror of ../shared/datasets ----------

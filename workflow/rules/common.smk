@@ -438,6 +438,27 @@ def mirror_option(wildcards):
     return f"--mirror {shlex.quote(mirror)}" if mirror else ""
 
 
+class SizeLimits:
+    """A split job's `--check-limits`: what the grid's runs ask of the dataset's size (δ below 1/N, the largest
+    batch of training nodes; nodedp.config.size_limits), checked on the split it cuts, before any training reads
+    it: a dataset the run downloads and builds has no size the planner could check. A guard, not an input:
+    Snakemake records a params value (a rerun trigger) only where it can represent it (a str, a number, a list),
+    not an object like this, so a changed batch size or δ never re-cuts a split, which would retrain every run on
+    it (the planner checks a dataset already built: check_config)."""
+
+    def __init__(self, dataset):
+        from nodedp.config import size_limits
+
+        self.json = json.dumps({"config": CONFIG_FILES, **size_limits(config, dataset)}, sort_keys=True)
+
+    def __str__(self):
+        return self.json
+
+
+def split_size_limits(wildcards):
+    return SizeLimits(wildcards.dataset)
+
+
 def train_split_input(dataset, seed):
     return f"results/splits/{dataset}/{dataset_setting(dataset)}/seed~{seed}.pt"
 

@@ -9,7 +9,9 @@ rule download:
     params:
         mirror=mirror_option,
     localrule: True
-    retries: 2
+    # Never Snakemake's retries (the profile's `retries:` included): the download retries what may pass
+    # (timeouts, resets, 429, 5xx) with backoff, and a 404 or 403 would only fail the same way again.
+    retries: 0
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -48,6 +50,8 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
+    params:
+        limits=split_size_limits,
     resources:
         mem_mb=data_mem_mb,
         runtime=data_runtime,
@@ -57,7 +61,8 @@ rule split:
         "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp split --graph resources/graphs/{wildcards.dataset}"
-        " --setting {wildcards.setting} --seed {wildcards.seed} --out {output} > {log} 2>&1"
+        " --setting {wildcards.setting} --seed {wildcards.seed} --check-limits {params.limits:q}"
+        " --out {output} > {log} 2>&1"
 
 
 # How far the graph is from its public degree bounds, and how much one node removal moves each

@@ -14,6 +14,13 @@ A mirror maps ``https://HOST/PATH`` to ``MIRROR/HOST/PATH`` (argument, else the
 ``NODEDP_MIRROR`` environment variable): users behind a proxy or with a local
 copy, and the offline tests, change only this setting; the lock is always
 keyed by the upstream URL. HTTP is pooch's ``HTTPDownloader``.
+
+Retries: only a failure that may pass is retried, with exponential backoff (a
+``Retry-After`` in seconds is honoured, up to a minute): a timeout, a refused,
+reset or dropped connection, HTTP 408, 425, 429 and 5xx. Any other HTTP status
+(404, 403, 410, ...) would be the same on every attempt and fails at once,
+naming the URL; so do errors that are not the network's (a malformed URL, a
+full disk). The workflow's ``download`` rule is not retried by Snakemake.
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # (connect, read) seconds: fail fast on a dead host, yet tolerate a slow stream.
 _TIMEOUT = (10.0, 60.0)
 _MAX_BACKOFF_S = 60.0
+# Statuses a later attempt may not see again: timeouts, "too early", rate limits, and every server error.
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -75,15 +84,57 @@ class ChecksumMismatchError(ValueError):
 
 
 class DownloadError(RuntimeError):
-    """A file that could not be fetched after every attempt."""
+    """A file that could not be fetched: at once (``permanent``: retrying cannot help) or after every attempt."""
 
-    def __init__(self, *, url: str, fetched_url: str, attempts: int, last_error: BaseException) -> None:
+    def __init__(
+        self, *, url: str, fetched_url: str, attempts: int, last_error: BaseException, permanent: bool = False
+    ) -> None:
         self.url, self.fetched_url, self.attempts, self.last_error = url, fetched_url, attempts, last_error
+        self.permanent = permanent
         via = "" if fetched_url == url else f" through the mirror as {fetched_url}"
-        super().__init__(
-            f"could not download {url}{via} after {attempts} attempt{'s' if attempts != 1 else ''}; "
-            f"last error: {type(last_error).__name__}: {last_error}"
-        )
+        if permanent:
+            super().__init__(f"could not download {url}{via}: {_describe(last_error)} (not retried: "
+                             "a later attempt would get the same answer)")
+        else:
+            super().__init__(
+                f"could not download {url}{via} after {attempts} attempt{'s' if attempts != 1 else ''}; "
+                f"last error: {_describe(last_error)}"
+            )
+
+
+def _status(error: BaseException) -> int | None:
+    """The HTTP status of a failed request, if it got one."""
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def _describe(error: BaseException) -> str:
+    status = _status(error)
+    if status is not None:
+        reason = getattr(error.response, "reason", None)  # type: ignore[attr-defined]
+        return f"HTTP {status}{f' {reason}' if reason else ''}"
+    return f"{type(error).__name__}: {error}"
+
+
+def _is_transient(error: BaseException) -> bool:
+    """Whether a later attempt may succeed: no HTTP answer yet (timeout, connection refused, reset or dropped
+    mid-body) or a status that says "later" (``_TRANSIENT_STATUS``, 5xx)."""
+    import requests
+
+    status = _status(error)
+    if status is not None:
+        return status in _TRANSIENT_STATUS or 500 <= status < 600
+    return isinstance(error, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError))
+
+
+def _retry_after_s(error: BaseException) -> float | None:
+    """A ``Retry-After`` given in seconds (the HTTP-date form is ignored)."""
+    response = getattr(error, "response", None)
+    value = response.headers.get("Retry-After") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _check_url(url: str) -> None:
@@ -141,15 +192,17 @@ def fetch_files(
     *,
     mirror: str | None = None,
     lock_path: Path | None = None,
-    retries: int = 3,
+    retries: int = 5,
     backoff_s: float = 1.0,
     progress: bool = True,
 ) -> list[Path]:
     """Download ``files`` into ``directory`` (replacing it) and verify every checksum.
 
     ``retries`` is the number of attempts per file (>= 1), with exponential
-    backoff starting at ``backoff_s``. Unpinned files are checked against, or
-    recorded in, ``lock_path`` (default ``directory.parent / "checksums.lock.json"``).
+    backoff starting at ``backoff_s`` (1, 2, 4, 8 s for the default 5); only
+    transient failures are retried (module docstring), a permanent one raises
+    ``DownloadError`` at once. Unpinned files are checked against, or recorded
+    in, ``lock_path`` (default ``directory.parent / "checksums.lock.json"``).
     ``directory`` appears only when every file is present and verified; on any
     error it is left as it was. Returns the local paths, in the order of ``files``.
     """
@@ -204,10 +257,15 @@ def _download(
             # pooch opens the target "w+b", so a retry overwrites a partial attempt.
             downloader(fetched_url, str(target), None)
             return
-        except Exception as error:  # any transport or HTTP failure is retried; Ctrl-C is not
+        except Exception as error:  # Ctrl-C is never caught
+            if not _is_transient(error):
+                raise DownloadError(
+                    url=url, fetched_url=fetched_url, attempts=attempt, last_error=error, permanent=True
+                ) from error
             if attempt == attempts:
                 raise DownloadError(url=url, fetched_url=fetched_url, attempts=attempts, last_error=error) from error
-            time.sleep(min(backoff_s * 2 ** (attempt - 1), _MAX_BACKOFF_S))
+            wait = max(backoff_s * 2 ** (attempt - 1), _retry_after_s(error) or 0.0)
+            time.sleep(min(wait, _MAX_BACKOFF_S))
 
 
 @contextmanager
