@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodedp.config import ConfigError, check_config, method_variants, resolve_method
+from nodedp.config import ConfigError, check_config, method_variants, resolve_method, tuned_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,16 +43,101 @@ def test_bad_configs_name_the_field(config, edit, message):
 
 
 def test_a_variant_is_its_base_with_its_own_keys_on_top(config):
-    config["methods"]["gcn"] = {"hidden_dim": 64, "num_layers": 1, "lr": 0.01}
+    config["methods"]["gcn"] = {"hidden_dim": 32, "lr": 0.02}
     config["methods"]["gcn-deep"] = {"base": "gcn", "num_layers": 2}
     config["studies"]["demo"]["methods"].append("gcn-deep")
     check_config(config)
     assert method_variants(config)["gcn-deep"] == "gcn"
     assert "gcn" not in method_variants(config)
-    assert resolve_method(config, "gcn-deep") == ("gcn", {"hidden_dim": 64, "num_layers": 2, "lr": 0.01})
-    assert resolve_method(config, "gcn") == ("gcn", {"hidden_dim": 64, "num_layers": 1, "lr": 0.01})
+    gcn = {**tuned_blocks()["gcn"], "hidden_dim": 32, "lr": 0.02}  # the grid's keys on the tuned block
+    assert resolve_method(config, "gcn-deep") == ("gcn", {**gcn, "num_layers": 2})
+    assert resolve_method(config, "gcn") == ("gcn", gcn)
     with pytest.raises(ConfigError, match="unknown method 'gcn-3hop'.*gcn-deep"):
         resolve_method(config, "gcn-3hop")
+
+
+# --- the suite's tuned settings: one packaged file beneath every grid's `methods:` ---------------------------
+
+RESOLVED = ROOT / "tests" / "resolved_methods.json"  # every name config.yaml trains, as it resolved before
+
+
+def one_cell(**methods) -> dict:
+    """A grid of one's own (what `--configfile` gives: it replaces config.yaml), naming methods only."""
+    return {"studies": {"mine": {"datasets": ["cora"], "methods": ["dp-gcn", "dp-gcn-k5"], "epsilons": [4],
+                                 "seeds": [0]}}, "methods": methods}
+
+
+def test_every_method_config_yaml_trains_resolves_as_pinned(config):
+    """Moving the tuned blocks out of config.yaml changed no run: a name's hyperparameters are its runs'
+    meaning (a rule parameter: a change reruns its cells), so changing them means a new name or a new pin."""
+    pinned = json.loads(RESOLVED.read_text(encoding="utf-8"))
+    studied = {m for spec in config["studies"].values() for m in spec["methods"]}
+    assert studied <= set(pinned)
+    for name, (base, hparams) in pinned.items():
+        assert resolve_method(config, name) == (base, hparams), name
+
+
+def test_a_grid_naming_a_method_without_a_block_gets_the_tuned_settings(config):
+    from nodedp.methods import get_method
+
+    for grid in (one_cell(), {k: v for k, v in one_cell().items() if k != "methods"}):  # `methods: {}` or none
+        check_config(grid)
+        assert resolve_method(grid, "dp-gcn") == resolve_method(config, "dp-gcn")
+        assert resolve_method(grid, "dp-gcn-k5") == resolve_method(config, "dp-gcn-k5")
+    base, hparams = resolve_method(one_cell(), "dp-gcn")
+    tuned, default = get_method(base).parse_hparams(hparams), get_method(base).hparams()
+    assert tuned != default and tuned.in_degree_bound == 3 and default.in_degree_bound == 0
+
+
+def test_a_grids_entry_overrides_the_tuned_block_key_by_key():
+    grid = one_cell(**{"dp-gcn": {"epochs": 7}, "dp-gcn-k5": {"lr": 0.5}})
+    check_config(grid)
+    tuned = dict(tuned_blocks()["dp-gcn"])
+    assert resolve_method(grid, "dp-gcn") == ("dp-gcn", {**tuned, "epochs": 7})
+    # a packaged variant keeps its base and keys: the grid's base block under it, the grid's keys for it on top
+    assert resolve_method(grid, "dp-gcn-k5") == ("dp-gcn", {**tuned, "epochs": 7, "in_degree_bound": 5, "lr": 0.5})
+    # a variant's own key wins over the grid's base block (dp-gcn-arxiv trains 100 epochs)
+    assert resolve_method(grid, "dp-gcn-arxiv")[1]["epochs"] == 100
+    assert resolve_method(grid, "dp-gcn@paper")[1] == {**tuned, "epochs": 7, "accounting": "paper"}
+
+
+def test_an_unknown_method_lists_the_packaged_variants():
+    grid = one_cell()
+    grid["studies"]["mine"]["methods"].append("dp-gcn-k4")
+    with pytest.raises(ConfigError, match=r"unknown method 'dp-gcn-k4'; valid: .*'dp-gcn-k5'.*'dpar-em0-ratio10'"):
+        check_config(grid)
+    with pytest.raises(ConfigError, match=r"unknown method 'dp-gcn-k4'; valid: .*'dp-gcn-k5'.*'dp-mlp-nip'"):
+        resolve_method(grid, "dp-gcn-k4")
+    assert method_variants(grid)["dpar-em0-ratio10"] == "dpar-em0"
+
+
+def test_every_tuned_block_parses_and_passes_the_schema():
+    from nodedp.config import SCHEMA, check_schema
+    from nodedp.methods import get_method
+
+    blocks = {name: dict(block) for name, block in tuned_blocks().items()}
+    check_schema({**one_cell(), "methods": blocks}, SCHEMA)
+    for name in blocks:
+        base, hparams = resolve_method({}, name)
+        get_method(base).parse_hparams(hparams)
+    with pytest.raises(TypeError):
+        tuned_blocks()["dp-gcn"]["epochs"] = 1  # read-only: no caller can change another's settings
+
+
+def test_the_tuned_settings_ship_with_the_package():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    from nodedp.config import TUNED
+
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert TUNED.relative_to(ROOT / "src" / "nodedp").as_posix() in package_data["package-data"]["nodedp"]
+
+
+def test_a_bad_override_of_a_tuned_block_names_the_grids_field():
+    with pytest.raises(ConfigError, match=r"^methods.dp-gcn: .*"):
+        check_config(one_cell(**{"dp-gcn": {"epochs": 0}}))
+    with pytest.raises(ConfigError, match=r"^methods.dp-gcn-k5.base: 'dp-foo' is not a registered method"):
+        check_config(one_cell(**{"dp-gcn-k5": {"base": "dp-foo"}}))
 
 
 def test_a_reference_name_is_its_method_with_the_papers_accounting(config):
@@ -180,7 +265,7 @@ def test_delta_must_lie_below_one_over_the_public_number_of_nodes():
     check_config({**tiny_grid(), "privacy": {"delta": 0.5}})  # no private method: no δ to check
 
 
-def test_a_batch_of_training_nodes_cannot_exceed_the_training_set():
+def test_a_batch_of_training_nodes_cannot_exceed_the_training_set(monkeypatch):
     n = tiny_train_nodes()
     check_config(tiny_grid(**{"dp-mlp": {"batch_size": n}}))
     with pytest.raises(ConfigError, match=rf"^methods.dp-mlp.batch_size: {n + 1} is more than the {n} training nodes"):
@@ -192,8 +277,12 @@ def test_a_batch_of_training_nodes_cannot_exceed_the_training_set():
         check_config(grid)
     from nodedp.methods import get_method
 
+    assert tuned_blocks()["gap"]["batch_size"] > n  # a tuned value, named as such
+    with pytest.raises(ConfigError, match=r"^methods.gap.batch_size \(the suite's tuned setting, .*tuned.yaml\)"):
+        check_config(tiny_grid(gap=None))
     default = get_method("gap").hparams().batch_size
     if default > n:  # the default itself, named as such
+        monkeypatch.setattr("nodedp.config.tuned_blocks", dict)
         with pytest.raises(ConfigError, match=r"^methods.gap.batch_size \(the default of gap\)"):
             check_config(tiny_grid(gap=None))
     # Non-private minibatching has no such limit: one batch is then the whole training set.
@@ -261,6 +350,23 @@ def test_a_sweep_over_two_private_values_passes():
 def test_a_sweep_without_two_values_names_the_study(sweeps, methods, message):
     with pytest.raises(ConfigError, match=rf"^studies\.s\.sweeps: {message}"):
         check_config(sweep_grid(sweeps, *methods))
+
+
+def test_methods_verbose_prints_the_merge_rule_and_where_each_value_comes_from(tmp_path, capsys):
+    from nodedp.cli import main
+
+    assert main(["methods", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "on top of the suite's tuned block in nodedp/methods/tuned.yaml (tuned), key by key" in out
+    dp_gcn = out.split("\ndp-gcn ", 1)[1].split("\ndp-gin ", 1)[0]
+    assert "    in_degree_bound = 3  (tuned; default 0)" in dp_gcn and "    clip_percentile = 0.0\n" in dp_gcn
+    assert "dp-gcn-k5                base dp-gcn       in_degree_bound=5" in out  # packaged variants, no --config
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("methods:\n  dp-gcn: {epochs: 7}\n")
+    assert main(["methods", "--verbose", "--config", str(grid)]) == 0
+    out = capsys.readouterr().out
+    assert "    epochs = 7  (config; default 20)" in out.split("\ndp-gcn ", 1)[1]
+    assert "    epochs = 7\n" in out.split("\ndp-gcn-k5 ", 1)[1]
 
 
 # --- size checks: before any job against a public size, in the split job against the split it cut --------------

@@ -162,28 +162,34 @@ def cmd_datasets(args: argparse.Namespace) -> None:
 def cmd_methods(args: argparse.Namespace) -> None:
     import dataclasses
 
+    from nodedp.config import read_config, resolve_method, variant_overrides
     from nodedp.methods import get_method, method_names
 
+    config = read_config(args.config) if args.config else {}
+    grid = config.get("methods") or {}
+    if args.verbose:
+        print("hyperparameters: a config's `methods:` entry (config), on top of the suite's tuned block in "
+              "nodedp/methods/tuned.yaml (tuned), key by key; a key set in neither takes the method's default\n")
     for name in method_names():
         info = get_method(name)
         print(f"{name:12s} {info.level:5s} {info.description}")
         if args.verbose:
+            configured, defaults = resolve_method(config, name)[1], info.hparams()
             for f in dataclasses.fields(info.hparams):
-                print(f"    {f.name} = {getattr(info.hparams(), f.name)!r}")
-    if args.config:
-        from nodedp.config import read_config, resolve_method, variant_overrides
-
-        config = read_config(args.config)
-        variants = variant_overrides(config)
-        print(f"\nvariants in {args.config} (a base method with keys on top; `methods:` entries with `base:`):")
-        for name, (base, keys) in sorted(variants.items()):
-            overrides = ", ".join(f"{k}={v!r}" for k, v in keys.items()) or "(none: the base's block)"
-            print(f"{name:24s} base {base:12s} {overrides}")
-            if args.verbose:
-                for key, value in sorted(resolve_method(config, name)[1].items()):
-                    print(f"    {key} = {value!r}")
-        if not variants:
-            print("(none)")
+                default = getattr(defaults, f.name)
+                if f.name not in configured:
+                    print(f"    {f.name} = {default!r}")
+                    continue
+                where = "config" if f.name in (grid.get(name) or {}) else "tuned"
+                print(f"    {f.name} = {configured[f.name]!r}  ({where}; default {default!r})")
+    source = "nodedp/methods/tuned.yaml" + (f" and {args.config}" if args.config else "")
+    print(f"\nvariants in {source} (a base method with keys on top; `methods:` entries with `base:`):")
+    for name, (base, keys) in sorted(variant_overrides(config).items()):
+        overrides = ", ".join(f"{k}={v!r}" for k, v in keys.items()) or "(none: the base's block)"
+        print(f"{name:24s} base {base:12s} {overrides}")
+        if args.verbose:
+            for key, value in sorted(resolve_method(config, name)[1].items()):
+                print(f"    {key} = {value!r}")
 
 
 def cmd_check_config(args: argparse.Namespace) -> None:
@@ -918,11 +924,13 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     verb("datasets", cmd_datasets, "list the dataset registry")
-    p = verb("methods", cmd_methods, "list the method registry, and a config's variants")
+    p = verb("methods", cmd_methods, "list the method registry and its variants (the suite's tuned ones, a config's)")
     p.add_argument("--verbose", "-v", action="store_true",
-                   help="also print each method's default hyperparameters (and each variant's, with --config)")
+                   help="also print each method's hyperparameters (tuned, the config's, or the default) and each "
+                        "variant's")
     p.add_argument("--config", default=None,
-                   help="also list the variants this config file defines (name, base method, keys set on top)")
+                   help="resolve with this config file's `methods:` on top of the tuned settings, and list the "
+                        "variants it defines (name, base method, keys set on top)")
 
     p = verb("check-config", cmd_check_config,
              "check a config file as the workflow does before any job: YAML syntax, schema, methods and "

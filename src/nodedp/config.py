@@ -1,10 +1,17 @@
 """Checks on config.yaml beyond its JSON schema, and method variants; shared by the workflow and the CLI.
 
-A *variant* is a named configuration of a registered method: an entry of
-``methods:`` with a ``base:`` key, e.g. ``dp-gcn-2hop: {base: dp-gcn,
-num_layers: 2}``. Its hyperparameters are the base method's block with the
-variant's keys on top; its runs live under its own name, so a study can hold
-the same method in several settings (the paper's 1- and 2-layer DP-GCN).
+A method name's *block* is its hyperparameters as configured: the suite's tuned
+block for the name (``TUNED``, the packaged ``nodedp/methods/tuned.yaml``) with
+the grid's ``methods:`` entry for it on top, key by key; a key set in neither
+takes the method's default. So a grid that names a method without an entry
+trains with the suite's tuned settings, wherever the grid file comes from.
+
+A *variant* is a named configuration of a registered method: a block with a
+``base:`` key, e.g. ``dp-gcn-2hop: {base: dp-gcn, num_layers: 2}`` (the suite
+ships several; a grid may add its own). Its hyperparameters are the base
+method's block with the variant's keys on top; its runs live under its own
+name, so a study can hold the same method in several settings (the paper's 1-
+and 2-layer DP-GCN).
 
 A *reference* name is a method or variant name with the suffix ``@paper``
 (``dpar-em0@paper``): the same hyperparameters, with the noise sized by the
@@ -23,14 +30,17 @@ size before it: each of its split jobs runs the size checks
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
     "SCHEMA",
+    "TUNED",
     "ConfigError",
     "PublicSize",
     "audit_plan",
@@ -38,12 +48,14 @@ __all__ = [
     "check_schema",
     "check_size_limits",
     "known_methods",
+    "method_block",
     "method_variants",
     "public_size",
     "read_config",
     "resolve_method",
     "size_limits",
     "structure_bounds",
+    "tuned_blocks",
     "variant_overrides",
 ]
 
@@ -52,6 +64,8 @@ REFERENCE_SUFFIX = "@paper"  # a reference-mode run: the paper's accounting (mod
 # Hyperparameters that override a dataset's public degree bounds for a method's structure artifacts.
 DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound", "degree": "max_degree"}
 # The grid's JSON schema, in a checkout (the workflow passes its own copy).
+# The suite's tuned hyperparameters, one block per method or named variant, beneath every grid's `methods:`.
+TUNED = Path(__file__).resolve().parent / "methods" / "tuned.yaml"
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 # Methods whose training draws `batch_size` of the training nodes per step and refuses a larger batch (DP-SGD
 # over the training nodes; DPDGC in both modes). DPAR's batch is an expected batch of its own node sample
@@ -128,13 +142,36 @@ def check_schema(config: Mapping[str, Any], schema: str | Path | Mapping[str, An
     raise ConfigError(f"{_field(error.absolute_path)}: {message}")
 
 
+@functools.lru_cache(maxsize=1)
+def tuned_blocks() -> Mapping[str, Mapping[str, Any]]:
+    """The suite's tuned blocks (``TUNED``), name -> hyperparameters, read once (read-only)."""
+    import yaml
+
+    data = yaml.safe_load(TUNED.read_text(encoding="utf-8")) or {}
+    return MappingProxyType({name: MappingProxyType(dict(block or {})) for name, block in data.items()})
+
+
+def _grid_blocks(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    return config.get("methods") or {}
+
+
+def method_block(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A name's block as configured: its tuned block with the grid's ``methods:`` entry on top, key by key
+    (empty for a name in neither)."""
+    grid = _grid_blocks(config).get(name)
+    return {**(tuned_blocks().get(name) or {}), **(grid if isinstance(grid, Mapping) else {})}
+
+
+def _block_names(config: Mapping[str, Any]) -> list[str]:
+    """Every name with a block: the tuned ones, then the grid's own."""
+    tuned = tuned_blocks()
+    return [*tuned, *(name for name in _grid_blocks(config) if name not in tuned)]
+
+
 def method_variants(config: Mapping[str, Any]) -> dict[str, str]:
-    """Variant name -> its base method id, for every ``methods:`` entry with a ``base`` key."""
-    return {
-        name: block[BASE_KEY]
-        for name, block in (config.get("methods") or {}).items()
-        if isinstance(block, Mapping) and BASE_KEY in block
-    }
+    """Variant name -> its base method id, for every block (tuned or the grid's) with a ``base`` key."""
+    blocks = {name: method_block(config, name) for name in _block_names(config)}
+    return {name: block[BASE_KEY] for name, block in blocks.items() if BASE_KEY in block}
 
 
 def known_methods(config: Mapping[str, Any]) -> list[str]:
@@ -148,12 +185,22 @@ def known_methods(config: Mapping[str, Any]) -> list[str]:
     return sorted([*names, *reference])
 
 
-def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str, Any]]:
-    """(registered method id, hyperparameters as configured) of a method, variant or reference name."""
+def _choices(config: Mapping[str, Any]) -> str:
+    """The names a study may list, for an error: registered methods, then variants (tuned and the grid's)."""
     from nodedp.methods import get_method, method_names
 
-    blocks = config.get("methods") or {}
-    block = dict(blocks.get(name) or {})
+    with_mode = [n for n in method_names() if get_method(n).has_reference_mode]
+    return (f"valid: methods {sorted(method_names())}; variants {sorted(method_variants(config))} "
+            f"(nodedp/methods/tuned.yaml and the grid's `methods:` entries with `base:`); either with "
+            f"'{REFERENCE_SUFFIX}' where its method has a reference mode ({', '.join(with_mode)})")
+
+
+def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str, Any]]:
+    """(registered method id, hyperparameters as configured) of a method, variant or reference name: its block
+    (``method_block``: tuned, the grid's keys on top), on top of its base's block for a variant."""
+    from nodedp.methods import get_method, method_names
+
+    block = method_block(config, name)
     if "accounting" in block:
         raise ConfigError(f"methods.{name}: 'accounting' is set by the name alone; run the paper's accounting "
                           f"as '{name.removesuffix(REFERENCE_SUFFIX)}{REFERENCE_SUFFIX}'")
@@ -168,21 +215,19 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
     base = block.pop(BASE_KEY, None)
     if base is None:
         if name not in method_names():
-            valid = sorted([*method_names(), *method_variants(config)])
-            raise ConfigError(f"unknown method {name!r}; valid: {valid}")
+            raise ConfigError(f"unknown method {name!r}; {_choices(config)}")
         return name, block
     if name in method_names():
         raise ConfigError(f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; "
                           "name the variant differently")
     if base not in method_names():
         raise ConfigError(f"methods.{name}.{BASE_KEY}: {base!r} is not a registered method; valid: {method_names()}")
-    return base, {**(blocks.get(base) or {}), **block}
+    return base, {**method_block(config, base), **block}
 
 
 def variant_overrides(config: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     """Variant name -> (its base method id, the keys it sets on top of the base's block)."""
-    blocks = config.get("methods") or {}
-    return {name: (base, {k: v for k, v in blocks[name].items() if k != BASE_KEY})
+    return {name: (base, {k: v for k, v in method_block(config, name).items() if k != BASE_KEY})
             for name, base in method_variants(config).items()}
 
 
@@ -230,11 +275,14 @@ def public_size(dataset: str, *, graphs_dir: str | Path | None = None) -> Public
 
 
 def _batch_field(config: Mapping[str, Any], name: str, base: str) -> str:
-    """Where a method's batch_size is set: its own block, its base's, or the method's default."""
-    blocks = config.get("methods") or {}
+    """Where a method's batch_size is set: its own block, its base's (the grid's entry, else the tuned one), or
+    the method's default."""
+    grid, tuned = _grid_blocks(config), tuned_blocks()
     for block_name in (name, name.removesuffix(REFERENCE_SUFFIX), base):
-        if "batch_size" in (blocks.get(block_name) or {}):
+        if "batch_size" in (grid.get(block_name) or {}):
             return f"methods.{block_name}.batch_size"
+        if "batch_size" in (tuned.get(block_name) or {}):
+            return f"methods.{block_name}.batch_size (the suite's tuned setting, nodedp/methods/tuned.yaml)"
     return f"methods.{name}.batch_size (the default of {base})"
 
 
@@ -371,16 +419,19 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
                 raise ConfigError(f"studies.{study}.datasets: unknown dataset {dataset!r}; valid: {dataset_names()}")
         for method in spec["methods"]:
             if method not in known:
-                raise ConfigError(f"studies.{study}.methods: unknown method {method!r}; valid: {known}")
+                raise ConfigError(f"studies.{study}.methods: unknown method {method!r}; {_choices(config)}")
         for eps in spec["epsilons"]:
             if not (isinstance(eps, (int, float)) and 0 < eps < math.inf):
                 raise ConfigError(f"studies.{study}.epsilons: {eps!r} is not a finite ε > 0")
-    for name in config.get("methods") or {}:
+    # The grid's own entries first (the field to fix), then every name a study trains (tuned blocks included).
+    studied = [(f"studies.{study}.methods: {name}", name) for study, spec in config["studies"].items()
+               for name in spec["methods"]]
+    for field, name in [(f"methods.{name}", name) for name in _grid_blocks(config)] + studied:
         base, hparams = resolve_method(config, name)
         try:
             get_method(base).parse_hparams(hparams)
         except ValueError as err:
-            raise ConfigError(f"methods.{name}: {err}") from None
+            raise ConfigError(f"{field}: {err}") from None
     for study, spec in config["studies"].items():
         _check_sweeps(config, study, spec)
         if "audit" in spec:

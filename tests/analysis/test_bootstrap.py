@@ -182,3 +182,37 @@ def test_a_cell_mixing_settings_is_refused_by_name() -> None:
                              .alias("hyperparameters"))
     with pytest.raises(ValueError, match=r"'a-graph'.*'gcn'.*different hyperparameters.*lr"):
         summarize(runs)
+
+
+def test_a_cell_counts_its_one_class_runs_and_averages_its_majority_class() -> None:
+    runs = fake_runs(n_seeds=4)
+    one_class = (pl.col("method") == "dp-mlp") & (pl.col("seed") < 2) & (pl.col("target_epsilon") == 1.0)
+    runs = runs.with_columns(pl.when(one_class).then(1).otherwise(5).alias("test_predicted_classes"),
+                             (0.2 + 0.01 * pl.col("seed")).alias("test_majority_accuracy"))
+    summary = summarize(runs)
+    counts = {(r["dataset"], r["method"], r["target_epsilon"]): r["n_one_class_runs"]
+              for r in summary.iter_rows(named=True)}
+    assert counts[("a-graph", "dp-mlp", 1.0)] == counts[("b-graph", "dp-mlp", 1.0)] == 2
+    assert sum(counts.values()) == 4
+    assert summary["test_majority_accuracy"].to_list() == pytest.approx([0.215] * summary.height)
+    assert summary["n_runs"].to_list() == [4] * summary.height  # the seed count figures read
+    plain = summarize(fake_runs())  # runs collected without them
+    assert plain["n_one_class_runs"].is_null().all() and plain["test_majority_accuracy"].is_null().all()
+
+
+def test_two_seeds_bootstrap_to_their_min_max_and_the_caption_says_so() -> None:
+    """Why captions warn below MIN_INFORMATIVE_SEEDS: with two seeds the 95% interval is their min–max."""
+    from nodedp.analysis.bootstrap import MIN_INFORMATIVE_SEEDS, interval_text
+
+    _, low, high = bootstrap_ci(np.array([0.30, 0.50]))
+    assert (low, high) == (0.30, 0.50)
+    few = interval_text([3, 3], confidence=0.95, n_resamples=1000)
+    assert few.startswith("mean over 3 seeds with 95% percentile-bootstrap interval over the seeds (1000 resamples).")
+    assert f"fewer than {MIN_INFORMATIVE_SEEDS}) the interval is not informative" in few and "min–max" in few
+    enough = interval_text([MIN_INFORMATIVE_SEEDS] * 2, confidence=0.9, n_resamples=2000)
+    assert enough == "mean over 5 seeds with 90% percentile-bootstrap interval over the seeds (2000 resamples)."
+    mixed = interval_text([10, 4, 3, 10], confidence=0.95, n_resamples=1000)
+    assert "mean over 3–10 seeds" in mixed and "In cells with 3–4 seeds (fewer than 5)" in mixed
+    assert interval_text([1, 5], confidence=0.95, n_resamples=1000).endswith("A cell with one seed has no interval.")
+    with pytest.raises(ValueError, match="number of seeds"):
+        interval_text([], confidence=0.95, n_resamples=1000)

@@ -316,3 +316,53 @@ def test_a_swept_hyperparameter_reaches_the_figures(tmp_path: Path) -> None:
     assert cells["line"].unique().to_list() == ["dpar-em0"]
     assert cells["value"].to_list() == [0.25, 0.5, 0.75]
     assert cells["mean"].to_list() == summary.sort("method")["test_accuracy_mean"].to_list()
+
+
+def with_test_extras(path: Path, **extras: Any) -> Path:
+    metrics = json.loads(path.read_text())
+    metrics["test"].update(extras)
+    path.write_text(json.dumps(metrics))
+    return path
+
+
+def test_constant_predictions_and_the_majority_class_reach_the_summary(tmp_path: Path) -> None:
+    from nodedp.analysis.bootstrap import summarize
+
+    paths = [with_test_extras(write_run(tmp_path, eps=1.0, seed=s), predicted_classes=classes,
+                              majority_accuracy=0.3 + 0.01 * s)
+             for s, classes in enumerate([1, 7, 1])]
+    paths.append(with_test_extras(write_run(tmp_path, method="gcn", eps=None), predicted_classes=7,
+                                  majority_accuracy=0.3))
+    ledgers = {p: (p.parent / "ledger.json").read_bytes() for p in paths}
+    runs = collect_runs(paths, verify_ledger=fake_verify)
+    assert runs["test_predicted_classes"].to_list() == [1, 7, 1, 7]
+    assert runs["test_majority_accuracy"].to_list() == pytest.approx([0.30, 0.31, 0.32, 0.30])
+    summary = summarize(runs).sort("method")
+    assert summary["n_one_class_runs"].to_list() == [2, 0]  # dp-mlp: seeds 0 and 2; gcn: none
+    assert summary["test_majority_accuracy"].to_list() == pytest.approx([0.31, 0.30])
+    assert summary["n_runs"].to_list() == [3, 1]
+    assert all((p.parent / "ledger.json").read_bytes() == ledger for p, ledger in ledgers.items())
+
+
+def test_runs_recorded_without_them_leave_the_columns_null(tmp_path: Path) -> None:
+    from nodedp.analysis.bootstrap import summarize
+
+    old = write_run(tmp_path, eps=1.0, seed=0)
+    new = with_test_extras(write_run(tmp_path, eps=1.0, seed=1), predicted_classes=1, majority_accuracy=0.3)
+    runs = collect_runs([old, new], verify_ledger=fake_verify)
+    assert runs["test_predicted_classes"].to_list() == [None, 1]
+    (cell,) = summarize(runs).iter_rows(named=True)
+    # one run's count is unknown: the cell's count is unknown too, not a guess from the others
+    assert cell["n_one_class_runs"] is None and cell["test_majority_accuracy"] is None
+
+
+@pytest.mark.parametrize(("extras", "match"), [
+    ({"predicted_classes": 0}, "predicted_classes must be a count >= 1"),
+    ({"predicted_classes": 2.5}, "predicted_classes must be a count >= 1"),
+    ({"predicted_classes": True}, "predicted_classes must be a count >= 1"),
+    ({"majority_accuracy": 1.5}, r"majority_accuracy must lie in \[0, 1\]"),
+])
+def test_refuses_a_malformed_count_or_reference(tmp_path: Path, extras: dict, match: str) -> None:
+    path = with_test_extras(write_run(tmp_path, eps=1.0), **extras)
+    with pytest.raises(InvalidRunError, match=match):
+        collect_runs([path], verify_ledger=fake_verify)

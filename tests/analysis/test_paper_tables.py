@@ -197,6 +197,21 @@ def test_unaccounted_cells_carry_a_dagger_and_lose_bold() -> None:
     assert rows[1][1].startswith("needs citeseer<br>paper 21.41 ± 1.52")
 
 
+def test_constant_predictors_are_marked_and_few_seeds_called_not_informative() -> None:
+    frame = runs({("cora", "nip-gnn", 4): [0.30, 0.30], ("cora", "gap", 4): [0.30, 0.35],
+                  ("cora", "dp-mlp", 4): [0.40, 0.41]})
+    classes = pl.when(pl.col("method") == "nip-gnn").then(1).when(pl.col("method") == "gap").then(
+        pl.when(pl.col("seed") == 0).then(1).otherwise(7)).otherwise(7)
+    summary = summarize(frame.with_columns(classes.alias("test_predicted_classes")), n_resamples=1000)
+    md, tex = render_paper_table("nip-gnn-t1", summary, regenerate_command="x")
+    header, rows = parse_markdown(md)
+    assert rows[0][header.index("NIP-GNN")].startswith("30.0 ± 0.0◇<br>paper ")
+    assert rows[0][header.index("GAP")].startswith("32.5 ± 2.5◇1/2<br>paper ")
+    assert "◇" not in rows[0][header.index("DP-MLP")]
+    assert "◇ a constant predictor" in md and "$\\diamond$" in tex and "◇" not in tex
+    assert "With 2 seeds (fewer than 5) the interval is not informative" in md
+
+
 def test_stand_ins_get_their_own_marked_row_or_column() -> None:
     summary = summary_of({("fb100-reed98", "progap", 8): [0.40, 0.41], ("fb100-caltech36", "progap", 8): [0.30],
                           ("facebook", "progap", 8): [0.60, 0.61]})

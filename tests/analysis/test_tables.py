@@ -6,7 +6,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from nodedp.analysis.tables import GUARANTEE_NOTES, UNACCOUNTED_NOTE, latex_escape, write_tables
+from nodedp.analysis.tables import (
+    GUARANTEE_NOTES,
+    MAJORITY_LABEL,
+    ONE_CLASS_NOTE,
+    UNACCOUNTED_NOTE,
+    latex_escape,
+    write_tables,
+)
 
 COMMAND = "snakemake --cores 2 paper/tables/accuracy.md"
 
@@ -187,3 +194,69 @@ def test_cells_weaker_than_unconditional_carry_their_guarantee_mark_and_note(tmp
     summary = summary.with_columns(pl.lit("bounded-degree").alias("guarantee"))
     markdown, latex = write(tmp_path, summary)
     assert GUARANTEE_NOTES["bounded-degree"] in markdown.splitlines() and "\\S{}" in latex
+
+
+def test_fewer_than_five_seeds_are_called_not_informative(tmp_path: Path) -> None:
+    markdown, latex = write(tmp_path, fake_summary())
+    assert "not informative" not in markdown  # 5 seeds everywhere
+    markdown, latex = write(tmp_path, fake_summary().with_columns(pl.lit(3).alias("n_runs")))
+    caption = markdown.splitlines()[0]
+    assert "mean over 3 seeds with 95% percentile-bootstrap interval" in caption
+    assert "With 3 seeds (fewer than 5) the interval is not informative" in caption and "min–max" in caption
+    assert "the interval is not informative" in latex and "min--max" in latex
+    markdown, _ = write(tmp_path, fake_summary(n_runs=2))  # one cell short: the caption names those cells
+    assert "mean over 2–5 seeds" in markdown and "In cells with 2 seeds (fewer than 5)" in markdown
+
+
+def with_extras(summary: pl.DataFrame) -> pl.DataFrame:
+    """cora's majority class is 30.2%, amazon's 41.0%; cora's gap at ε = 0.5 predicts one class in all 5
+    seeds, dp_mlp at ε = 8 in 2 of 5."""
+    one_class = (pl.when((pl.col("method") == "gap") & (pl.col("target_epsilon") == 0.5)).then(5)
+                 .when((pl.col("method") == "dp_mlp") & (pl.col("target_epsilon") == 8.0)).then(2).otherwise(0))
+    majority = pl.when(pl.col("dataset") == "cora").then(0.302).otherwise(0.41)
+    return summary.with_columns(one_class.alias("n_one_class_runs"), majority.alias("test_majority_accuracy"))
+
+
+def test_each_dataset_gets_a_majority_class_row_in_the_columns_it_fills(tmp_path: Path) -> None:
+    markdown, latex = write(tmp_path, with_extras(fake_summary()))
+    rows = table_lines(markdown)[2:]
+    label = f"*{MAJORITY_LABEL}*"
+    assert [r[:2] for r in rows] == [["amazon", "gap"], ["amazon", label], ["cora", "dp_mlp"], ["cora", "gap"],
+                                     ["cora", "gcn"], ["cora", label]]
+    assert rows[1][2:] == ["—", "41.0", "—", "—"]  # amazon ran at ε = 1 only
+    assert rows[5][2:] == ["30.2", "—", "30.2", "30.2"]  # cora has no cell at ε = 1
+    assert "non-private reference line" in markdown.splitlines()[0]
+    lines = latex.splitlines()
+    assert f" & \\textit{{{MAJORITY_LABEL}}} & 30.2 & -- & 30.2 & 30.2 \\\\" in lines
+    amazon = lines.index(f" & \\textit{{{MAJORITY_LABEL}}} & -- & 41.0 & -- & -- \\\\")
+    assert lines[amazon - 1].startswith("amazon & gap & ") and lines[amazon + 1] == "\\midrule"  # closes its dataset
+    # bold and the other rows are as without it
+    assert rows[3][4] == "**71.2 (69.9–72.5)**"
+
+
+def test_a_majority_row_only_where_known_and_only_in_the_accuracy_table(tmp_path: Path) -> None:
+    summary = with_extras(fake_summary()).with_columns(
+        pl.when(pl.col("dataset") == "amazon").then(None).otherwise(pl.col("test_majority_accuracy"))
+        .alias("test_majority_accuracy"))
+    rows = table_lines(write(tmp_path, summary)[0])[2:]
+    assert [r[0] for r in rows if r[1] == f"*{MAJORITY_LABEL}*"] == ["cora"]
+    assert MAJORITY_LABEL not in write(tmp_path, fake_summary())[0]  # a summary without the column
+    f1 = with_extras(fake_summary()).rename({c: c.replace("test_accuracy", "test_macro_f1")
+                                             for c in fake_summary().columns})
+    write_tables(f1, markdown_path=tmp_path / "f1.md", latex_path=tmp_path / "f1.tex", metric="test_macro_f1",
+                 regenerate_command=COMMAND)
+    assert MAJORITY_LABEL not in (tmp_path / "f1.md").read_text(encoding="utf-8")
+
+
+def test_constant_predictors_are_marked_with_their_count(tmp_path: Path) -> None:
+    markdown, latex = write(tmp_path, with_extras(fake_summary()))
+    rows = {(r[0], r[1]): r for r in table_lines(markdown)[2:]}
+    assert rows[("cora", "gap")][2] == "**45.0 (43.7–46.3)**◇"  # every seed
+    assert rows[("cora", "dp_mlp")][4] == "65.0 (63.7–66.3)◇2/5"  # 2 of 5 seeds
+    assert sum(c.count("◇") for r in rows.values() for c in r) == 2  # no other cell
+    assert ONE_CLASS_NOTE in markdown.splitlines()
+    assert "\\textbf{45.0 (43.7--46.3)}\\textsuperscript{$\\diamond$}" in latex
+    assert "65.0 (63.7--66.3)\\textsuperscript{$\\diamond$2/5}" in latex
+    assert "◇" not in latex and "a constant predictor" in latex
+    unmarked, _ = write(tmp_path, fake_summary().with_columns(pl.lit(0).alias("n_one_class_runs")))
+    assert "◇" not in unmarked

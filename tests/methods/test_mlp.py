@@ -28,6 +28,21 @@ def test_dp_mlp_spends_within_one_percent_below_its_target(tiny_inputs, epsilon)
     assert result.details["noise_std"] > 0
 
 
+def test_test_metrics_carry_the_classes_predicted_and_the_majority_class_reference(tiny_inputs):
+    import torch
+
+    from nodedp.train import majority_class_accuracy
+
+    result = run_dp_mlp(tiny_inputs, epsilon=1.0, seed=0)
+    y, split = tiny_inputs.graph.y, tiny_inputs.split
+    classes = int(y.max()) + 1
+    assert 1 <= result.test["predicted_classes"] <= classes and 1 <= result.val["predicted_classes"] <= classes
+    # the majority class of the training nodes' true labels, scored on the test nodes: no model involved
+    assert result.test["majority_accuracy"] == majority_class_accuracy(y[split.train], y[split.test])
+    assert result.test["majority_accuracy"] == pytest.approx(
+        (y[split.test] == torch.bincount(y[split.train]).argmax()).double().mean().item())
+
+
 def test_smaller_epsilon_means_more_noise(tiny_inputs):
     low = run_dp_mlp(tiny_inputs, epsilon=0.5, seed=0).details["noise_std"]
     high = run_dp_mlp(tiny_inputs, epsilon=8.0, seed=0).details["noise_std"]

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from nodedp.train import evaluate, metrics_from_logits
+from nodedp.train import evaluate, majority_class_accuracy, metrics_from_logits
 
 
 def _logits_for(pred: list[int], classes: int) -> torch.Tensor:
@@ -29,7 +29,28 @@ def test_classes_only_predicted_count_and_absent_classes_do_not() -> None:
 
 def test_perfect_predictions() -> None:
     y = torch.tensor([2, 0, 1, 2])
-    assert metrics_from_logits(_logits_for(y.tolist(), 4), y) == {"accuracy": 1.0, "macro_f1": 1.0}
+    assert metrics_from_logits(_logits_for(y.tolist(), 4), y) == {"accuracy": 1.0, "macro_f1": 1.0,
+                                                                  "predicted_classes": 3}
+
+
+def test_a_constant_predictor_predicts_one_class_whatever_its_accuracy() -> None:
+    y = torch.tensor([1, 1, 1, 0, 2])
+    constant = metrics_from_logits(_logits_for([1] * 5, 3), y)
+    assert constant["predicted_classes"] == 1 and constant["accuracy"] == pytest.approx(3 / 5)
+    assert metrics_from_logits(_logits_for([1, 1, 1, 0, 0], 3), y)["predicted_classes"] == 2
+
+
+def test_majority_class_accuracy_is_the_share_of_the_training_sets_most_frequent_class() -> None:
+    train = torch.tensor([2, 2, 0, 1, 2, 0])
+    test = torch.tensor([2, 0, 0, 1, 2, 1, 1, 2])
+    assert majority_class_accuracy(train, test) == pytest.approx(3 / 8)  # class 2: 3 of 8 test labels
+    # It is what the constant predictor of that class scores, and ties go to the smallest class id.
+    assert majority_class_accuracy(train, test) == metrics_from_logits(_logits_for([2] * 8, 3), test)["accuracy"]
+    assert majority_class_accuracy(torch.tensor([1, 0]), test) == pytest.approx(2 / 8)
+    with pytest.raises(ValueError, match="class ids"):
+        majority_class_accuracy(torch.tensor([-1, 0]), test)
+    with pytest.raises(ValueError, match="needs training labels"):
+        majority_class_accuracy(torch.tensor([], dtype=torch.long), test)
 
 
 def test_shape_errors() -> None:

@@ -1,4 +1,5 @@
-"""Percentile-bootstrap confidence intervals of the mean, and the per-cell summary of runs."""
+"""Percentile-bootstrap confidence intervals of the mean, the per-cell summary of runs, and the words a caption
+uses for them (``interval_text``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ CELL_KEY = ("dataset", "method", "target_epsilon")
 MIN_RESAMPLES = 1000
 # Per-run settings a cell carries unchanged (all its runs must agree): what figures plot a variant against.
 CELL_SETTINGS = ("base_method", "hyperparameters")
+# Below this many seeds a percentile bootstrap over seeds is close to their min–max range (with 2 seeds, exactly
+# it): captions say so (``interval_text``).
+MIN_INFORMATIVE_SEEDS = 5
 
 
 def bootstrap_ci(
@@ -25,7 +29,8 @@ def bootstrap_ci(
     """(mean, low, high): the sample mean and its percentile-bootstrap interval.
 
     A single value has no spread to resample, so it returns ``(v, v, v)``; callers
-    that care (tables) flag such cells by their run count.
+    that care (tables) flag such cells by their run count. Below ``MIN_INFORMATIVE_SEEDS`` values the
+    interval is nearly their min–max (``interval_text`` words the caveat).
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
@@ -57,15 +62,18 @@ def summarize(
 ) -> pl.DataFrame:
     """One row per (dataset, method, target_epsilon), sorted by that key.
 
-    Columns: the key, ``n_runs``, ``epsilon_mean`` (ε spent, averaged),
+    Columns: the key, ``n_runs`` (the cell's runs: its seeds, one run each), ``epsilon_mean`` (ε spent, averaged),
     ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
     (the weakest guarantee class of the cell's runs; None for runs collected without one),
     ``epsilon_max`` and ``delta`` (the largest over the cell's runs), and for reference-mode cells
     (``reference``) the paper's ``claimed_delta`` and ``claim_actual_epsilon_max`` (the largest actual ε
     at that δ; the claimed ε is the key's), the runs' ``base_method`` and ``hyperparameters`` (JSON; null
     where the runs lack them, an error where they disagree: such a cell mixes settings), for each
-    metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, and the ``confidence`` and
-    ``n_resamples`` used, so tables built from the summary alone can state them.
+    metric ``{m}_mean``/``{m}_ci_low``/``{m}_ci_high``, ``test_majority_accuracy`` (the mean over the runs of
+    the accuracy of always predicting the training set's most frequent class: a non-private reference line),
+    ``n_one_class_runs`` (how many runs predict one class for every test node: a constant predictor; both null
+    where a run was recorded without them), and the ``confidence`` and ``n_resamples`` used, so tables built
+    from the summary alone can state them.
     Every cell resamples its runs, ordered by seed, with the same ``seed``, so a
     cell's interval depends neither on row order nor on the other cells in the frame.
     """
@@ -107,6 +115,9 @@ def summarize(
             row[f"{metric}_mean"] = mean
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high
+        row["test_majority_accuracy"] = _mean_if_all(cell, "test_majority_accuracy")
+        row["n_one_class_runs"] = (None if _mean_if_all(cell, "test_predicted_classes") is None
+                                   else int((cell["test_predicted_classes"] == 1).sum()))
         row["confidence"] = confidence
         row["n_resamples"] = n_resamples
         rows.append(row)
@@ -126,10 +137,53 @@ def summarize(
         "base_method": pl.String(),
         "hyperparameters": pl.String(),
         **{f"{m}_{s}": pl.Float64() for m in metrics for s in ("mean", "ci_low", "ci_high")},
+        "test_majority_accuracy": pl.Float64(),
+        "n_one_class_runs": pl.Int64(),
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),
     }
     return pl.DataFrame(rows, schema=schema).sort(list(CELL_KEY))
+
+
+def _mean_if_all(cell: pl.DataFrame, column: str) -> float | None:
+    """The mean of ``column`` over the cell's runs; None where the column is absent or a run lacks it."""
+    if column not in cell.columns or cell[column].null_count():
+        return None
+    return float(cell[column].mean())
+
+
+def seeds_text(n_runs: Sequence[int]) -> str:
+    """The seeds of a table's cells in words: "3 seeds", "1 seed", "3–5 seeds" where cells differ."""
+    low, high = min(n_runs), max(n_runs)
+    return f"{high} seed{'s' if high != 1 else ''}" if low == high else f"{low}–{high} seeds"
+
+
+def interval_text(n_runs: Sequence[int], *, confidence: float, n_resamples: int) -> str:
+    """A caption's words for what each cell shows: the mean over its seeds (``n_runs``, one count per cell) with
+    its percentile-bootstrap interval, then ``few_seeds_text``."""
+    caveat = few_seeds_text(n_runs, confidence=confidence)  # checks the counts
+    text = (f"mean over {seeds_text(n_runs)} with {100 * confidence:g}% percentile-bootstrap interval over the "
+            f"seeds ({n_resamples} resamples).")
+    return f"{text} {caveat}" if caveat else text
+
+
+def few_seeds_text(n_runs: Sequence[int], *, confidence: float) -> str:
+    """What a caption must add about cells with few seeds (``n_runs``, one count per cell): with 2 to
+    ``MIN_INFORMATIVE_SEEDS`` - 1 seeds, that the interval is nearly the seeds' min–max range and not
+    informative; with one, that it has no interval. Empty when every cell has enough."""
+    n_runs = [int(n) for n in n_runs]
+    if not n_runs or min(n_runs) < 1:
+        raise ValueError(f"need each cell's number of seeds (>= 1), got {n_runs}")
+    sentences = []
+    few = [n for n in n_runs if 1 < n < MIN_INFORMATIVE_SEEDS]
+    if few:
+        where = "With" if len(few) == len(n_runs) else "In cells with"
+        sentences.append(f"{where} {seeds_text(few)} (fewer than {MIN_INFORMATIVE_SEEDS}) the interval is not "
+                         "informative: a bootstrap over so few seeds is nearly their min–max range, their spread "
+                         f"rather than a {100 * confidence:g}% confidence interval.")
+    if 1 in n_runs:
+        sentences.append("A cell with one seed has no interval.")
+    return " ".join(sentences)
 
 
 def _cell_setting(cell: pl.DataFrame, column: str, key: tuple) -> str | None:

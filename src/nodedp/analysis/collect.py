@@ -35,6 +35,11 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "claim_actual_epsilon": pl.Float64(),
     "test_accuracy": pl.Float64(),
     "test_macro_f1": pl.Float64(),
+    # How many classes the run predicts on the test set (1: a constant predictor), and the test accuracy of
+    # always predicting the training set's most frequent class (a non-private reference line); null for runs
+    # recorded before metrics.json carried them.
+    "test_predicted_classes": pl.Int64(),
+    "test_majority_accuracy": pl.Float64(),
     "val_accuracy": pl.Float64(),
     "val_macro_f1": pl.Float64(),
     "train_s": pl.Float64(),
@@ -149,6 +154,12 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
 
+    predicted = metrics["test"].get("predicted_classes")
+    if predicted is not None and (isinstance(predicted, bool) or not isinstance(predicted, int) or predicted < 1):
+        raise InvalidRunError(run_dir, f"test.predicted_classes must be a count >= 1, got {predicted!r}")
+    majority = _optional_float(metrics["test"].get("majority_accuracy"))
+    if majority is not None and not 0.0 <= majority <= 1.0:
+        raise InvalidRunError(run_dir, f"test.majority_accuracy must lie in [0, 1], got {majority}")
     delta, commit = metrics["delta"], metrics["version"]["git_commit"]
     base, hparams = metrics.get("base_method"), metrics.get("hyperparameters")
     if hparams is not None and not isinstance(hparams, dict):
@@ -171,6 +182,8 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
         "claim_actual_epsilon": None if claim is None else float(claim["actual_epsilon"]),
         "test_accuracy": float(metrics["test"]["accuracy"]),
         "test_macro_f1": float(metrics["test"]["macro_f1"]),
+        "test_predicted_classes": predicted,
+        "test_majority_accuracy": majority,
         # null where a protocol has no validation part (DPAR's 80/20)
         "val_accuracy": _optional_float(metrics["val"]["accuracy"]),
         "val_macro_f1": _optional_float(metrics["val"]["macro_f1"]),

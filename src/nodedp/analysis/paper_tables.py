@@ -47,12 +47,15 @@ from nodedp.analysis.tables import (
     DAGGER,
     GUARANTEE_MARKS,
     GUARANTEE_NOTES,
+    ONE_CLASS_MARK,
+    ONE_CLASS_NOTE,
     REFERENCE_MARK,
     REFERENCE_NOTE,
     UNACCOUNTED_NOTE,
     _latex_unicode,
     format_epsilon_value,
     latex_escape,
+    one_class_mark,
 )
 from nodedp.config import REFERENCE_SUFFIX
 from nodedp.io import atomic_write
@@ -67,7 +70,8 @@ INTERVALS = ("half-width", "range")  # how a cell shows its bootstrap interval: 
 METRIC_LABELS = {"test_accuracy": "test accuracy", "mia_accuracy": "membership-inference attack accuracy"}
 _KEY_COLUMNS = ("dataset", "method", "target_epsilon", "n_runs", "confidence", "n_resamples")
 
-# Runs the paper tables name that config.yaml does not define yet (their cells say what they need):
+# Runs the paper tables name that the suite does not define yet (no variant in nodedp/methods/tuned.yaml;
+# their cells say what they need):
 # DP-GNN's DP-GCN trained with DP-SGD instead of DP-Adam (Table 1), as variants with `optimizer: sgd`, and its
 # 2-layer DP-GIN off ogbn-arxiv (Table 4, on graphs the suite does not build).
 NOT_CONFIGURED = frozenset({"dp-gcn-sgd-arxiv", "dp-gcn-sgd", "dp-gin-2hop"})
@@ -134,7 +138,7 @@ _DP_GNN_NOTES = (
     "largest ε ≤ that bound its study ran, shown as [ε = x]. Reddit's F1-Score (micro-F1, as in GraphSAGE) equals "
     "accuracy for single-label classes and is compared with test accuracy.",
     "On ogbn-arxiv and ogbn-arxiv-disjoint the private rows read the `*-arxiv` variants (the paper's Tables 9-12 "
-    "settings for ogbn-arxiv); elsewhere the base method with config.yaml's settings.",
+    "settings for ogbn-arxiv); elsewhere the base method with the suite's tuned settings.",
 )
 
 PAPER_TABLES: dict[str, PaperTable] = {
@@ -276,7 +280,8 @@ def _value_text(row: dict, metric: str, interval: str) -> str:
 
 def _marks(row: dict) -> str:
     accounted = row.get("fully_accounted")
-    return ("" if accounted is None or accounted else DAGGER) + GUARANTEE_MARKS.get(row.get("guarantee") or "", "")
+    return (("" if accounted is None or accounted else DAGGER) + GUARANTEE_MARKS.get(row.get("guarantee") or "", "")
+            + one_class_mark(row.get("n_one_class_runs"), row["n_runs"]))
 
 
 def _eps(epsilon: float) -> str:
@@ -300,6 +305,8 @@ def _paper_text(p: Published) -> str:
 
 
 def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
+    from nodedp.analysis.bootstrap import few_seeds_text
+
     cells = _index(summary)
     present = set(summary["dataset"].to_list())
     metrics = {c.removesuffix("_mean") for c in summary.columns if c.endswith("_mean")}
@@ -387,10 +394,14 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
                  f"{100 * confidence:g}% percentile-bootstrap interval ({n_resamples} resamples)")
         if min(runs) != max(runs):
             shown += ", [n=k] marking a cell with fewer runs"
+        few_seeds = few_seeds_text(runs, confidence=confidence)
     else:
         shown = f"the suite's {METRIC_LABELS.get(metric, metric)} (%); no cell of this table is in the summary"
+        few_seeds = ""
     caption = (f"{table.title}, in the paper's layout. Each cell: {shown}; the paper's printed value; "
                "Δ = suite − paper (points).")
+    if few_seeds:
+        caption += f" {few_seeds}"
     if best:
         caption += " Bold: best private cell per dataset and ε whose ε covers every read."
     caption += f" Summaries of studies: {', '.join(table.studies)}."
@@ -409,6 +420,8 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
     notes += [note for cls, note in GUARANTEE_NOTES.items() if GUARANTEE_MARKS[cls] in all_marks]
     if REFERENCE_MARK in all_marks:
         notes.append(REFERENCE_NOTE)
+    if ONE_CLASS_MARK in all_marks:
+        notes.append(ONE_CLASS_NOTE)
     header = [*table.row_header, *columns]
     return _View(header=header, n_labels=len(table.row_header), rows=views, caption=caption, notes=notes)
 

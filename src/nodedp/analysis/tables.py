@@ -1,9 +1,13 @@
-"""Paper tables from a bootstrap summary: one row per (dataset, method), one column per ε."""
+"""Paper tables from a bootstrap summary: one row per (dataset, method), one column per ε, and per dataset a
+majority-class reference row in the accuracy table."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +32,17 @@ REFERENCE_MARK = "¶"
 REFERENCE_NOTE = (f"{REFERENCE_MARK} reference mode (`@paper`): the noise the paper's own accounting gives the "
                   "column's ε; [ε = x] is what that noise actually spends under the suite's accountant (at the "
                   "suite's δ, the largest over seeds). Not private at the column's ε unless x ≤ it.")
-_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}", REFERENCE_MARK: r"\P{}"}
+# A cell some of whose runs predict one class for every test node (summary column n_one_class_runs).
+ONE_CLASS_MARK = "◇"
+ONE_CLASS_NOTE = (f"{ONE_CLASS_MARK} a constant predictor: every seed's model predicts one class for all test nodes "
+                  f"({ONE_CLASS_MARK}k/n: k of the cell's n seeds do), so its accuracy is that class's share of the "
+                  "test set, not learned signal.")
+MAJORITY_LABEL = "majority class"
+MAJORITY_NOTE = (f"{MAJORITY_LABEL.capitalize()}: the test accuracy of always predicting the training set's most frequent "
+                 "class (mean over the seeds' splits), a non-private reference line computed from the labels, "
+                 "not a trained method; a method at or below it has learned nothing useful.")
+_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}", REFERENCE_MARK: r"\P{}",
+                ONE_CLASS_MARK: r"$^{\diamond}$"}
 
 _METRIC_LABELS = {
     "test_accuracy": "test accuracy",
@@ -54,7 +68,7 @@ _LATEX_SPECIAL = {
 _LATEX_DAGGER = r"\textsuperscript{\dag}"  # text mode: no package, no unicode needed
 
 
-_LATEX_UNICODE = {"ε": r"$\varepsilon$", "δ": r"$\delta$", "∞": r"$\infty$", "≤": r"$\le$", "≈": r"$\approx$", "–": "--", "−": "-"}
+_LATEX_UNICODE = {ONE_CLASS_MARK: r"$\diamond$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "∞": r"$\infty$", "≤": r"$\le$", "≈": r"$\approx$", "–": "--", "−": "-"}
 
 
 def _latex_unicode(text: str) -> str:
@@ -82,11 +96,13 @@ class _Cell:
     accounted: bool  # false: some run read private data without charge (marked with DAGGER)
     guarantee: str | None = None  # the cell's guarantee class; marked where weaker than unconditional
     actual_epsilon: float | None = None  # reference mode: the ε its noise actually spends (REFERENCE_NOTE)
+    one_class_runs: int | None = None  # runs predicting one class for every test node (ONE_CLASS_NOTE)
 
     @property
     def marks(self) -> str:
         return (("" if self.accounted else DAGGER) + GUARANTEE_MARKS.get(self.guarantee or "", "")
-                + ("" if self.actual_epsilon is None else REFERENCE_MARK))
+                + ("" if self.actual_epsilon is None else REFERENCE_MARK)
+                + one_class_mark(self.one_class_runs, self.n_runs))
 
     def text(self, *, max_runs: int) -> str:
         # Percent with one decimal; a cell with fewer runs than the rest says so.
@@ -94,6 +110,14 @@ class _Cell:
         if self.actual_epsilon is not None:
             body += f" [ε = {format_epsilon_value(self.actual_epsilon)}]"
         return body if self.n_runs == max_runs else f"{body} [n={self.n_runs}]"
+
+
+def one_class_mark(n_one_class_runs: int | None, n_runs: int) -> str:
+    """A cell's mark for runs that predict one class (``ONE_CLASS_NOTE``): "◇" when all its runs do, "◇k/n" when
+    k of its n do, "" when none does or it is unknown (null)."""
+    if not n_one_class_runs:
+        return ""
+    return ONE_CLASS_MARK + ("" if n_one_class_runs == n_runs else f"{n_one_class_runs}/{n_runs}")
 
 
 def format_epsilon_value(epsilon: float) -> str:
@@ -109,6 +133,15 @@ class _Table:
     rows: tuple[tuple[str, str, tuple[_Cell | None, ...]], ...]  # (dataset, method, cells)
     max_runs: int
     caption: str
+    # dataset -> its majority-class accuracy (accuracy tables of summaries that carry it): one row below its rows
+    majority: dict[str, float] = field(default_factory=dict)
+
+    def groups(self) -> Iterator[tuple[str, list, float | None, tuple[bool, ...]]]:
+        """(dataset, its rows, its majority-class accuracy or None, which columns it fills), datasets in order."""
+        for dataset, group in itertools.groupby(self.rows, key=lambda row: row[0]):
+            group = list(group)
+            filled = tuple(any(cells[i] is not None for _, _, cells in group) for i in range(len(self.epsilons)))
+            yield dataset, group, self.majority.get(dataset), filled
 
     @property
     def any_unaccounted(self) -> bool:
@@ -120,11 +153,15 @@ class _Table:
         notes = [note for cls, note in GUARANTEE_NOTES.items() if cls in shown]
         if any(c is not None and c.actual_epsilon is not None for _, _, cells in self.rows for c in cells):
             notes.append(REFERENCE_NOTE)
+        if any(c is not None and c.one_class_runs for _, _, cells in self.rows for c in cells):
+            notes.append(ONE_CLASS_NOTE)
         return notes
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
     import polars as pl
+
+    from nodedp.analysis.bootstrap import interval_text
 
     if summary.is_empty():
         raise ValueError("summary is empty: no table to write")
@@ -152,8 +189,9 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
         .filter(pl.col("n_methods") > 1)
     )
     best_mean = {(r["dataset"], r["target_epsilon"]): r["best"] for r in contests.iter_rows(named=True)}
-    # Optional: summaries of runs collected before uncharged reads were recorded lack it.
+    # Optional: summaries of runs collected before uncharged reads (or constant predictions) were recorded lack it.
     has_accounted = "fully_accounted" in summary.columns
+    has_one_class = "n_one_class_runs" in summary.columns
     cells: dict[tuple[str, str], dict[float, _Cell]] = {}
     for r in summary.iter_rows(named=True):
         eps = r["target_epsilon"]
@@ -167,25 +205,39 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
             guarantee=r.get("guarantee"),
             actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
+            one_class_runs=r["n_one_class_runs"] if has_one_class else None,
         )
     # Private methods first, non-private references below them, each alphabetical.
     order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
     rows = tuple((d, m, tuple(cells[(d, m)].get(e) for e in epsilons)) for d, m in order)
 
     n_runs = summary["n_runs"]
-    seeds = f"{n_runs.max()}" if n_runs.min() == n_runs.max() else f"{n_runs.min()}–{n_runs.max()}"
-    confidence = _single(summary, "confidence")
-    n_resamples = _single(summary, "n_resamples")
-    caption = (
-        f"{metric_label(metric).capitalize()} (%) by privacy budget ε: mean over {seeds} seeds "
-        f"with {100 * confidence:g}% percentile-bootstrap interval ({n_resamples} resamples)."
-    )
+    caption = (f"{metric_label(metric).capitalize()} (%) by privacy budget ε: "
+               + interval_text(n_runs.to_list(), confidence=_single(summary, "confidence"),
+                               n_resamples=_single(summary, "n_resamples")))
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
     if best_mean:
         caption += (" Bold: best private method per dataset and ε among cells whose ε covers every read "
                     "(not reference mode, no uncharged reads).")
-    return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption)
+    majority = _majority(summary) if metric == "test_accuracy" else {}
+    if majority:
+        caption += f" {MAJORITY_NOTE}"
+    return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption, majority=majority)
+
+
+def _majority(summary: pl.DataFrame) -> dict[str, float]:
+    """Dataset -> its majority-class test accuracy: the mean over its cells with the most seeds (which share the
+    seeds' splits) that carry ``test_majority_accuracy``; datasets without one are left out."""
+    import polars as pl
+
+    if "test_majority_accuracy" not in summary.columns:
+        return {}
+    known = summary.filter(pl.col("test_majority_accuracy").is_not_null())
+    most = known.group_by("dataset").agg(pl.col("n_runs").max().alias("most"))
+    rows = known.join(most, on="dataset").filter(pl.col("n_runs") == pl.col("most"))
+    means = rows.group_by("dataset").agg(pl.col("test_majority_accuracy").mean())
+    return dict(zip(means["dataset"].to_list(), means["test_majority_accuracy"].to_list()))
 
 
 def _single(summary: pl.DataFrame, column: str) -> float | int:
@@ -210,16 +262,20 @@ def _markdown(table: _Table, *, regenerate_command: str) -> str:
         "| " + " | ".join(header) + " |",
         "|" + "|".join([":---", ":---", *(["---:"] * len(table.epsilons))]) + "|",
     ]
-    for dataset, method, cells in table.rows:
-        texts = []
-        for cell in cells:
-            if cell is None:
-                texts.append("—")
-            else:
-                text = cell.text(max_runs=table.max_runs)
-                text = f"**{text}**" if cell.best else text
-                texts.append(text + cell.marks)
-        lines.append("| " + " | ".join(map(esc, [dataset, method, *texts])) + " |")
+    for dataset, group, majority, filled in table.groups():
+        for _, method, cells in group:
+            texts = []
+            for cell in cells:
+                if cell is None:
+                    texts.append("—")
+                else:
+                    text = cell.text(max_runs=table.max_runs)
+                    text = f"**{text}**" if cell.best else text
+                    texts.append(text + cell.marks)
+            lines.append("| " + " | ".join(map(esc, [dataset, method, *texts])) + " |")
+        if majority is not None:
+            texts = [f"{100 * majority:.1f}" if f else "—" for f in filled]
+            lines.append("| " + " | ".join(map(esc, [dataset, f"*{MAJORITY_LABEL}*", *texts])) + " |")
     if table.any_unaccounted:
         lines += ["", UNACCOUNTED_NOTE]
     lines += [line for note in table.guarantee_notes for line in ("", note)]
@@ -242,24 +298,28 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
         " & ".join(header) + " \\\\",
         "\\midrule",
     ]
-    previous = None
-    for dataset, method, cells in table.rows:
-        if previous is not None and dataset != previous:
+    for number, (dataset, group, majority, filled) in enumerate(table.groups()):
+        if number:
             lines.append("\\midrule")
-        texts = []
-        for cell in cells:
-            if cell is None:
-                texts.append("--")
-            else:
-                text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
-                text = f"\\textbf{{{text}}}" if cell.best else text
-                marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
-                for mark, latex in _LATEX_MARKS.items():
-                    marks = marks.replace(mark, latex)
-                texts.append(text + marks)
-        shown = latex_escape(dataset) if dataset != previous else ""
-        lines.append(" & ".join([shown, latex_escape(method), *texts]) + " \\\\")
-        previous = dataset
+        for row, (_, method, cells) in enumerate(group):
+            texts = []
+            for cell in cells:
+                if cell is None:
+                    texts.append("--")
+                else:
+                    text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
+                    text = f"\\textbf{{{text}}}" if cell.best else text
+                    marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
+                    marks = re.sub(rf"{ONE_CLASS_MARK}(\d+/\d+)?",
+                                   lambda m: rf"\textsuperscript{{$\diamond${m[1] or ''}}}", marks)
+                    for mark, latex in _LATEX_MARKS.items():
+                        marks = marks.replace(mark, latex)
+                    texts.append(text + marks)
+            shown = latex_escape(dataset) if row == 0 else ""
+            lines.append(" & ".join([shown, latex_escape(method), *texts]) + " \\\\")
+        if majority is not None:
+            texts = [f"{100 * majority:.1f}" if f else "--" for f in filled]
+            lines.append(" & ".join(["", f"\\textit{{{MAJORITY_LABEL}}}", *texts]) + " \\\\")
     # The note is a paragraph below the tabular, so it wraps at the float's width
     # instead of stretching a table column.
     note = latex_escape(table.caption).replace("ε", "$\\varepsilon$").replace("–", "--")

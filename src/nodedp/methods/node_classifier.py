@@ -13,6 +13,7 @@ from nodedp.accounting import Ledger
 from nodedp.data import Split
 from nodedp.methods.base import RunResult, RunSpec
 from nodedp.train import OptimConfig, PrivacyConfig, evaluate, metrics_from_logits, train_model
+from nodedp.train.evaluate import majority_class_accuracy
 from nodedp.train.stages import stage
 
 
@@ -45,9 +46,10 @@ def fit_node_classifier(
     `example_nodes` are the nodes whose labels the examples carry (default: the
     split's training nodes; DPAR trains on a node sample of them), and `train_labels`
     the labels training reads (default `y`; NIP-GNN's randomized ones), while
-    validation and test always score against `y`. `predict(graph, split=None)`: the trained
-    model's logits for every node of another graph (the audit's; ``RunResult.predict``), run in eval mode
-    without gradients."""
+    validation and test always score against `y`, each beside the accuracy of always predicting the training
+    nodes' most frequent class in `y` (``majority_accuracy``, a non-private reference line) and the number of
+    classes predicted (``predicted_classes``). `predict(graph, split=None)`: the trained model's logits for
+    every node of another graph (the audit's; ``RunResult.predict``), run in eval mode without gradients."""
     train_nodes = (split.train if example_nodes is None else example_nodes).to(device)
 
     def batch_fn(idx: Tensor) -> tuple[Any, Tensor]:
@@ -71,13 +73,15 @@ def fit_node_classifier(
     train_seconds = time.perf_counter() - start
     model.eval()
 
-    def scores(nodes: Tensor) -> dict[str, float | None]:
+    train_labels_true = y[split.train.to(y.device)]
+
+    def scores(nodes: Tensor) -> dict[str, float | int | None]:
         if nodes.numel() == 0:  # e.g. DPAR's 80/20 protocol has no validation part
-            return {"accuracy": None, "macro_f1": None}
+            return {"accuracy": None, "macro_f1": None, "predicted_classes": None, "majority_accuracy": None}
         nodes = nodes.to(device)
-        if logits_of is not None:
-            return metrics_from_logits(logits_of(nodes), y[nodes])
-        return evaluate(model, inputs_of(nodes), y[nodes])
+        metrics = (metrics_from_logits(logits_of(nodes), y[nodes]) if logits_of is not None
+                   else evaluate(model, inputs_of(nodes), y[nodes]))
+        return {**metrics, "majority_accuracy": majority_class_accuracy(train_labels_true, y[nodes])}
 
     with stage("evaluation"):
         val, test = scores(split.val), scores(split.test)

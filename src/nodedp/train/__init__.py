@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodedp.train.clip_thresholds import percentile_clip_norms
-from nodedp.train.evaluate import evaluate, metrics_from_logits
+from nodedp.train.evaluate import evaluate, majority_class_accuracy, metrics_from_logits
 from nodedp.train.loop import (
     OptimConfig,
     PrivacyConfig,
@@ -24,6 +24,7 @@ __all__ = [
     "build_optimizer",
     "evaluate",
     "fixed_size_batches",
+    "majority_class_accuracy",
     "make_generator",
     "metrics_from_logits",
     "percentile_clip_norms",

@@ -1,4 +1,5 @@
-"""The one evaluator: accuracy and macro-F1 from logits."""
+"""The one evaluator: accuracy, macro-F1 and the number of classes predicted, from logits; and the
+majority-class reference a model has to beat."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import torch
 from torch import Tensor, nn
 
 
-def metrics_from_logits(logits: Tensor, y: Tensor) -> dict[str, float]:
-    """Accuracy and macro-F1 of argmax predictions.
+def metrics_from_logits(logits: Tensor, y: Tensor) -> dict[str, float | int]:
+    """Accuracy, macro-F1 and ``predicted_classes`` (how many distinct classes the argmax predictions use; 1:
+    a constant predictor, whatever its accuracy) of argmax predictions.
 
     Macro-F1 averages the per-class F1 over the classes present in ``y`` or in
     the predictions (sklearn's default ``labels``).
@@ -27,7 +29,20 @@ def metrics_from_logits(logits: Tensor, y: Tensor) -> dict[str, float]:
     return {
         "accuracy": (pred == y).double().mean().item(),
         "macro_f1": f1.double().mean().item(),
+        "predicted_classes": int(torch.unique(pred).numel()),
     }
+
+
+def majority_class_accuracy(train_labels: Tensor, labels: Tensor) -> float:
+    """Accuracy on ``labels`` of always predicting the most frequent class of ``train_labels`` (the smallest
+    class id among ties): the constant predictor a model has to beat. It reads labels only (the evaluator's,
+    not a private release), so it is a non-private reference line."""
+    if train_labels.numel() == 0 or labels.numel() == 0:
+        raise ValueError("the majority class needs training labels and labels to score")
+    if int(train_labels.min()) < 0:
+        raise ValueError("training labels must be class ids >= 0")
+    majority = torch.bincount(train_labels.reshape(-1)).argmax()
+    return (labels == majority.to(labels.device)).double().mean().item()
 
 
 def _chunks(inputs: Tensor | tuple[Tensor, ...], batch_size: int | None) -> list[Tensor | tuple[Tensor, ...]]:
@@ -46,7 +61,7 @@ def _to(chunk: Tensor | tuple[Tensor, ...], device: torch.device) -> Tensor | tu
 @torch.no_grad()
 def evaluate(
     model: nn.Module, inputs: Tensor | tuple[Tensor, ...], targets: Tensor, *, batch_size: int | None = None
-) -> dict[str, float]:
+) -> dict[str, float | int]:
     """Metrics of ``model`` in eval mode, on chunks of ``batch_size`` moved to the model's device.
 
     ``inputs`` is a tensor or a tuple of tensors (the model's one argument), dim 0 indexing examples.
