@@ -9,12 +9,17 @@ import numpy as np
 import polars as pl
 import pytest
 
+from nodedp.analysis.bootstrap import few_seeds_text
 from nodedp.analysis.figures import (
     ACTUAL_EPSILON_CAP,
     FRONTIER_GID,
     PUBLISHED_GID,
+    REFERENCE_MARKER,
+    dodge_offsets,
+    few_seeds_caveat,
     figure_interval_text,
     frontier_cells,
+    method_style,
     pareto_frontier,
     plot_accuracy_vs_epsilon,
     plot_frontier,
@@ -153,7 +158,8 @@ def test_points_with_uncharged_reads_carry_a_dagger(tmp_path: Path, saved: list)
     (fig,) = saved
     (ax,) = visible_axes(fig)
     daggers = [t for t in ax.texts if t.get_text() == DAGGER]
-    assert len(daggers) == 1 and daggers[0].xy == pytest.approx((8.0, 60.0))  # at dp-gcn's uncharged cell only
+    shift = 10 ** dodge_offsets(["dp-gcn", "dp-mlp"], [1.0, 8.0])["dp-gcn"]
+    assert len(daggers) == 1 and daggers[0].xy == pytest.approx((8.0 * shift, 60.0))  # dp-gcn's uncharged cell only
     labels = legend_labels(fig)
     assert f"dp-gcn{DAGGER}" in labels and "dp-mlp" in labels
     assert any(label.startswith(DAGGER) for label in labels)
@@ -175,6 +181,100 @@ def test_reference_runs_are_drawn_at_the_epsilon_they_actually_spend(tmp_path: P
     assert [t.get_text() for t in ax.texts] == ["ε = 2.28e+03"]
     assert "dpar-em0@paper ¶ at its actual ε" in legend_labels(fig)
     assert "¶" in caption and "actually spends" in caption
+
+
+# --- one style per method ---------------------------------------------------------------------------------
+
+
+def drawn_colours(fig) -> dict[str, str]:
+    """Legend label (the method, before any mark) -> the colour its entry is drawn in."""
+    from matplotlib.colors import to_hex
+
+    return {t.get_text().split(" ")[0].rstrip("†‡§"): to_hex(h.get_color())
+            for legend in fig.legends for t, h in zip(legend.get_texts(), legend.legend_handles)}
+
+
+def test_a_method_keeps_its_colour_and_marker_in_every_figure_and_study(tmp_path: Path, saved: list) -> None:
+    one = pl.DataFrame([cell("cora", m, e, 0.5) for m in ("dp-mlp", "gap", "dpdgc-fast") for e in (1.0, 8.0)]
+                       + [cell("cora", "gcn", math.inf, 0.8)])
+    other = pl.DataFrame([cell("csbm", m, e, 0.4) for m in ("dp-gcn", "dp-mlp", "progap", "nip-gnn", "dpdgc-fast")
+                          for e in (2.0,)] + [cell("csbm", "mlp", math.inf, 0.6)])
+    plot_accuracy_vs_epsilon(one, tmp_path / "a.png")
+    plot_accuracy_vs_epsilon(other, tmp_path / "b.png")
+    plot_frontier(other, tmp_path / "c.png")
+    first, second, frontier = (drawn_colours(fig) for fig in saved)
+    # Where a method sits in the sorted list of a figure's methods no longer picks its colour.
+    for method in ("dp-mlp", "dpdgc-fast"):
+        assert first[method] == second[method] == frontier[method] == method_style(method).colour
+    assert len({second[m] for m in ("dp-gcn", "dp-mlp", "progap", "nip-gnn", "dpdgc-fast")}) == 5
+    markers = {h.get_label().split(" ")[0]: h.get_marker() for h in saved[0].legends[0].legend_handles}
+    assert markers["dp-mlp"] == method_style("dp-mlp").marker
+
+
+def test_registered_methods_have_fixed_distinct_styles_and_variants_a_stable_one() -> None:
+    import subprocess
+    import sys
+
+    from nodedp.analysis.figures import _FALLBACK_COLOURS, _REGISTERED_STYLES
+    from nodedp.methods import get_method, method_names
+
+    assert set(method_names()) <= set(_REGISTERED_STYLES), "give a newly registered method a style of its own"
+    private = [m for m in method_names() if get_method(m).private]
+    assert len({method_style(m).colour for m in private}) == len(private)
+    assert not {method_style(m).colour for m in method_names()} & set(_FALLBACK_COLOURS)
+    # Reference mode and release audits keep their method's colour; reference mode alone changes its marker.
+    assert method_style("gap@paper").colour == method_style("gap").colour
+    assert method_style("gap@paper").marker == REFERENCE_MARKER != method_style("gap").marker
+    assert method_style("gap · NAP release") == method_style("gap")
+    assert all(method_style(m).marker != REFERENCE_MARKER for m in (*method_names(), "dpdgc-fast", "dp-gcn-k5"))
+    # A variant's style comes from its name alone, the same in another process (whatever its hash seed).
+    code = ("from nodedp.analysis.figures import method_style as s; "
+            "print(s('dpdgc-fast'), s('dp-gcn-k5@paper'), s('dpar-em0-ratio30'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.strip()
+    assert out == f"{method_style('dpdgc-fast')} {method_style('dp-gcn-k5@paper')} {method_style('dpar-em0-ratio30')}"
+    assert method_style("dpdgc-fast").colour in _FALLBACK_COLOURS
+
+
+def test_methods_at_one_budget_sit_side_by_side_within_the_gap_to_the_next() -> None:
+    methods = ["a", "b", "c", "d"]
+    offsets = dodge_offsets(methods, [1.0, 8.0])
+    assert list(offsets.values()) == sorted(offsets.values()) and sum(offsets.values()) == pytest.approx(0)
+    assert len(set(offsets.values())) == 4
+    tight = dodge_offsets(methods, [1.0, 1.25, 8.0])  # budgets a tenth of a decade apart: the group shrinks
+    assert max(tight.values()) - min(tight.values()) <= 0.4 * math.log10(1.25) + 1e-12
+    assert dodge_offsets(["a"], [1.0]) == {"a": 0.0}
+
+
+def test_overlapping_methods_stay_apart_on_the_heterophilous_panel(tmp_path: Path, saved: list) -> None:
+    # Four methods at chance (20%) at the same budgets, as on the demo's heterophilous graph.
+    rows = [cell("csbm-heterophilous", m, e, 0.20 + 0.002 * i)
+            for i, m in enumerate(("dp-gcn", "dpar-em0", "dpdgc-fast", "nip-gnn")) for e in (1.0, 8.0)]
+    plot_accuracy_vs_epsilon(pl.DataFrame(rows), tmp_path / "f.png")
+    (ax,) = visible_axes(saved[0])
+    points = [line for line in ax.get_lines() if line.get_linestyle() == "None" and line.get_marker() not in "_|"]
+    xs = sorted(float(x) for line in points for x in line.get_xdata())
+    assert len(xs) == 8 and len(set(np.round(xs, 9))) == 8  # no two points share an x
+    assert {line.get_marker() for line in points} == {method_style(m).marker for m in
+                                                      ("dp-gcn", "dpar-em0", "dpdgc-fast", "nip-gnn")}
+    for budget in (1.0, 8.0):  # each group stays by its budget
+        near = [x for x in xs if abs(math.log10(x / budget)) < 0.15]
+        assert len(near) == 4
+
+
+def test_the_majority_class_accuracy_is_a_reference_line_per_dataset(tmp_path: Path, saved: list) -> None:
+    rows = [cell(d, m, e, 0.3, test_majority_accuracy=maj) for d, maj in (("a", 0.2), ("b", None))
+            for m in ("dp-mlp", "gap") for e in (1.0, 8.0)]
+    summary = pl.DataFrame(rows)
+    captions = [plot_accuracy_vs_epsilon(summary, tmp_path / "f.png"), plot_frontier(summary, tmp_path / "g.png")]
+    for fig, caption in zip(saved, captions):
+        axes = {ax.get_title(): ax for ax in visible_axes(fig)}
+        lines = {d: [line for line in ax.get_lines() if line.get_linestyle() == "-."] for d, ax in axes.items()}
+        assert [list(line.get_ydata()) for line in lines["a"]] == [[20.0, 20.0]] and lines["b"] == []
+        assert "most frequent class" in caption and any("majority class" in t for t in legend_labels(fig))
+    saved.clear()
+    caption = plot_accuracy_vs_epsilon(summary.drop("test_majority_accuracy"), tmp_path / "f.png")
+    assert "most frequent class" not in caption
 
 
 def published_lines(fig) -> list:
@@ -244,9 +344,27 @@ def test_captions_state_the_confidence_and_the_seeds(tmp_path: Path, saved: list
         assert "non-private" in caption  # the mlp reference is explained
 
 
-def test_a_caption_says_when_a_cell_has_no_interval() -> None:
-    summary = pl.DataFrame([cell("cora", "dp-mlp", 1.0, 0.5, n_runs=1), cell("cora", "dp-mlp", 2.0, 0.5)])
-    assert "1–3 seeds" in figure_interval_text(summary) and "one seed has no interval" in figure_interval_text(summary)
+@pytest.mark.parametrize(("runs", "says"), [
+    ((5, 10), None),
+    ((3, 3), "With 3 seeds (fewer than 5)"),
+    ((2, 3), "With 2–3 seeds (fewer than 5)"),
+    ((2, 5), "In cells with 2 seeds (fewer than 5)"),
+    ((1, 5), "A cell with one seed has no interval."),
+])
+def test_captions_say_when_cells_have_fewer_than_five_seeds(tmp_path: Path, saved: list, runs: tuple[int, int],
+                                                            says: str | None) -> None:
+    summary = pl.DataFrame([cell("cora", "dp-mlp", e, 0.5, n_runs=n) for e, n in zip((1.0, 4.0), runs)])
+    hp = summary.with_columns(pl.lit(json.dumps({"lr": 0.01})).alias("hyperparameters"))
+    captions = [plot_accuracy_vs_epsilon(summary, tmp_path / "a.png"), plot_frontier(summary, tmp_path / "b.png"),
+                plot_sweep(hp, tmp_path / "c.png", parameter="lr")]
+    assert few_seeds_caveat(summary) == few_seeds_text(list(runs), confidence=0.95)  # the tables' words
+    for caption in captions:
+        assert "95% percentile-bootstrap intervals (1000 resamples)" in caption  # the interval named
+        assert f"mean over {runs[0]}–{runs[1]} seeds per cell" in caption or runs[0] == runs[1]
+        if says is None:
+            assert "fewer than" not in caption and "no interval" not in caption
+        else:
+            assert says in caption and caption.count(says) == 1
 
 
 def test_a_figure_refuses_mixed_confidence_levels_or_no_confidence(tmp_path: Path) -> None:
@@ -301,22 +419,37 @@ def frontier_summary() -> pl.DataFrame:
     ])
 
 
-def test_frontier_cells_per_dataset() -> None:
+def test_frontier_cells_per_dataset_at_their_target_budgets() -> None:
     front = frontier_cells(frontier_summary())
     assert front.select("dataset", "method", "epsilon").rows() == [
-        ("cora", "dp-mlp", 0.98), ("cora", "dp-mlp", 7.9), ("cora", "gap", 8.0), ("cora", "dpar-em0@paper", 150.0),
-        ("csbm", "dp-mlp", 1.0),
+        ("cora", "dp-mlp", 1.0), ("cora", "gap", 8.0), ("cora", "dpar-em0@paper", 150.0), ("csbm", "dp-mlp", 1.0),
     ]
+    assert front.filter(pl.col("method") == "dp-mlp")["spent"].to_list() == [0.98, 1.0]
     assert "mlp" not in front["method"] and "dp-gcn" not in front["method"]
 
 
-def test_plot_frontier_draws_the_envelope_labelled_by_method(tmp_path: Path, saved: list) -> None:
+def test_cells_spending_a_hair_apart_at_one_target_are_one_budget() -> None:
+    # The issue's case: DP-GCN at ε 0.9974815 must not stand on the frontier over GAP at 0.9974847 with 71%.
+    summary = pl.DataFrame([cell("cora", "dp-gcn", 1.0, 0.60, epsilon_max=0.9974815),
+                            cell("cora", "gap", 1.0, 0.71, epsilon_max=0.9974847),
+                            cell("cora", "dp-mlp", 1.0, 0.65, epsilon_max=1.0000004)])  # within the tolerance
+    front = frontier_cells(summary)
+    assert front.select("method", "epsilon").rows() == [("gap", 1.0)]
+    # Reference mode that spends more than it claims is a budget of its own, at what it spends.
+    over = pl.concat([summary, pl.DataFrame([cell("cora", "gap@paper", 1.0, 0.80, epsilon_max=1.4, reference=True)])],
+                     how="diagonal_relaxed")
+    assert frontier_cells(over).select("method", "epsilon").rows() == [("gap", 1.0), ("gap@paper", 1.4)]
+
+
+def test_plot_frontier_draws_the_envelope_through_ringed_cells_without_labels(tmp_path: Path, saved: list) -> None:
     summary = frontier_summary()
     caption = plot_frontier(summary, tmp_path / "f.png")
     (fig,) = saved
     axes = {ax.get_title(): ax for ax in visible_axes(fig)}
     assert sorted(axes) == ["cora", "csbm"]
     front = frontier_cells(summary)
+    methods = sorted(summary.filter(pl.col("target_epsilon").is_finite())["method"].unique().to_list())
+    offsets = dodge_offsets(methods, [1.0, 4.0, 8.0])
     for dataset, ax in axes.items():
         assert ax.get_xscale() == "log"
         (line,) = [line for line in ax.get_lines() if line.get_gid() == FRONTIER_GID]
@@ -324,16 +457,19 @@ def test_plot_frontier_draws_the_envelope_labelled_by_method(tmp_path: Path, sav
         expected = front.filter(pl.col("dataset") == dataset)
         assert list(line.get_xdata()[:-1]) == expected["epsilon"].to_list()
         assert list(line.get_ydata()[:-1]) == pytest.approx(list(100 * expected["mean"].to_numpy()))
-        labels = [t.get_text() for t in ax.texts]
-        for method in expected["method"].unique():
-            assert method in labels
-    cora = [t.get_text() for t in axes["cora"].texts]
-    assert cora.count("dp-mlp") == 1  # one label per stretch a method holds
-    assert DAGGER in cora  # dp-gcn's uncharged cell is shown, marked
-    squares = [line for line in axes["cora"].get_lines() if line.get_marker() == "s"]
+        rings = sorted((float(x), float(y)) for ring in ax.get_lines() if ring.get_markersize() == 11
+                       for x, y in zip(ring.get_xdata(), ring.get_ydata()))
+        at = [(e if m.endswith("@paper") else e * 10 ** offsets[m], 100 * v)
+              for m, e, v in expected.select("method", "epsilon", "mean").rows()]
+        assert np.allclose(rings, sorted(at))  # each frontier cell ringed where it is drawn
+        assert [t.get_text() for t in ax.texts if t.get_text() != DAGGER] == []  # no labels to collide
+    assert DAGGER in [t.get_text() for t in axes["cora"].texts]  # dp-gcn's uncharged cell is shown, marked
+    squares = [line for line in axes["cora"].get_lines() if line.get_marker() == REFERENCE_MARKER]
     assert [list(line.get_xdata()) for line in squares] == [[150.0]]  # reference mode at its actual ε
+    labels = legend_labels(fig)
+    assert {"dp-mlp", "gap", "dpar-em0@paper ¶ at its actual ε"} <= set(labels)
     assert "Black steps" in caption and f"{DAGGER} are shown but cannot be on the frontier" in caption
-    assert "¶" in caption
+    assert "target ε" in caption and "¶" in caption
 
 
 def test_plot_frontier_needs_a_private_cell(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from nodedp.analysis.collect import RUNS_SCHEMA
 from nodedp.analysis.report import (
     LEDGER_COLUMNS,
     about_html,
+    about_page_digest,
+    config_digest,
     ledger_summary,
     markdown_table_html,
     study_index,
@@ -192,6 +194,19 @@ def test_about_says_unknown_outside_git_and_clean_without_dirty() -> None:
     assert about_rows(about_html({}, {}, config_name="c"))["nodedp version"] == "unknown"
 
 
+def test_the_about_page_carries_its_configurations_digest() -> None:
+    page = about_html(CONFIG, {"nodedp": "1.0"}, config_name="config.yaml")
+    assert about_page_digest(page) == config_digest(CONFIG) == about_rows(page)["configuration digest"]
+    # The `about` rule passes the configuration as JSON: read back, it is the same grid.
+    assert config_digest(json.loads(json.dumps(CONFIG, sort_keys=True, default=str))) == config_digest(CONFIG)
+    # Another grid (one more seed) is another digest, whatever the file is called.
+    grown = json.loads(json.dumps(CONFIG))
+    grown["studies"]["demo"]["seeds"].append(3)
+    other = about_html(grown, {"nodedp": "1.0"}, config_name="config.yaml")
+    assert about_page_digest(other) == config_digest(grown) != config_digest(CONFIG)
+    assert about_page_digest("<html><head></head></html>") is None  # a page drawn before digests
+
+
 # --- a study's index --------------------------------------------------------------------------------------------
 
 
@@ -217,6 +232,22 @@ def test_study_index_links_tables_and_shows_each_figure_with_its_caption(tmp_pat
     assert figure < text.index("Accuracy against ε; mean over 3 seeds.")
     assert "caption.txt" not in text  # shown under its figure, never listed
     assert text.index("## Tables") < text.index("tables/accuracy.md") < text.index("## Figures") < figure
+
+
+def test_study_index_shows_the_audits_table_and_figure_in_a_section_of_their_own(tmp_path: Path) -> None:
+    files = drawn(tmp_path, "tables/accuracy.md", "figures/frontier.png")
+    files += drawn(tmp_path, "tables/audit.md", "tables/audit.tex", "report/audit.html", "figures/audit.png",
+                   caption="Empirical privacy audit: 0 of 12 cells refute their claim.")
+    text = study_index("demo", files, root=tmp_path)
+    audit = text.index("## Empirical privacy audit")
+    assert text.index("![frontier](figures/frontier.png)") < audit  # the study's own figures first
+    for line in ("* [tables/audit.md](tables/audit.md)", "* [tables/audit.tex](tables/audit.tex)",
+                 "* [report/audit.html](report/audit.html)", "![audit](figures/audit.png)",
+                 "0 of 12 cells refute their claim."):
+        assert text.index(line) > audit, line
+    assert text.count("![audit]") == 1 and "make audit STUDY=demo" in text
+    # Without an audit, no such section.
+    assert "audit" not in study_index("demo", files[:2], root=tmp_path).lower()
 
 
 def test_study_index_needs_each_figures_caption(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ wildcard_constraints:
     eps=r"inf|\d+(\.\d+)?(e-?\d+)?",
     setting="transductive|inductive",
     figure=r"accuracy_vs_epsilon|frontier|sweep-[A-Za-z0-9_]+",
-    table="|".join(STUDY_TABLES),
+    table="|".join((*STUDY_TABLES, "audit")),
     key="|".join(PAPER_TABLES),
 
 
@@ -127,13 +127,18 @@ def study_figures(study):
 
 def paper_targets(study):
     """Everything drawn from a study's runs: its tables (Markdown, LaTeX and the report's HTML), figures with
-    their captions, its ledger summary, and paper/<study>/index.md listing them."""
-    return [*study_drawn(study), f"paper/{study}/index.md"]
+    their captions, its ledger summary, its audit's table and figure (`study_audit_outputs`), and
+    paper/<study>/index.md listing them. The audit is a target of its own too: an index drawn before it then
+    redraws (under `--rerun-triggers mtime` a missing input alone would not ask for that)."""
+    return [*study_drawn(study), *study_audit_outputs(study), f"paper/{study}/index.md"]
 
 
 def study_outputs(wildcards):
+    """What paper/<study>/index.md lists: the study's tables and figures with their captions, and its audit's
+    (`study_audit_outputs`)."""
     return [*study_drawn(wildcards.study), *(f"paper/{wildcards.study}/figures/{figure}.caption.txt"
-                                             for figure in study_figures(wildcards.study))]
+                                             for figure in study_figures(wildcards.study)),
+            *study_audit_outputs(wildcards.study)]
 
 
 def study_drawn(study):
@@ -171,6 +176,28 @@ def figure_report_caption(wildcards, figure=None):
 
 def resolved_config_json(wildcards):
     return json.dumps(config, sort_keys=True, default=str)
+
+
+# The configuration page: one file, drawn by whichever grid ran last (its params rerun it when the grid changes).
+ABOUT_PAGE = "paper/about.html"
+
+
+def about_page_for_this_config():
+    """Under `--report`, which runs no job: make ABOUT_PAGE this grid's page, so that a report (`make report
+    CONFIG=my-grid.yaml`) shows the configuration it reports. A page drawn for another grid (the digest it
+    carries differs) or none at all is drawn here; it reads only the configuration and the checkout."""
+    from pathlib import Path
+
+    from nodedp.analysis.report import about_html, about_page_digest, config_digest, write_html
+    from nodedp.provenance import provenance
+
+    resolved = json.loads(resolved_config_json(None))  # what the `about` rule's job reads
+    if os.path.exists(ABOUT_PAGE):
+        with open(ABOUT_PAGE, encoding="utf-8") as fh:
+            if about_page_digest(fh.read()) == config_digest(resolved):
+                return
+    write_html(Path(ABOUT_PAGE), about_html(resolved, provenance(), config_name=CONFIG_FILES))
+    print(f"nodedp: {ABOUT_PAGE} was another grid's (or missing): drawn for {CONFIG_FILES}", file=sys.stderr)
 
 
 # --- the paper-layout tables of the seed papers (nodedp.analysis.paper_tables) ------------------------------
@@ -260,6 +287,22 @@ def audit_confidence(wildcards):
 def audit_report_caption(wildcards):
     """The audit figure's own caption for the report (as figure_report_caption)."""
     return figure_report_caption(wildcards, figure="audit")
+
+
+def study_audit_outputs(study):
+    """The audit a study's index and report show: its table (also as the report's HTML) and figure with caption;
+    none without an `audit:` block. A run that may not audit shows only an audit that needs no training: a redraw
+    (`--allowed-rules`, as `make paper`, or the `paper` target) one whose audited cells have all run, a report one
+    already drawn. Every other run audits first, so the index waits for the audit."""
+    if study not in AUDITS:
+        return []
+    outputs = [*audit_targets(study), f"paper/{study}/report/audit.html"]
+    if REPORTING:
+        return outputs if all(os.path.exists(p) for p in outputs) else []
+    settings = getattr(workflow, "dag_settings", None)  # set before Snakemake asks for any input
+    if settings is not None and (settings.allowed_rules or "paper" in settings.targets):
+        return outputs if all(os.path.exists(p) for p in audit_cell_paths(study)) else []
+    return outputs
 
 
 class CellJob:
@@ -391,6 +434,8 @@ def reportable(targets):
     or file left out is named, with the command that draws it. A study is reported whole or not at all."""
     left = {}
     for target in targets:
+        if target == ABOUT_PAGE:
+            about_page_for_this_config()
         study = _target_study(target)
         drawn = os.path.exists(target) and (study is None or all(
             os.path.exists(f"paper/{study}/figures/{f}.caption.txt") for f in study_figures(study)))

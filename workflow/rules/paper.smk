@@ -87,6 +87,7 @@ rule main_tex:
         "python -m nodedp main-tex --out {output} {input} > {log} 2>&1"
 
 
+# A study's tables as HTML for the report, its audit's table among them where it has an `audit:` block.
 rule study_table_html:
     input:
         "paper/{study}/tables/{table}.md",
@@ -148,10 +149,12 @@ rule ledger_summary:
         " --out {output} {input} > {log} 2>&1"
 
 
+# The configuration page of the grid that ran last; a report of another grid redraws it first
+# (about_page_for_this_config in common.smk), so a report shows the configuration it reports.
 rule about:
     output:
         report(
-            "paper/about.html",
+            ABOUT_PAGE,
             caption="../report/about.rst",
             category="Configuration and version",
             labels={"page": "about"},
@@ -169,6 +172,7 @@ rule about:
         " --title about --out {output} - > {log} 2>&1"
 
 
+# Every table and figure of a study with its caption, its audit's where it has one (study_audit_outputs).
 rule study_index:
     input:
         study_outputs,

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+from matplotlib.patches import Patch
 
 from nodedp.accounting.ledger import GUARANTEE_CLASSES
 from nodedp.analysis.bootstrap import CELL_KEY
-from nodedp.analysis.figures import _colours, _legend, _log_epsilon_axis, _log_ticks, _panels, _save_all
+from nodedp.analysis.figures import _save_all, method_style
 from nodedp.analysis.paper_tables import _tex
 from nodedp.analysis.tables import _single, format_epsilon_value
 from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon, epsilon_one_run, tpr_at_fpr
@@ -95,8 +96,8 @@ _REQUIRED = (*(k for k in AUDIT_SCHEMA if k not in _OPTIONAL), "mia")
 ACCOUNTINGS = ("suite", "paper")
 
 VIOLATION_MARK = "⚠ ε̂ > claimed"
-VIOLATION_GID = "violation"  # the gid of the rings around violating points
-DIAGONAL_GID = "diagonal"
+VIOLATION_GID = "violation"  # the gid of the values written beside violating rows
+CLAIM_GID = "claim"  # the gid of the ticks at the claimed ε
 _HAT = r"$\hat{\varepsilon}$"  # ε̂ in matplotlib's mathtext (a combining accent may not render)
 
 
@@ -451,25 +452,30 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
 
 _FIGURE_COLUMNS = ("dataset", "method", "target_epsilon", "claimed_epsilon", "epsilon_lower", "violated",
                    "accounting", "canaries", "seeds", "confidence", "delta")
+AXIS_HEADROOM = 1.2  # the ε axis runs from 0 to this times the largest claimed ε
+ROW_INCHES = 0.3  # height per audited cell
 
 
 def audit_points(summary: pl.DataFrame) -> tuple[pl.DataFrame, float]:
-    """What ``plot_audit`` draws, and the axis floor: per cell ``claimed_epsilon`` (x), ``epsilon_lower`` and
-    ``drawn`` (y: the bound, or the floor where it lies below it, ``at_floor``), ``violated`` and ``reference``
-    (audited against a paper's claim). The floor is a third of the smallest positive value drawn, but no lower
-    than a thousandth of the smallest claim, so one tiny bound does not stretch the axis over decades."""
+    """What ``plot_audit`` draws, and the end of its linear ε axis (``AXIS_HEADROOM`` times the largest claimed ε,
+    so the claims set the scale). Per cell, in drawing order (dataset, method, target ε): ``label`` (the method,
+    with its target ε where the figure holds more than one), ``claimed_epsilon``, ``epsilon_lower``, ``drawn`` (the
+    bound, at most the axis end) and ``clipped`` (beyond it: drawn at the end, its value written), ``violated`` and
+    ``reference`` (audited against a paper's claim)."""
     _require(summary, _FIGURE_COLUMNS, "plot the audit")
-    claimed = summary["claimed_epsilon"].to_numpy()
-    lower = summary["epsilon_lower"].to_numpy()
-    positive = np.concatenate([claimed[claimed > 0], lower[lower > 0]])
-    floor = max(float(positive.min()) / 3, float(claimed.min()) / 1e3)
-    points = summary.select(
-        "dataset", "method", "target_epsilon", "claimed_epsilon", "epsilon_lower",
-        pl.max_horizontal(pl.col("epsilon_lower"), pl.lit(floor)).alias("drawn"),
-        (pl.col("epsilon_lower") < floor).alias("at_floor"), "violated",
-        ((pl.col("accounting") == "paper") | pl.col("method").str.ends_with(REFERENCE_SUFFIX)).alias("reference"),
+    x_max = AXIS_HEADROOM * float(summary["claimed_epsilon"].max())
+    several = summary["target_epsilon"].n_unique() > 1
+    label = (pl.concat_str(pl.col("method"), pl.lit(", ε = "),
+                           pl.col("target_epsilon").map_elements(format_epsilon_value, return_dtype=pl.String()))
+             if several else pl.col("method"))
+    points = summary.sort("dataset", "method", "target_epsilon").select(
+        "dataset", "method", "target_epsilon", label.alias("label"), "claimed_epsilon", "epsilon_lower",
+        pl.min_horizontal(pl.col("epsilon_lower"), pl.lit(x_max)).alias("drawn"),
+        (pl.col("epsilon_lower") > x_max).alias("clipped"), "violated",
+        ((pl.col("accounting") == "paper") | pl.col("method").str.contains(REFERENCE_SUFFIX, literal=True))
+        .alias("reference"),
     )
-    return points, floor
+    return points, x_max
 
 
 def _range_text(values: pl.Series, one: str, many: str) -> str:
@@ -478,76 +484,79 @@ def _range_text(values: pl.Series, one: str, many: str) -> str:
 
 
 def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = None) -> str:
-    """Draw the pooled lower bound ε̂ against the claimed ε (log–log), one panel per dataset, one colour per
-    method; reference runs (``@paper``) as squares, suite runs as circles. The diagonal ε̂ = claimed ε is dashed
-    and the region above it shaded: a point there, ringed red, refutes its claim. Bounds below the axis floor (0
-    among them) sit on it (``audit_points``). Writes a PNG (and a PDF where asked); returns the caption."""
-    points, floor = audit_points(summary)
-    top = 1.6 * float(max(points["claimed_epsilon"].max(), points["epsilon_lower"].max()))
+    """Draw, per audited cell, the pooled lower bound ε̂ as a bar beside its claimed ε as a black tick, on one
+    linear ε axis from 0 (``audit_points``): one row per method and target ε, labelled by it, one panel per
+    dataset, each bar in its method's colour and marker (``method_style``; releases of a method in its colour,
+    reference runs with squares), ε̂ written beside each row. A bar past its tick refutes its claim: red, marked
+    ``VIOLATION_MARK``. Writes a PNG (and a PDF where asked); returns the caption."""
+    points, x_max = audit_points(summary)
     datasets = sorted(points["dataset"].unique().to_list())
-    methods = sorted(points["method"].unique().to_list())
-    colours = _colours(methods, [])
-    reference = set(points.filter(pl.col("reference"))["method"].to_list())
-    ticks = _log_ticks(floor, top)
-    # The floor gets a tick of its own: "0" where only zero bounds sit on it, else "<floor".
-    only_zero = bool((points.filter(pl.col("at_floor"))["epsilon_lower"] == 0).all())
-    y_ticks = [floor, *(t for t in ticks if t > 1.5 * floor)]
-    y_labels = ["0" if only_zero else f"<{format_epsilon_value(floor)}", *(f"{t:g}" for t in y_ticks[1:])]
+    rows_most = max(points.filter(pl.col("dataset") == d).height for d in datasets)
+    n_cols = min(len(datasets), 2)
+    n_rows = math.ceil(len(datasets) / n_cols)
+    label_inches = 0.07 * max(len(label) for label in points["label"].to_list())
 
     import seaborn as sns
 
     with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=1.1):
-        fig, axes, n_cols = _panels(len(datasets))
+        fig = Figure(figsize=(n_cols * (3.6 + label_inches), n_rows * (ROW_INCHES * rows_most + 1.1) + 0.5),
+                     layout="constrained")
+        axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+        for ax in axes[len(datasets):]:
+            ax.set_visible(False)
         for ax, dataset in zip(axes, datasets):
-            ax.fill_between([floor, top], [floor, top], top, color="red", alpha=0.06, linewidth=0)
-            ax.plot([floor, top], [floor, top], color="black", linestyle="--", linewidth=1, gid=DIAGONAL_GID)
             panel = points.filter(pl.col("dataset") == dataset)
-            for method in methods:
-                rows = panel.filter(pl.col("method") == method)
-                if rows.is_empty():
-                    continue
-                x, y = rows["claimed_epsilon"].to_numpy(), rows["drawn"].to_numpy()
-                ax.plot(x, y, linestyle="none", marker="s" if method in reference else "o", markersize=6,
-                        color=colours[method], markeredgecolor="black", markeredgewidth=0.5, clip_on=False,
-                        zorder=3)
-                hit = rows["violated"].to_numpy()
-                if hit.any():
-                    ax.plot(x[hit], y[hit], linestyle="none", marker="o", markersize=13, markerfacecolor="none",
-                            markeredgecolor="red", markeredgewidth=1.5, clip_on=False, gid=VIOLATION_GID, zorder=4)
-            _log_epsilon_axis(ax, ticks, floor, top, label="claimed ε (log scale)")
-            ax.set_yscale("log")
-            ax.set_ylim(floor, top)
-            ax.yaxis.set_major_locator(FixedLocator(y_ticks))
-            ax.yaxis.set_major_formatter(FixedFormatter(y_labels))
-            ax.yaxis.set_minor_locator(NullLocator())
-            ax.set_ylabel(f"lower bound {_HAT} (log scale)")
+            y = np.arange(panel.height)
+            for i, r in enumerate(panel.iter_rows(named=True)):
+                style = method_style(r["method"])
+                edge = "red" if r["violated"] else style.colour
+                ax.barh(i, r["drawn"], height=0.55, color=style.colour, alpha=0.55, edgecolor=edge,
+                        linewidth=1.5 if r["violated"] else 0.5)
+                ax.plot(r["drawn"], i, marker=style.marker, markersize=6, color=style.colour, markeredgecolor="black",
+                        markeredgewidth=0.5, linestyle="none", clip_on=False, zorder=4)
+                ax.plot(r["claimed_epsilon"], i, marker="|", markersize=15, markeredgewidth=2.2, color="black",
+                        linestyle="none", gid=CLAIM_GID, zorder=5)
+                value = format_epsilon_value(r["epsilon_lower"]) + (" ⚠" if r["violated"] else "")
+                ax.annotate(value, (1.0, i), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=8,
+                            color="red" if r["violated"] else "black", gid=VIOLATION_GID if r["violated"] else None)
+            ax.set_yticks(y, panel["label"].to_list())
+            ax.set_ylim(panel.height - 0.5, -0.5)  # the first method on top
+            ax.yaxis.grid(False)
+            ax.set_xlim(0, x_max)
+            ax.set_xlabel("ε")
             ax.set_title(dataset)
-        handles = [Line2D([], [], linestyle="none", marker="s" if m in reference else "o", markersize=6,
-                          color=colours[m], markeredgecolor="black", markeredgewidth=0.5,
-                          label=m + (" (paper's claim)" if m in reference else "")) for m in methods]
-        handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1, label=f"{_HAT} = claimed ε"))
+            ax.annotate(_HAT, (1.0, 1.0), xycoords="axes fraction", xytext=(4, 3), textcoords="offset points",
+                        va="bottom", fontsize=9)
+        handles = [Line2D([], [], color="black", marker="|", markersize=12, markeredgewidth=2.2, linestyle="none",
+                          label="claimed ε"),
+                   Patch(facecolor="grey", alpha=0.55, label=f"lower bound {_HAT} (bar and point; value at right)")]
         if points["violated"].any():
-            handles.append(Line2D([], [], linestyle="none", marker="o", markersize=13, markerfacecolor="none",
-                                  markeredgecolor="red", markeredgewidth=1.5, label=f"violation: {_HAT} > claimed ε"))
-        _legend(fig, handles, n_cols)
+            handles.append(Patch(facecolor="white", edgecolor="red", linewidth=1.5,
+                                 label=f"⚠ violation: {_HAT} > claimed ε"))
+        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     _save_all(fig, path, pdf_path)
 
     confidence = _single(summary, "confidence")
     deltas = sorted(summary["delta"].unique().to_list())
     delta_text = f"δ = {deltas[0]:g}" if len(deltas) == 1 else "δ = " + ", ".join(f"{d:g}" for d in deltas)
-    violations, floored = int(points["violated"].sum()), int(points["at_floor"].sum())
+    violations, zeros = int(points["violated"].sum()), int((points["epsilon_lower"] == 0).sum())
     canaries = _range_text(summary["canaries"], "canary", "canaries")
     seeds = _range_text(summary["seeds"], "seed", "seeds")
-    caption = (f"Empirical privacy audit: the one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at "
-               f"{delta_text}: each run's claimed δ) against the ε the runs claim, log–log, one panel per dataset. "
-               f"Each point is one method and target ε: {canaries} pooled over {seeds}. Dashed: ε̂ = claimed ε; a "
-               f"point above it (shaded, ringed red) refutes its claim: {violations} of {points.height} cells do.")
-    if reference:
+    caption = (f"Empirical privacy audit: per method and target ε (one row each, one panel per dataset), the "
+               f"one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at {delta_text}: each run's claimed "
+               f"δ) as a bar, its value at the right, against the ε the runs claim as a black tick, on a linear "
+               f"axis from 0 to {AXIS_HEADROOM:g} times the largest claim. Each row pools {canaries} over {seeds}. "
+               f"A bar past its tick refutes the claim (red, {VIOLATION_MARK}): {violations} of {points.height} "
+               f"cells do. {zeros} of {points.height} bounds are 0 (no evidence against the claim: a point on the "
+               "zero line).")
+    clipped = int(points["clipped"].sum())
+    if clipped:
+        caption += f" {clipped} bound{'s' if clipped > 1 else ''} beyond the axis end sit at it, value written."
+    if points["reference"].any():
         caption += (f" Squares: reference runs ({REFERENCE_SUFFIX}), against their paper's claimed ε and δ; a "
                     "violation there refutes the paper's claim, one elsewhere is a bug.")
-    if floored:
-        caption += (f" {floored} of {points.height} bounds lie below {format_epsilon_value(floor)} (ε̂ = 0: no "
-                    "evidence against the claim) and are drawn on the axis floor, labelled "
-                    f"{'0' if only_zero else '<' + format_epsilon_value(floor)}.")
-    return caption + (" ε̂ is a lower bound; one-run audits are loose, so a point below the diagonal does not "
-                      "certify its claim.")
+    if points["method"].str.contains(" · ", literal=True).any():
+        caption += " A release row (· NAP release, · DP-SGD release) is its method's noise audited white-box."
+    return caption + (" ε̂ is a lower bound; one-run audits are loose, so a bar short of its tick does not "
+                      "certify the claim.")

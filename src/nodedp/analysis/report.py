@@ -8,9 +8,11 @@ lists is HTML: the Markdown tables of ``nodedp.analysis.tables`` and ``paper_tab
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,8 @@ import polars as pl
 
 from nodedp.io import atomic_write
 
-__all__ = ["LEDGER_COLUMNS", "about_html", "ledger_summary", "markdown_table_html", "study_index", "table_html",
-           "write_html"]
+__all__ = ["LEDGER_COLUMNS", "about_html", "about_page_digest", "config_digest", "ledger_summary",
+           "markdown_table_html", "study_index", "table_html", "write_html"]
 
 _STYLE = ("<style>body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
           "th,td{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top}th{background:#eee}"
@@ -31,8 +33,8 @@ LEDGER_COLUMNS = ("dataset", "method", "target_epsilon", "seeds", "level", "guar
                   "fully_accounted", "reference", "claimed_delta", "claim_actual_epsilon_max", "git_commits")
 
 
-def _page(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>{_STYLE}"
+def _page(title: str, body: str, *, head: str = "") -> str:
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{head}<title>{html.escape(title)}</title>{_STYLE}"
             f"</head><body>\n<h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
 
 
@@ -113,14 +115,32 @@ def ledger_summary(runs: pl.DataFrame) -> pl.DataFrame:
             .select(LEDGER_COLUMNS).sort("dataset", "method", "target_epsilon"))
 
 
+_DIGEST_META = "nodedp-config-digest"
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """A digest of a resolved configuration, the same for the mapping and for its JSON read back (the `about` rule
+    passes it as JSON): what tells an about page drawn for one grid from one drawn for another."""
+    canonical = json.dumps(json.loads(json.dumps(config, sort_keys=True, default=str)), sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def about_page_digest(page: str) -> str | None:
+    """The configuration digest an about page (``about_html``) carries; None for a page without one."""
+    match = re.search(rf'<meta name="{_DIGEST_META}" content="([0-9a-f]+)">', page)
+    return match.group(1) if match else None
+
+
 def about_html(config: Mapping[str, Any], provenance: Mapping[str, Any], *, config_name: str) -> str:
     """A page stating the package version, the git commit (``unknown`` outside a git checkout; ``(dirty)`` with
-    uncommitted changes) and the configuration the workflow ran with."""
+    uncommitted changes) and the configuration the workflow ran with; it carries the configuration's digest
+    (``config_digest``), so a report can tell whether the page is its grid's (``about_page_digest``)."""
     commit = provenance.get("git_commit") or "unknown"
     if provenance.get("git_dirty"):
         commit += " (dirty: uncommitted changes)"
+    digest = config_digest(config)
     facts = (("nodedp version", str(provenance.get("nodedp") or "unknown")), ("git commit", commit),
-             ("configuration", config_name))
+             ("configuration", config_name), ("configuration digest", digest))
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>\n" for k, v in facts)
     studies = config.get("studies") or {}
     study_rows = "".join(
@@ -132,7 +152,7 @@ def about_html(config: Mapping[str, Any], provenance: Mapping[str, Any], *, conf
             f"<th>methods</th><th>ε</th><th>seeds</th></tr></thead>\n<tbody>\n{study_rows}</tbody>\n</table>\n"
             f"<h2>Configuration (as resolved, defaults filled in)</h2>\n"
             f"<pre>{html.escape(json.dumps(config, indent=2, sort_keys=True, default=str))}</pre>")
-    return _page("Configuration and version", body)
+    return _page("Configuration and version", body, head=f'<meta name="{_DIGEST_META}" content="{digest}">')
 
 
 def write_html(path: Path, text: str) -> Path:
@@ -141,12 +161,14 @@ def write_html(path: Path, text: str) -> Path:
 
 def study_index(study: str, files: list[Path], *, root: Path) -> str:
     """A Markdown page listing what was drawn for ``study`` (``files``, under ``root``, the study's folder): its
-    tables (.md and .tex) and its figures, each shown with the caption written beside it (``.caption.txt``)."""
-    tables, figures = [], []
+    tables (.md, .tex and the report's .html) and its figures, each shown with the caption written beside it
+    (``.caption.txt``); the audit's table and figure (named ``audit``), where given, in a section of their own."""
+    sections: dict[str, tuple[list[str], list[str]]] = {"study": ([], []), "audit": ([], [])}
     for path in map(Path, files):
         rel = Path(os.path.relpath(path, root)).as_posix()
         if path.name.endswith(".caption.txt"):
             continue  # shown under its figure
+        tables, figures = sections["audit" if path.stem == "audit" else "study"]
         if path.suffix == ".png":
             caption_path = path.with_suffix(".caption.txt")
             if not caption_path.exists():
@@ -157,7 +179,13 @@ def study_index(study: str, files: list[Path], *, root: Path) -> str:
             tables.append(f"* [{rel}]({rel})")
         else:
             raise ValueError(f"{path}: not a table (.md, .tex, .html) or a figure (.png) of study {study}")
-    if not figures and not tables:
+    (tables, figures), (audit_tables, audit_figures) = sections["study"], sections["audit"]
+    if not figures and not tables and not audit_figures and not audit_tables:
         raise ValueError(f"study {study}: nothing to index")
-    return "\n".join([f"# Study {study}", "", "Regenerate: `make paper STUDY=" + study + "` (never trains).", "",
-                       "## Tables", "", *tables, "", "## Figures", "", *figures])
+    lines = [f"# Study {study}", "", "Regenerate: `make paper STUDY=" + study + "` (never trains).", "",
+             "## Tables", "", *tables, "", "## Figures", "", *figures]
+    if audit_tables or audit_figures:
+        about = (f"Lower bounds on ε beside the claimed ε (the study's `audit:` block): `make audit STUDY={study}` "
+                 "audits what has not been audited and draws them; `make paper` redraws them.")
+        lines += ["## Empirical privacy audit", "", about, "", *audit_tables, "", *audit_figures]
+    return "\n".join(lines)
