@@ -27,6 +27,9 @@ Typical use on one cell of the grid (what the Snakemake rules run):
 # A progress bar in a log file (not a terminal): one line per redraw, at most this often.
 PROGRESS_INTERVAL_S = 30.0
 PROGRESS_ENV = "NODEDP_PROGRESS"  # "1": progress on by default (the workflow's rules set it, for their logs)
+# A file descriptor open on the console (the workflow's rules set it: their stdout and stderr go to their logs): a
+# failing verb writes its one-line error there too, with the log's path, so the message reaches the user.
+CONSOLE_ENV = "NODEDP_CONSOLE_FD"
 PROGRESS_HELP = (f"progress bar on stderr (default: on when stderr is a terminal or ${PROGRESS_ENV}=1, as in the "
                  f"workflow's rules); into a log file it is one line every {PROGRESS_INTERVAL_S:g} s")
 STARTED = time.monotonic()
@@ -1149,6 +1152,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def tell_console(line: str) -> None:
+    """``line`` (and where the full output went) on ``$NODEDP_CONSOLE_FD``, unless that is this process's stderr."""
+    try:
+        fd = int(os.environ.get(CONSOLE_ENV, ""))
+        console, stderr = os.fstat(fd), os.fstat(2)
+    except (ValueError, OSError):
+        return
+    if (console.st_dev, console.st_ino) == (stderr.st_dev, stderr.st_ino):
+        return  # already said on stderr
+    try:
+        log = os.readlink("/proc/self/fd/2")
+    except OSError:
+        log = ""
+    where = f" (full output: {os.path.relpath(log)})" if log.startswith("/") and os.path.exists(log) else ""
+    try:
+        os.write(fd, f"{line}{where}\n".encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     global STARTED
     args = build_parser().parse_args(argv)
@@ -1161,7 +1184,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"nodedp {args.verb}: error: {message}", file=sys.stderr)
+        tell_console(f"nodedp {args.verb}: error: {message}")
         return 2
+    except Exception as err:
+        import traceback
+
+        traceback.print_exc()
+        tell_console(f"nodedp {args.verb}: {type(err).__name__}: {err}")
+        return 1
     finally:
         if sys.stderr is not stderr:
             sys.stderr.finish()

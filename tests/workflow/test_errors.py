@@ -98,3 +98,23 @@ def test_a_batch_too_large_for_a_dataset_built_by_the_run_stops_at_its_split_bef
         r"(\d+) training nodes of fb100-caltech36 \(study s; .*\); use a batch_size of at most \1", message), message
     assert not list((tmp_path / "results/splits").rglob("*.pt"))
     assert not (tmp_path / "results/runs").exists() and not (tmp_path / "logs/train").exists()
+
+
+@pytest.mark.parametrize("warm", ["60", "0"])
+def test_a_failed_jobs_own_error_reaches_the_console_with_its_log(tmp_path, warm, monkeypatch):
+    """Not only Snakemake's CalledProcessError: the command's own one-line error, naming the job's log (with
+    and without the warm worker)."""
+    monkeypatch.setenv("NODEDP_WORKER", warm)
+    config = write_config(tmp_path, {"studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"],
+                                                          "epsilons": [8], "seeds": [0]}},
+                                     "methods": {"dp-mlp": {"epochs": 1, "batch_size": 32}}})
+    split = "results/splits/csbm-tiny/transductive/seed~0.pt"
+    assert snakemake(tmp_path, split, config=config).returncode == 0
+    (tmp_path / split).write_bytes(b"not a split")  # damaged after it was made: Snakemake keeps it
+    cell = "results/runs/csbm-tiny/dp-mlp/eps~8/seed~0/metrics.json"
+    result = snakemake(tmp_path, cell, config=config)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("nodedp train: error: ")]
+    assert len(lines) == 1, result.stderr[-4000:]
+    assert f"{split}: not a readable split file" in lines[0]
+    assert lines[0].endswith("(full output: logs/train/csbm-tiny/dp-mlp/eps~8/seed~0.log)"), lines[0]

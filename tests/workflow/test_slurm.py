@@ -31,8 +31,8 @@ SCRIPT = Path(__file__).parent / "slurm" / "local-slurm.sh"
 PACKAGES = ["munge", "slurmctld", "slurmd", "slurm-client"]
 COMMANDS = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo"]
 PORTS = (6817, 6818)  # slurmctld, slurmd (the script's slurm.conf)
-# Four cells (mlp and dp-mlp × 2 seeds): two training jobs (one process per method) in one train group job, one
-# prepare group job.
+# Four cells (mlp and dp-mlp × 2 seeds): four training jobs (one per cell) in one train group job, and the graph
+# with its splits in one data group job.
 CONFIG = {
     "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"], "epsilons": [1], "seeds": [0, 1]}},
     "methods": {"mlp": {"epochs": 3}, "dp-mlp": {"epochs": 2, "batch_size": 32}},
@@ -157,11 +157,9 @@ def test_the_workflow_runs_through_sbatch_in_group_jobs(cluster, slurm_workdir):
     for job_id, _ in jobs:
         assert f"_slurm_rpc_submit_batch_job: JobId={job_id} " in log
         assert f"_job_complete: JobId={job_id} WEXITSTATUS 0" in log
-    # graph + 2 splits in one prepare group; the 4 cells in one train group of two jobs (one process each, a
-    # method's two cells); aggregation is local.
+    # graph + 2 splits in one data group; the 4 cells (one job each) in one train group; aggregation is local.
     kinds = sorted(Path(path).parent.name for _, path in jobs)
-    assert kinds == ["group_prepare_graph_split",
-                     "group_train_train_dp-mlp_demo-0_train_mlp_demo-0"], jobs
+    assert len(kinds) == 2 and kinds[0].startswith("group_data") and kinds[1].startswith("group_train"), jobs
     assert (workdir / "paper/demo/tables/accuracy.md").is_file()
 
 
@@ -176,17 +174,16 @@ def test_cluster_results_equal_a_local_run(slurm_workdir, tmp_path):
 def test_rerunning_one_target_submits_only_its_job(cluster, slurm_workdir):
     workdir, first = slurm_workdir
     target = "results/runs/csbm-tiny/mlp/eps~inf/seed~0/metrics.json"
-    shares_its_job = workdir / "results/runs/csbm-tiny/mlp/eps~inf/seed~1/metrics.json"  # mlp's other cell
-    others = [workdir / f"results/runs/csbm-tiny/{m}/eps~{e}/seed~{s}/metrics.json" for m, e, s in CELLS[2:]]
+    others = [workdir / f"results/runs/csbm-tiny/{m}/eps~{e}/seed~{s}/metrics.json" for m, e, s in CELLS[1:]]
     before = {p: p.stat().st_mtime_ns for p in others}
-    shared_before = shares_its_job.stat().st_mtime_ns
+    trained_before = (workdir / target).stat().st_mtime_ns
     result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", "demo", "--configfile",
                                         str(workdir / "config.yaml"))
     assert result.returncode == 0, output[-6000:]
     assert len(jobs) == 1 and jobs[0][0] not in {i for i, _ in first}, jobs
     assert f"_job_complete: JobId={jobs[0][0]} WEXITSTATUS 0" in cluster.controller_log
-    assert {p: p.stat().st_mtime_ns for p in others} == before  # the other job's cells were not rerun
-    assert shares_its_job.stat().st_mtime_ns > shared_before  # one process retrains the job's cells
+    assert {p: p.stat().st_mtime_ns for p in others} == before  # no other cell was retrained
+    assert (workdir / target).stat().st_mtime_ns > trained_before
 
 
 def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tmp_path):

@@ -22,7 +22,7 @@ def test_lint_reports_nothing(tmp_path):
     assert "Lints for" not in result.stdout + result.stderr, result.stdout + result.stderr
 
 
-def test_shipped_config_plans_the_full_grid(tmp_path):
+def test_shipped_config_plans_the_full_grid_one_rule_per_stage(tmp_path):
     result = snakemake(tmp_path, "--summary", config=ROOT / "config.yaml")  # every planned file and its rule
     assert result.returncode == 0, result.stderr
     from nodedp.cli import format_epsilon
@@ -30,65 +30,44 @@ def test_shipped_config_plans_the_full_grid(tmp_path):
     from nodedp.methods import get_method
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cells = {}  # study -> its runs
-    for name, study in config["studies"].items():
+    cells = set()
+    for study in config["studies"].values():
         for method in study["methods"]:
             for eps in study["epsilons"] if get_method(resolve_method(config, method)[0]).private else ["inf"]:
-                cells.setdefault(name, set()).update(
-                    f"results/runs/{d}/{method}/eps~{format_epsilon(float(eps))}/seed~{s}/metrics.json"
-                    for d in study["datasets"] for s in study["seeds"])
-    planned = {}  # metrics.json -> the rule (one job) that trains it
+                cells.update(f"results/runs/{d}/{method}/eps~{format_epsilon(float(eps))}/seed~{s}/metrics.json"
+                             for d in study["datasets"] for s in study["seeds"])
+    rules = {}  # planned file -> the rule that makes it
     for line in result.stdout.splitlines():
         fields = line.split("\t")
-        if fields[0].startswith("results/runs/") and fields[0].endswith("/metrics.json"):
-            planned[fields[0]] = fields[2]
-    assert set(planned) == set().union(*cells.values())
-    # A job trains at most cells_per_job cells of one method; the demo's jobs hold only its cells.
-    jobs = {}
-    for path, rule in planned.items():
-        jobs.setdefault(rule, []).append(path)
-    assert all(rule.startswith("train_") and len({p.split("/")[3] for p in runs}) == 1 for rule, runs in jobs.items())
-    assert max(len(runs) for runs in jobs.values()) == config["resources"]["cells_per_job"]
-    demo_jobs = {planned[path] for path in cells["demo"]}
-    assert {p for rule in demo_jobs for p in jobs[rule]} == cells["demo"]
-    assert len(demo_jobs) == len(config["studies"]["demo"]["methods"])  # one job (process) per method
-    # Audited cells likewise: a job audits at most cells_per_job // 3 cells of one method.
-    audits = {}
-    for line in result.stdout.splitlines():
-        fields = line.split("\t")
-        if fields[0].startswith("results/audit/"):
-            audits.setdefault(fields[2], []).append(fields[0])
-    assert audits and all(rule.startswith("audit_") and len({p.split("/")[3] for p in cells}) == 1
-                          for rule, cells in audits.items())
-    assert max(len(cells) for cells in audits.values()) == config["resources"]["cells_per_job"] // 3
-    assert sum(len(cells) for cells in audits.values()) > 2 * len(audits)  # far fewer processes than cells
+        if len(fields) > 2 and fields[0].startswith("results/"):
+            rules[fields[0]] = fields[2]
+    planned = {path for path in rules if path.startswith("results/runs/") and path.endswith("/metrics.json")}
+    assert planned == cells
+    assert {rules[path] for path in planned} == {"train"}  # one job per cell, of one rule
+    assert {rule for path, rule in rules.items() if path.startswith("results/audit/")} == {"audit_cell"}
+    # A rule per stage, not per job: --list-rules, --until and --forcerun by rule name stay usable.
+    listed = snakemake(tmp_path, "--list-rules", config=ROOT / "config.yaml")
+    assert listed.returncode == 0, listed.stderr
+    names = [line.strip() for line in listed.stdout.splitlines() if line.strip()]
+    assert "train" in names and "audit_cell" in names and len(names) < 40, names
+
+
+def _group_jobs(workdir: Path, *args: str) -> int:
+    result = snakemake(workdir, "demo", "--dry-run", *args, config=ROOT / "config.yaml")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.count("Group job")
 
 
 def test_slurm_profile_dry_runs_in_group_jobs_and_a_local_dry_run_builds_none(tmp_path):
     """Groups are named where jobs may be bundled (the profile's group-components, another executor, --groups);
-    a local run ignores them, so its dry run does not build them."""
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-
-    def dry_run(*args):
-        result = subprocess.run([sys.executable, "-m", "snakemake", "demo", "--dry-run", *args], cwd=ROOT,
-                                check=False, capture_output=True, text=True, env=env, timeout=300)
-        assert result.returncode == 0, result.stderr
-        return result.stdout.count("Group job")
-
-    assert dry_run("--profile", "slurm") == 4  # prepare, two of train (8 jobs, 4 to a group job), audit
-    assert dry_run("--group-components", "train=2") > 4 and dry_run("--groups", "about=page") > 0
-    assert dry_run() == 0
-
-
-@pytest.mark.parametrize(("gres", "shown"), [("gpu:a100:1", "gres=gpu:a100:1,"), ("", "gres=,")])
-def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_path, gres, shown):
-    config = write_config(tmp_path, {**TINY, "resources": {"train_gres": gres, "train_mem_mb": 1500}})
-    result = snakemake(tmp_path, "demo", "--dry-run", config=config)
-    assert result.returncode == 0, result.stderr
-    train = {block.split(":")[0]: block for block in result.stdout.split("rule ") if block.startswith("train_")}
-    assert train and all(shown in block and "mem_mb=1500," in block for block in train.values())
-    # A job of 4 cells (2 ε × 2 seeds) asks for 4 × train_runtime (60 min), one of 2 cells (ε = ∞) for 2 ×.
-    assert "runtime=240," in train["train_dp-mlp_demo-0"] and "runtime=120," in train["train_mlp_demo-0"]
+    a local run ignores them, so its dry run does not build them. In a workspace of its own: never the checkout's
+    (whatever a `make demo` left there)."""
+    # data (both graphs and their splits), structure (30 jobs, 24 to a group job: 2), train (84 cells, 48 to a
+    # group job: 2), audit (6 cells)
+    assert _group_jobs(tmp_path, "--profile", str(ROOT / "slurm")) == 6
+    assert _group_jobs(tmp_path, "--group-components", "train=2") > 4
+    assert _group_jobs(tmp_path, "--groups", "about=page") > 0
+    assert _group_jobs(tmp_path) == 0
 
 
 def _rule_blocks(stdout: str) -> dict[str, list[str]]:
@@ -98,8 +77,83 @@ def _rule_blocks(stdout: str) -> dict[str, list[str]]:
     return blocks
 
 
-def _resource(block: str, name: str) -> int:
-    return int(block.split(f"{name}=")[1].split(",")[0].split()[0])
+def _resource(block: str, name: str) -> str:
+    """A resource shown in a job's block of the dry run ("" where it is empty or absent)."""
+    if f" {name}=" not in block:
+        return ""
+    return block.split(f" {name}=")[1].split("\n")[0].split(",")[0].strip()
+
+
+def _wildcard(block: str, name: str) -> str:
+    return block.split(f" {name}=")[1].split(",")[0].split()[0]
+
+
+@pytest.mark.parametrize(("gres", "shown"), [("gpu:a100:1", "gpu:a100:1"), ("", "")])
+def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_path, gres, shown):
+    config = write_config(tmp_path, {**TINY, "resources": {"train_gres": gres, "train_mem_mb": 1500}})
+    result = snakemake(tmp_path, "demo", "--dry-run", config=config)
+    assert result.returncode == 0, result.stderr
+    train = _rule_blocks(result.stdout)["train"]
+    assert len(train) == 12 + 4  # one job per cell
+    assert all(_resource(b, "gres") == shown and _resource(b, "mem_mb") == "1500" and _resource(b, "runtime") == "60"
+               for b in train)
+
+
+def test_each_kind_of_job_goes_where_resources_jobs_sends_it(tmp_path):
+    """`resources: {jobs: ...}` is the one place for partitions, accounts, GRES, memory and runtime per kind of
+    job: the SLURM profile's dry run shows each setting on its kind's jobs and on no other."""
+    kinds = {"train": {"partition": "gpu", "gres": "gpu:a100:1", "account": "lab"},
+             "audit": {"partition": "gpu-audit", "runtime": 45},
+             "structure": {"partition": "cpu", "mem_mb": 3000},
+             "data": {"partition": "io", "account": "lab-data", "runtime": 20}}
+    demo = {**TINY["studies"]["demo"], "methods": [*TINY["studies"]["demo"]["methods"], "gap"]}  # degree bounding
+    config = write_config(tmp_path, {**TINY, "studies": {"demo": demo}, "resources": {"jobs": kinds},
+                                     "methods": {**TINY["methods"], "gap": {"batch_size": 32}}})
+    result = snakemake(tmp_path, "demo", "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
+    assert result.returncode == 0, result.stderr
+    blocks = _rule_blocks(result.stdout)
+    kind_of = {"train": "train", "audit_cell": "audit", "bound_degree": "structure", "bounding_stability": "structure",
+               "graph": "data", "split": "data"}
+    seen = set()
+    for rule, kind in kind_of.items():
+        for block in blocks.get(rule, []):
+            seen.add(rule)
+            assert _resource(block, "slurm_partition") == kinds[kind]["partition"], (rule, block)
+            assert _resource(block, "slurm_account") == kinds[kind].get("account", ""), (rule, block)
+            assert _resource(block, "gres") == kinds[kind].get("gres", ""), (rule, block)
+            for key in ("mem_mb", "runtime"):
+                if key in kinds[kind]:
+                    assert _resource(block, key) == str(kinds[kind][key]), (rule, block)
+    assert seen >= {"train", "audit_cell", "bound_degree", "graph", "split"}
+    # Local rules (downloads, collection, tables, figures) ask for none of it.
+    for rule in ("collect", "summarize", "tables", "figures"):
+        assert all(_resource(b, "slurm_partition") == "" for b in blocks[rule])
+
+
+def test_the_profiles_own_examples_work_as_written(tmp_path):
+    """Every `set-resources` / `default-resources` example in slurm/config.yaml's comments, put into a copy of the
+    profile, reaches the jobs it names."""
+    profile = (ROOT / "slurm/config.yaml").read_text()
+    examples = [line.removeprefix("#").strip().split("  #")[0] for line in profile.splitlines()
+                if line.startswith("#   ") and ("set-resources:" in line or "default-resources:" in line)]
+    assert examples, "the profile's comments show how to set resources"
+    config = write_config(tmp_path, TINY)
+    for i, example in enumerate(examples):
+        copy = tmp_path / f"profile-{i}"
+        copy.mkdir()
+        settings = yaml.safe_load(profile)
+        settings.update(yaml.safe_load(example))
+        (copy / "config.yaml").write_text(yaml.safe_dump(settings))
+        result = snakemake(tmp_path, "demo", "--dry-run", "--profile", str(copy), config=config)
+        assert result.returncode == 0, (example, result.stderr[-3000:])
+        blocks = _rule_blocks(result.stdout)
+        for rule, wanted in (yaml.safe_load(example).get("set-resources") or {}).items():
+            assert rule in blocks, (example, sorted(blocks))
+            for key, value in wanted.items():
+                assert all(_resource(b, key) == str(value) for b in blocks[rule]), (example, rule, key)
+        for key, value in (yaml.safe_load(example).get("default-resources") or {}).items():
+            if key in ("slurm_partition", "slurm_account"):
+                assert all(_resource(b, key) == str(value) for b in blocks["split"]), (example, key)
 
 
 def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(tmp_path):
@@ -111,15 +165,16 @@ def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(
     result = snakemake(tmp_path, "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
     assert result.returncode == 0, result.stderr
     blocks = _rule_blocks(result.stdout)
-    small, large = blocks["train_dp-mlp_small-0"][0], blocks["train_dp-mlp_products-0"][0]
-    assert (_resource(small, "mem_mb"), _resource(small, "runtime")) == (4000, 60)  # the floors
-    assert _resource(large, "mem_mb") > 8000 and _resource(large, "runtime") > 60
-    assert all((_resource(b, "mem_mb"), _resource(b, "runtime")) == (12345, 77)
-               for name in ("train_gap_small-0", "train_gap_products-0") for b in blocks[name])
-    graphs = {b.split("wildcards: dataset=")[1].split()[0]: b for b in blocks["graph"]}
-    assert _resource(graphs["csbm-tiny"], "mem_mb") == 2000
-    assert _resource(graphs["synthetic-products"], "mem_mb") > 2000
-    assert _resource(graphs["synthetic-products"], "runtime") > 30
+    cells = {(_wildcard(b, "dataset"), _wildcard(b, "method")): b for b in blocks["train"]}
+    small, large = cells["csbm-tiny", "dp-mlp"], cells["synthetic-products", "dp-mlp"]
+    assert (_resource(small, "mem_mb"), _resource(small, "runtime")) == ("4000", "60")  # the floors
+    assert int(_resource(large, "mem_mb")) > 8000 and int(_resource(large, "runtime")) > 60
+    assert all((_resource(cells[d, "gap"], "mem_mb"), _resource(cells[d, "gap"], "runtime")) == ("12345", "77")
+               for d in ("csbm-tiny", "synthetic-products"))
+    graphs = {_wildcard(b, "dataset"): b for b in blocks["graph"]}
+    assert _resource(graphs["csbm-tiny"], "mem_mb") == "2000"
+    assert int(_resource(graphs["synthetic-products"], "mem_mb")) > 2000
+    assert int(_resource(graphs["synthetic-products"], "runtime")) > 30
 
 
 @pytest.mark.parametrize(
@@ -175,8 +230,7 @@ def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp
     jobs = planned_jobs(result)
     # the cell, its graph and split, and the study's paper stage (tables, 2 figures, report pages, index): nothing
     # of config.yaml's
-    train = [rule for rule in jobs if rule.startswith("train_")]
-    assert train == ["train_dp-mlp_mine-0"] and jobs[train[0]] == 1
+    assert jobs["train"] == 1
     assert jobs["graph"] == jobs["split"] == jobs["collect"] == jobs["summarize"] == 1
     assert jobs["total"] == sum(count for rule, count in jobs.items() if rule != "total") <= 20
 
@@ -250,35 +304,103 @@ def _planned_jobs(workdir: Path, config: Path, *args: str) -> dict[str, int]:
     return jobs
 
 
-def test_a_missing_forced_or_edited_cell_reruns_its_training_job_only(tiny_study, tmp_path):
-    """`collect` waits on one metrics.json per training job; every cell of a job still reruns that job (and its
-    tables), and no other: a cell gone missing, a forced cell that is not its job's first, an edited method."""
+def _trained(workdir: Path, config: Path, *args: str) -> set[str]:
+    """The cells (metrics.json) `snakemake -n demo` would train in ``workdir``."""
+    result = snakemake(workdir, "demo", "--dry-run", *args, config=config)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return {block.split("output: ")[1].split(",")[0] for block in _rule_blocks(result.stdout).get("train", [])}
+
+
+def test_a_missing_forced_or_edited_cell_reruns_that_cell_only(tiny_study, tmp_path):
+    """A cell gone missing, a forced cell, an edited method: those cells retrain, and no other."""
     studied, config = tiny_study
     workdir = tmp_path / "workspace"
     shutil.copytree(studied, workdir, symlinks=True)  # with .snakemake's records; copies keep their times
     assert _planned_jobs(workdir, config) == {}  # finished: nothing to do
-    not_first = "results/runs/csbm-tiny/dp-mlp/eps~8/seed~1/metrics.json"  # dp-mlp's job: ε 1 then 8, seeds 0, 1
-    assert "eps~8/seed~1" not in _first_metrics(workdir, "dp-mlp")
-    (workdir / not_first).unlink()
-    planned = _planned_jobs(workdir, config)
-    assert {rule for rule in planned if rule.startswith("train_")} == {"train_dp-mlp_demo-0"}
-    assert planned["collect"] == planned["summarize"] == 1
-    result = snakemake(workdir, not_first, config=config)  # that cell alone: its job, not the tables
-    assert result.returncode == 0 and (workdir / not_first).exists(), result.stderr[-4000:]
-    forced = _planned_jobs(workdir, config, f"--forcerun={not_first}")
-    assert {rule for rule in forced if rule.startswith("train_")} == {"train_dp-mlp_demo-0"} and forced["collect"]
+    cell = "results/runs/csbm-tiny/dp-mlp/eps~8/seed~1/metrics.json"
+    (workdir / cell).unlink()
+    result = snakemake(workdir, cell, config=config)  # that cell alone, not the tables
+    assert result.returncode == 0 and (workdir / cell).exists(), result.stderr[-4000:]
+    assert "rule collect" not in result.stdout
+    forced = _planned_jobs(workdir, config, f"--forcerun={cell}")
+    assert _trained(workdir, config, f"--forcerun={cell}") == {cell} and forced["collect"] == forced["summarize"] == 1
     edited = yaml.safe_load(config.read_text())
     edited["methods"]["dp-mlp-wide"]["hidden_dim"] = 80  # one variant's hyperparameters: its cells only
-    other = write_config(tmp_path, edited)
-    planned = _planned_jobs(workdir, other)
-    assert {rule for rule in planned if rule.startswith("train_")} == {"train_dp-mlp-wide_demo-0"}
+    wide = _trained(workdir, write_config(tmp_path, edited))
+    assert wide and all("/dp-mlp-wide/" in path for path in wide)
+    assert len(wide) == len(list((workdir / "results/runs/csbm-tiny/dp-mlp-wide").glob("*/*/metrics.json")))
 
 
-def _first_metrics(workdir: Path, method: str) -> str:
-    """The first metrics.json the training job of ``method`` writes (its cells in (dataset, ε, seed) order)."""
-    runs = sorted((workdir / f"results/runs/csbm-tiny/{method}").glob("eps~*/seed~*/metrics.json"),
-                  key=lambda p: (float(p.parts[-3].removeprefix("eps~")), int(p.parts[-2].removeprefix("seed~"))))
-    return str(runs[0])
+def test_a_grown_grid_plans_only_its_new_cells(tiny_study, tmp_path):
+    """More seeds, another ε, another dataset and another method: the dry run trains only cells that do not
+    exist yet, and never rewrites a finished metrics.json."""
+    studied, config = tiny_study
+    workdir = tmp_path / "workspace"
+    shutil.copytree(studied, workdir, symlinks=True)
+    finished = {str(p.relative_to(workdir)) for p in (workdir / "results/runs").glob("**/metrics.json")}
+    grown = yaml.safe_load(config.read_text())
+    study = grown["studies"]["demo"]
+    study["seeds"] += [2, 3]
+    study["epsilons"] += [4]
+    study["datasets"] += ["csbm-homophilous"]
+    study["methods"] += ["dp-mlp-deep"]
+    grown["methods"]["dp-mlp-deep"] = {"base": "dp-mlp", "num_layers": 3}
+    trained = _trained(workdir, write_config(tmp_path, grown))
+    assert trained and not trained & finished
+    # every new cell: the new seeds, ε, dataset and method, each with all the others
+    private = {"dp-mlp", "dp-mlp@paper", "dp-mlp-wide", "dp-mlp-deep"}
+    expected = {f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json"
+                for d in ("csbm-tiny", "csbm-homophilous") for m in private for e in ("1", "4", "8") for s in range(4)}
+    expected |= {f"results/runs/{d}/{m}/eps~inf/seed~{s}/metrics.json" for d in ("csbm-tiny", "csbm-homophilous")
+                 for m in ("mlp", "mlp-1layer") for s in range(4)}
+    assert trained == expected - finished
+
+
+def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[str]]:
+    """Start training four slow cells one at a time, send ``sig`` once the first has finished (SIGINT to the
+    whole process group, as Ctrl-C does; SIGTERM to Snakemake alone, as a scheduler does): (finished, all)."""
+    import signal
+    import time
+
+    cells = [f"results/runs/csbm-tiny/dp-mlp-slow/eps~8/seed~{s}/metrics.json" for s in range(4)]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--cores", "1", *cells, "--configfile", str(config)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not any((workdir / c).exists() for c in cells):
+        assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
+        time.sleep(0.2)
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    proc.wait(timeout=300)
+    finished = {c for c in cells if (workdir / c).exists()}
+    return finished, set(cells)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_keeps_its_finished_cells_and_the_plain_rerun_trains_the_rest(tmp_path, signame):
+    import signal
+
+    config = write_config(tmp_path, {
+        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp-slow"], "epsilons": [8],
+                             "seeds": [0, 1, 2, 3]}},
+        "methods": {"dp-mlp-slow": {"base": "dp-mlp", "epochs": 60, "batch_size": 16}}})
+    finished, cells = _interrupted(tmp_path, config, getattr(signal, signame))
+    assert finished and finished != cells, "interrupt after the first cell, before the last"
+    kept = {c: (tmp_path / c).stat().st_mtime_ns for c in finished}
+    for c in finished:
+        assert json.loads((tmp_path / c).read_text())["seed"] >= 0  # complete, readable runs
+        assert (tmp_path / c).with_name("ledger.json").exists()
+    # The plain rerun: no --rerun-incomplete, no IncompleteFilesException; it trains the rest only.
+    assert _trained(tmp_path, config) == cells - finished
+    result = snakemake(tmp_path, *sorted(cells), config=config)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert all((tmp_path / c).exists() for c in cells)
+    assert {c: (tmp_path / c).stat().st_mtime_ns for c in finished} == kept
 
 
 def make_paper(workdir: Path, config: Path, *variables: str) -> subprocess.CompletedProcess:

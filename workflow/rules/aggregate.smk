@@ -5,7 +5,7 @@
 # every run's (params.runs).
 rule collect:
     input:
-        dataset_run_jobs,
+        dataset_run_metrics,
     output:
         "results/summary/{study}/runs/{dataset}.parquet",
     log:

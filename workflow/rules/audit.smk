@@ -4,44 +4,38 @@
 # attack (two more trainings). The report pools every seed's canaries of a cell into one bound.
 
 
-# One job audits up to `cells_per_job` // 3 cells of one method in one process (`python -m nodedp audit-cells`); a
-# rule per job (`audit_<method>_<study>-<k>`, from `audit_jobs()` in common.smk), as training jobs are. On a
-# cluster, jobs are submitted in group jobs (`group: audit`, the profile's `group-components`).
-for job in audit_jobs():
-
-    rule:
-        name:
-            job.name
-        input:
-            graphs=job.graphs,
-            splits=job.splits,
-        output:
-            job.outputs,
-        log:
-            job.log,
-            *job.cell_logs,
-        benchmark:
-            job.benchmark
-        params:
-            base=resolve_method(config, job.method)[0],
-            name=job.method,
-            hparams=hparams_json(job.method),
-            delta=config["privacy"]["delta"],
-            accountant=config["privacy"]["accountant"],
-            cells=job.cells_json,
-        threads: 1
-        resources:
-            mem_mb=job.mem_mb,
-            runtime=job.runtime,
-            gres=train_gres,
-        group:
-            bundled("audit")
-        conda:
-            "../../envs/nodedp.yaml"
-        shell:
-            "python -m nodedp audit-cells --method {params.base} --name {params.name:q}"
-            " --hparams {params.hparams:q} --delta {params.delta} --accountant {params.accountant}"
-            " --threads {threads} --cells {params.cells:q} > {log[0]} 2>&1"
+# One job per audited cell (`python -m nodedp audit`), as training has; on a cluster, audited cells are submitted in
+# group jobs (`group: audit`, the profile's `group-components`).
+rule audit_cell:
+    input:
+        graph="resources/graphs/{dataset}/graph.pt",
+        meta="resources/graphs/{dataset}/meta.json",
+        split=cell_split,
+    output:
+        "results/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.json",
+    wildcard_constraints:
+        canaries=r"\d+",
+    log:
+        "logs/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.log",
+    benchmark:
+        "benchmarks/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.tsv"
+    params:
+        base=method_base,
+        hparams=method_hparams,
+        delta=config["privacy"]["delta"],
+        accountant=config["privacy"]["accountant"],
+    threads: 1
+    resources:
+        **job_resources("audit"),
+    group:
+        bundled("audit")
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp audit --graph resources/graphs/{wildcards.dataset} --split {input.split}"
+        " --method {params.base} --name {wildcards.method:q} --hparams {params.hparams:q}"
+        " --epsilon {wildcards.eps} --seed {wildcards.seed} --canaries {wildcards.canaries}"
+        " --delta {params.delta} --accountant {params.accountant} --threads {threads} --out {output} > {log} 2>&1"
 
 
 rule audit_report:

@@ -13,9 +13,14 @@ from snakemake.utils import validate
 # Jobs (local, conda or SLURM) run this checkout's nodedp, whatever the environment. NODEDP_PROGRESS=1:
 # progress bars into each rule's log, one line every 30 s (a prefix, not an option in every rule's
 # command: a changed command would rerun every finished job under Snakemake's `code` rerun trigger).
+# NODEDP_WORKER: `python -m nodedp` runs in a fork of this host's warm worker (nodedp.worker), which exits after
+# that many idle seconds; NODEDP_WORKER=0 in the environment runs each job in a fresh interpreter.
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-shell.prefix(f"set -euo pipefail; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1; ")
+# NODEDP_CONSOLE_FD: a rule's output goes to its log, so a failing command also writes its one-line error on
+# descriptor 9, Snakemake's own stderr (the console), naming the log.
+shell.prefix(f"set -euo pipefail; exec 9>&2; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1"
+             " NODEDP_WORKER=${{NODEDP_WORKER-60}} NODEDP_CONSOLE_FD=9; ")
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.cli import format_epsilon
@@ -305,76 +310,6 @@ def study_audit_outputs(study):
     return outputs
 
 
-class CellJob:
-    """Cells (dataset, ε, seed) of one method run one after another in one process that loads Python, torch and
-    each graph once: a rule per job (`<stage>_<method>_<study>-<k>`), as a job's outputs are its cells. Each cell
-    keeps its outputs and log; the job has a log (logs/<stage>/<method>/job~<study>-<k>.log) and a benchmark of
-    its own. Forcing one cell reruns its job's cells; editing one method reruns only its jobs."""
-
-    stage = None  # "train" or "audit": the rule's, log's and benchmark's prefix
-
-    def __init__(self, study, method, index, cells):
-        self.method, self.cells = method, cells
-        job = f"{study}-{index}"
-        self.name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.stage}_{method}_{job}")
-        self.datasets = sorted({d for d, _, _ in cells})
-        self.graphs = [f"resources/graphs/{d}/{f}" for d in self.datasets for f in ("graph.pt", "meta.json")]
-        self.splits = sorted({train_split_input(d, s) for d, _, s in cells})
-        self.log = f"logs/{self.stage}/{method}/job~{job}.log"
-        self.benchmark = f"benchmarks/{self.stage}/{method}/job~{job}.tsv"
-
-
-def cut_into_jobs(cells, per_job, make_job):
-    """Jobs of at most ``per_job`` cells from ``cells``: (study, method, key, (dataset, ε, seed)), studies in config
-    order. A cell (``key``) belongs to the first study that has it; each study's own cells of one method, in
-    (dataset, ε, seed) order, are cut into ``make_job(study, method, index, cells)``. So a study runs no cell of
-    a later study (the demo, first, only its own), and a study added at the end leaves every existing job, and so
-    every finished cell, as it is."""
-    owned, by_study = set(), {}
-    for study, method, key, cell in cells:
-        if key not in owned:
-            owned.add(key)
-            by_study.setdefault(study, {}).setdefault(method, []).append(cell)
-    jobs = []
-    for study, methods in by_study.items():
-        for method, own in methods.items():
-            own.sort(key=_cell_order)
-            jobs += [make_job(study, method, i // per_job, own[i:i + per_job]) for i in range(0, len(own), per_job)]
-    return jobs
-
-
-class AuditJob(CellJob):
-    """One audit job: up to `resources.cells_per_job` // 3 audited cells of one method (an audit trains three
-    times), audited by `python -m nodedp audit-cells`; each cell's JSON is results/audit/... (`audit_cell_path`)."""
-
-    stage = "audit"
-
-    def __init__(self, study, method, index, cells):
-        super().__init__(study, method, index, cells)
-        canaries = AUDITS[study]["canaries"]
-        self.outputs = [audit_cell_path(d, method, e, s, canaries) for d, e, s in cells]
-        self.cell_logs = [f"logs/audit/{d}/{method}/eps~{e}/seed~{s}/canaries~{canaries}.log" for d, e, s in cells]
-        self.cells_json = json.dumps([
-            {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
-             "canaries": canaries, "out": out, "log": log}
-            for (d, e, s), out, log in zip(cells, self.outputs, self.cell_logs)
-        ])
-
-    def mem_mb(self, wildcards, attempt):
-        return job_mem_mb(self.method, self.datasets, attempt)
-
-    def runtime(self, wildcards, attempt):
-        return 3 * job_runtime(self.method, [d for d, _, _ in self.cells], attempt)  # three trainings a cell
-
-
-@functools.cache
-def audit_jobs():
-    """Every audit job of the grid, cut as `train_jobs` cuts training (`cut_into_jobs`)."""
-    cells = ((study, m, audit_cell_path(d, m, e, s, canaries), (d, e, s))
-             for study in AUDITS for d, m, e, s, canaries in _audited(study))
-    return cut_into_jobs(cells, max(1, RESOURCES["cells_per_job"] // 3), AuditJob)
-
-
 # --- redraw: what existing runs can draw ---------------------------------------------------------------------
 
 
@@ -528,18 +463,6 @@ def dataset_run_metrics(wildcards):
     return run_targets(wildcards.study, wildcards.dataset)
 
 
-def dataset_run_jobs(wildcards):
-    """`collect`'s inputs: the first metrics.json of each training job holding a run of the study on the dataset,
-    and any other of its runs missing where that first one exists. A job writes all its cells' outputs at once
-    (and `--forcerun` of any of them reruns it whole), so its first file stands for the rest, while Snakemake
-    reruns a job for a missing output only when that output is asked for. Planning then looks up one file per job,
-    not every run (on a fresh workspace, the whole grid plans ~0.5 s faster)."""
-    first = _first_metrics_of_job()
-    runs = dataset_run_metrics(wildcards)
-    jobs = {first[path] for path in runs}
-    return sorted(jobs | {p for p in runs if p not in jobs and os.path.exists(first[p]) and not os.path.exists(p)})
-
-
 def study_dataset_tables(wildcards):
     return expand(
         "results/summary/{study}/runs/{dataset}.parquet",
@@ -609,49 +532,22 @@ def _structure_kinds(dataset, method):
     return tuple((kind, bounds.get(kind)) for kind in get_method(base).needs)
 
 
-class TrainJob(CellJob):
-    """One training job: up to `resources.cells_per_job` cells of one method, trained by `python -m nodedp
-    train-cells`; each cell writes results/runs/<dataset>/<method>/eps~<ε>/seed~<s>/{metrics,ledger}.json."""
-
-    stage = "train"
-
-    def __init__(self, study, method, index, cells):
-        super().__init__(study, method, index, cells)
-        runs = [f"results/runs/{d}/{method}/eps~{e}/seed~{s}" for d, e, s in cells]
-        self.metrics = [f"{run}/metrics.json" for run in runs]
-        self.ledgers = [f"{run}/ledger.json" for run in runs]
-        self.structure = sorted({p for d, e, s in cells for p in cell_structure(d, method, e, s)})
-        self.cell_logs = [f"logs/train/{d}/{method}/eps~{e}/seed~{s}.log" for d, e, s in cells]
-        self.cells_json = json.dumps([
-            {"graph": f"resources/graphs/{d}", "epsilon": e, "seed": s, "split": train_split_input(d, s),
-             "structure": cell_structure(d, method, e, s), "out": run, "log": log}
-            for (d, e, s), run, log in zip(cells, runs, self.cell_logs)
-        ])
-
-    def mem_mb(self, wildcards, attempt):
-        return job_mem_mb(self.method, self.datasets, attempt)  # one cell at a time: its largest graph's
-
-    def runtime(self, wildcards, attempt):
-        return job_runtime(self.method, [d for d, _, _ in self.cells], attempt)
+def cell_split(wildcards):
+    """The training split a cell (training or audit job) reads: its seed's, in its dataset's setting."""
+    return train_split_input(wildcards.dataset, int(wildcards.seed))
 
 
-def _cell_order(cell):
-    dataset, eps, seed = cell
-    return dataset, float(eps), seed
+def cell_structure_input(wildcards):
+    return cell_structure(wildcards.dataset, wildcards.method, wildcards.eps, int(wildcards.seed))
 
 
-@functools.cache
-def train_jobs():
-    """Every training job of the grid: each study's own cells of one method cut into jobs of at most
-    `resources.cells_per_job` (`cut_into_jobs`: a cell belongs to the first study in config order that has it)."""
-    cells = ((study, m, (d, m, e, s), (d, e, s)) for study in STUDIES for d, m, e, s in study_cells(study))
-    return cut_into_jobs(cells, RESOURCES["cells_per_job"], TrainJob)
+def method_base(wildcards):
+    """The registered method a cell's method (a method, variant or `@paper` name) runs."""
+    return resolve_method(config, wildcards.method)[0]
 
 
-@functools.cache
-def _first_metrics_of_job():
-    """metrics.json of every run -> the first metrics.json of the training job that trains it."""
-    return {path: job.metrics[0] for job in train_jobs() for path in job.metrics}
+def method_hparams(wildcards):
+    return hparams_json(wildcards.method)
 
 
 # Cluster resources of jobs (config `resources:`; sites set partitions and accounts in the SLURM
@@ -706,16 +602,6 @@ def cell_runtime(method, dataset):
                             margin=RESOURCES["runtime_margin"], floor=RESOURCES["train_runtime"])
 
 
-def job_mem_mb(method, datasets, attempt):
-    """Memory of a job training ``method``'s cells one at a time: its largest cell's, grown per retry."""
-    return _grown(max(cell_mem_mb(method, d) for d in datasets), attempt)
-
-
-def job_runtime(method, datasets, attempt):
-    """Runtime of a job training one cell per entry of ``datasets`` in turn: the sum, times the attempt."""
-    return sum(cell_runtime(method, d) for d in datasets) * attempt
-
-
 def data_mem_mb(wildcards, attempt):
     """Graph building, splits, degree bounding, stability and DP-APPR: the dataset's graph-sized work."""
     from nodedp.resources import data_memory_mb
@@ -729,6 +615,68 @@ def data_runtime(wildcards, attempt):
 
     return attempt * data_runtime_min(_size(wildcards.dataset), margin=RESOURCES["runtime_margin"],
                                       floor=RESOURCES["structure_runtime"])
+
+
+def _cell_mem_mb(wildcards, attempt):
+    return _grown(cell_mem_mb(wildcards.method, wildcards.dataset), attempt)
+
+
+def _cell_runtime(wildcards, attempt):
+    return attempt * cell_runtime(wildcards.method, wildcards.dataset)
+
+
+def _audit_runtime(wildcards, attempt):
+    return 3 * _cell_runtime(wildcards, attempt)  # an audit trains three times
+
+
+# Kinds of jobs (config `resources: {jobs: {<kind>: ...}}`), each with its default requests.
+JOB_KINDS = {
+    "train": {"mem_mb": _cell_mem_mb, "runtime": _cell_runtime},  # training cells (rule train)
+    "audit": {"mem_mb": _cell_mem_mb, "runtime": _audit_runtime},  # audited cells (rule audit_cell)
+    "structure": {"mem_mb": data_mem_mb, "runtime": data_runtime},  # bound_degree, dp_appr, bounding_stability
+    "data": {"mem_mb": data_mem_mb, "runtime": data_runtime},  # graph, split
+}
+# Keys of a kind's block -> the resource Snakemake (and its SLURM executor plugin) reads.
+JOB_SETTINGS = {"partition": "slurm_partition", "account": "slurm_account", "gres": "gres",
+                "constraint": "constraint", "mem_mb": "mem_mb", "runtime": "runtime"}
+
+
+def _fixed(value, grow):
+    """A configured request for attempt n: memory × train_mem_growth^(n-1), runtime × n."""
+    def request(wildcards, attempt):
+        return _grown(value, attempt) if grow == "memory" else value * attempt
+
+    return request
+
+
+def job_resources(kind):
+    """A rule's resources: the kind's estimates (or `resources.jobs.<kind>.mem_mb`/`runtime`, fixed per job and
+    grown per retry), its GRES (training and audits: `train_gres` unless the kind names one) and the partition,
+    account and constraint the kind names. A method's `estimates:` entry still wins for its cells."""
+    settings = RESOURCES["jobs"].get(kind, {})
+    resources = dict(JOB_KINDS[kind])
+    if kind in ("train", "audit"):
+        resources["gres"] = train_gres
+    for key, value in settings.items():
+        resource = JOB_SETTINGS[key]
+        if key in ("mem_mb", "runtime"):
+            default = resources[resource]
+            resources[resource] = _kind_request(default, _fixed(value, "memory" if key == "mem_mb" else "time"),
+                                                key)
+        else:
+            resources[resource] = value
+    return resources
+
+
+def _kind_request(default, fixed, key):
+    """A kind's fixed request, except for a method with its own `estimates:` entry (cells only)."""
+    def request(wildcards, attempt):
+        method = getattr(wildcards, "method", None)
+        if method is not None and RESOURCES["estimates"].get(method, {}).get(key) is not None:
+            return default(wildcards, attempt)
+        return fixed(wildcards, attempt)
+
+    return request
 
 
 @functools.cache

@@ -32,10 +32,9 @@ rule graph:
     params:
         raw=graph_raw_option,
     resources:
-        mem_mb=data_mem_mb,
-        runtime=data_runtime,
+        **job_resources("data"),
     group:
-        bundled("prepare")
+        bundled("data")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -53,10 +52,9 @@ rule split:
     params:
         limits=split_size_limits,
     resources:
-        mem_mb=data_mem_mb,
-        runtime=data_runtime,
+        **job_resources("data"),
     group:
-        bundled("prepare")
+        bundled("data")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -78,10 +76,9 @@ rule bounding_stability:
     benchmark:
         "benchmarks/stability/{dataset}.tsv"
     resources:
-        mem_mb=data_mem_mb,
-        runtime=data_runtime,
+        **job_resources("structure"),
     group:
-        bundled("prepare")
+        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -16,10 +16,9 @@ rule bound_degree:
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.tsv"
     resources:
-        mem_mb=data_mem_mb,
-        runtime=data_runtime,
+        **job_resources("structure"),
     group:
-        bundled("prepare")
+        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     shell:
@@ -49,10 +48,9 @@ rule dp_appr:
         accountant=config["privacy"]["accountant"],
     threads: 1
     resources:
-        mem_mb=data_mem_mb,
-        runtime=data_runtime,
+        **job_resources("structure"),
     group:
-        bundled("prepare")
+        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     shell:

@@ -1,43 +1,39 @@
-# Training stage. One job trains up to `resources.cells_per_job` cells (dataset, ε, seed) of one method in one
-# process that loads Python, torch and each graph once (`python -m nodedp train-cells`); every cell writes the
-# metrics.json and ledger.json that `python -m nodedp train` writes for it alone, and a log of its own. A rule per
-# job (`train_<method>_<study>-<k>`, from `train_jobs()` in common.smk), as a job's outputs are its cells. On a
-# cluster, jobs are submitted in group jobs (`group: train`, the profile's `group-components`).
+# Training stage: one job per cell (dataset, method, ε, seed), `python -m nodedp train`, writing the run's
+# metrics.json and ledger.json. Every cell is a job of its own, so a grid that grows (seeds, ε values, datasets,
+# methods) plans only its new cells, and an interrupted run keeps every cell it finished. The jobs start from the
+# warm worker (nodedp.worker, $NODEDP_WORKER set in common.smk): torch and nodedp are imported once per host, not
+# once per cell. On a cluster, cells are submitted in group jobs (`group: train`, the profile's `group-components`).
 
-for job in train_jobs():
 
-    rule:
-        name:
-            job.name
-        input:
-            graphs=job.graphs,
-            splits=job.splits,
-            structure=job.structure,
-        output:
-            metrics=job.metrics,
-            ledgers=job.ledgers,
-        log:
-            job.log,
-            *job.cell_logs,
-        benchmark:
-            job.benchmark
-        params:
-            name=job.method,
-            base=resolve_method(config, job.method)[0],
-            hparams=hparams_json(job.method),
-            delta=config["privacy"]["delta"],
-            accountant=config["privacy"]["accountant"],
-            cells=job.cells_json,
-        threads: 1
-        resources:
-            mem_mb=job.mem_mb,
-            runtime=job.runtime,
-            gres=train_gres,
-        group:
-            bundled("train")
-        conda:
-            "../../envs/nodedp.yaml"
-        shell:
-            "python -m nodedp train-cells --method {params.base}"
-            " --name {params.name:q} --hparams {params.hparams:q} --delta {params.delta}"
-            " --accountant {params.accountant} --threads {threads} --cells {params.cells:q} > {log[0]} 2>&1"
+rule train:
+    input:
+        graph="resources/graphs/{dataset}/graph.pt",
+        meta="resources/graphs/{dataset}/meta.json",
+        split=cell_split,
+        structure=cell_structure_input,
+    output:
+        metrics="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/metrics.json",
+        ledger="results/runs/{dataset}/{method}/eps~{eps}/seed~{seed}/ledger.json",
+    log:
+        "logs/train/{dataset}/{method}/eps~{eps}/seed~{seed}.log",
+    benchmark:
+        "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
+    params:
+        base=method_base,
+        hparams=method_hparams,
+        delta=config["privacy"]["delta"],
+        accountant=config["privacy"]["accountant"],
+    threads: 1
+    resources:
+        **job_resources("train"),
+    group:
+        bundled("train")
+    conda:
+        "../../envs/nodedp.yaml"
+    shell:
+        "python -m nodedp train --graph resources/graphs/{wildcards.dataset} --split {input.split}"
+        " --structure {input.structure} --method {params.base} --name {wildcards.method:q}"
+        " --hparams {params.hparams:q} --epsilon {wildcards.eps} --seed {wildcards.seed} --delta {params.delta}"
+        " --accountant {params.accountant} --threads {threads}"
+        " --out results/runs/{wildcards.dataset}/{wildcards.method:q}/eps~{wildcards.eps}/seed~{wildcards.seed}"
+        " > {log} 2>&1"
