@@ -64,9 +64,13 @@ def test_the_worker_keeps_the_callers_directory_environment_and_exit_status(tmp_
     assert made.returncode != 0 and "no-such-config.yaml" in made.stdout + made.stderr
 
 
-def test_without_the_variable_or_off_linux_no_worker_is_used(monkeypatch):
+def test_without_the_variable_or_inside_a_cluster_job_no_worker_is_used(monkeypatch):
     monkeypatch.delenv(worker.ENV, raising=False)
     assert worker.delegate(["datasets"]) is None
+    monkeypatch.setenv(worker.ENV, "30")
+    monkeypatch.setenv("SLURM_JOB_ID", "17")  # a job's memory and GPU limits must hold for its commands
+    assert worker.delegate(["datasets"]) is None
+    monkeypatch.delenv("SLURM_JOB_ID")
     monkeypatch.setenv(worker.ENV, "0")
     assert worker.delegate(["datasets"]) is None
     monkeypatch.setenv(worker.ENV, "soon")

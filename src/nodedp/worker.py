@@ -7,8 +7,9 @@ directory, environment, umask and standard input, output and error (passed over 
 ``nodedp.cli.main`` on the same arguments and exits; the caller forwards SIGINT, SIGTERM and SIGHUP to it and exits
 with its status, so Snakemake sees the job as if it ran the command itself. When the caller dies, the child is
 killed. The first caller starts the worker (and waits for its imports, as it would wait for its own); the worker
-exits after the idle seconds without a request. Without Linux, with ``NODEDP_WORKER`` unset or ``0``, or when the
-worker cannot be reached, the command runs in the calling process: the worker changes where a command runs, never
+exits after the idle seconds without a request. Without Linux, with ``NODEDP_WORKER`` unset or ``0``, inside a
+cluster job (``SLURM_JOB_ID``: its memory and GPU limits must hold for the command, and a worker started by one
+job step dies with it), or when the worker cannot be reached, the command runs in the calling process: the worker changes where a command runs, never
 what it computes.
 
 The worker is keyed by the user, the interpreter and the nodedp sources (their paths, sizes and modification times),
@@ -42,10 +43,15 @@ PRELOAD = ("torch", "torch_geometric", "nodedp.cli", "nodedp.methods", "nodedp.d
            "nodedp.train.loop", "nodedp.audit.run")
 
 
+# Inside a batch system's job, every command runs where the job's limits (memory, GPUs) hold: a worker forked
+# elsewhere would escape them, and one started by a job step dies with that step.
+BATCH_JOB_ENV = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID")
+
+
 def idle_seconds() -> float | None:
-    """``$NODEDP_WORKER`` as seconds (> 0), or None: no worker."""
+    """``$NODEDP_WORKER`` as seconds (> 0), or None: no worker (also inside a batch system's job)."""
     value = os.environ.get(ENV, "").strip()
-    if not value:
+    if not value or any(os.environ.get(name) for name in BATCH_JOB_ENV):
         return None
     try:
         seconds = float(value)
