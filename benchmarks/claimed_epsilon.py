@@ -5,7 +5,7 @@
 Data-free: no graph is read. Each row takes public sizes only (node and
 training counts from the papers' dataset tables or the dataset's standard
 split, degree bounds from the config or the dataset registry) and the
-method's hyperparameters from config.yaml (``nodedp.config.resolve_method`` of
+method's hyperparameters from the suite's tuned settings and the config (``nodedp.config.resolve_method`` of
 ``<method>@paper``, then the method's ``parse_hparams``), sizes the noise as
 the paper's own accounting does for the claimed ε (each method's reference
 mode, README "Reference mode"), and accounts that noise with the suite's

@@ -45,6 +45,19 @@ def test_train_one_cell_writes_metrics_and_a_ledger_within_target(tiny_graph_dir
     assert ledger["mechanisms"][0]["kind"] == "subsampled_gaussian"
 
 
+def test_train_without_hyperparameters_takes_the_suites_tuned_settings(tiny_graph_dir, tiny_split_path, tmp_path):
+    """No --hparams, no --config: the tuned block, as a grid gets it; a tuned variant is named by itself."""
+    from nodedp.config import resolve_method
+
+    out = tmp_path / "run"
+    assert main(train_args(tiny_graph_dir, tiny_split_path, out, "--method", "gcn-2hop", "--epsilon", "inf",
+                           "--seed", "0")) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    base, tuned = resolve_method({}, "gcn-2hop")
+    assert metrics["base_method"] == base == "gcn" and metrics["method"] == "gcn-2hop"
+    assert tuned["num_layers"] == 2 and all(metrics["hyperparameters"][k] == v for k, v in tuned.items())
+
+
 def test_non_private_run_has_infinite_target_and_empty_ledger(tiny_graph_dir, tiny_split_path, tmp_path):
     out = tmp_path / "run"
     args = train_args(tiny_graph_dir, tiny_split_path, out, "--method", "mlp", "--epsilon", "inf", "--seed", "1",

@@ -379,6 +379,10 @@ def method_settings(args: argparse.Namespace, epsilon: float | None = None
         privacy = config.get("privacy") or {}
         delta = privacy.get("delta", delta)
         accountant = privacy.get("accountant", accountant)
+    elif hparams is None:  # the suite's tuned settings (nodedp/methods/tuned.yaml), as a grid gets them
+        from nodedp.config import resolve_method
+
+        method, hparams = resolve_method({}, args.method)
     info = get_method(method)
     info.check_epsilon(args.epsilon if epsilon is None else epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
@@ -391,8 +395,11 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     from nodedp.accounting import ACCOUNTANT_POLICIES
 
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
-    source.add_argument("--config", help="read hyperparameters and privacy settings from this config.yaml")
+    source.add_argument("--hparams", help="the method's hyperparameters as JSON, on top of its code defaults "
+                                          "(default: the suite's tuned settings, nodedp/methods/tuned.yaml; "
+                                          "--method may then name a tuned variant)")
+    source.add_argument("--config", help="read hyperparameters (the tuned settings with the config's `methods:` "
+                                         "on top) and privacy settings from this config.yaml")
     p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
     p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
                    help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
@@ -441,7 +448,13 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
                          f"got {args.method!r}")
     info = get_method(args.method)
     info.check_epsilon(args.epsilon)
-    hp = info.parse_hparams(json.loads(args.hparams))
+    if args.hparams is not None:
+        hparams = json.loads(args.hparams)
+    else:  # the suite's tuned settings
+        from nodedp.config import resolve_method
+
+        hparams = resolve_method({}, args.method)[1]
+    hp = info.parse_hparams(hparams)
     graph_dir = Path(args.graph)
     meta = load_graph_meta(graph_dir)
     # The artifact needs the edges and sizes only: the checked tensors, without torch_geometric's import.
@@ -987,7 +1000,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", required=True,
                    help="stored split (.pt); APPR runs on a node sample of its training nodes")
     p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm, dpar-features or dpar-nodp")
-    p.add_argument("--hparams", default="{}", help="the method's hyperparameters as JSON (default: its defaults)")
+    p.add_argument("--hparams", help="the method's hyperparameters as JSON, on top of its code defaults "
+                                      "(default: the suite's tuned settings, nodedp/methods/tuned.yaml)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True,
                    help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it")
     p.add_argument("--delta", type=parse_delta, default="auto", help="the run's target δ, or 'auto'")

@@ -128,6 +128,17 @@ def test_each_kind_of_job_goes_where_resources_jobs_sends_it(tmp_path):
     # Local rules (downloads, collection, tables, figures) ask for none of it.
     for rule in ("collect", "summarize", "tables", "figures"):
         assert all(_resource(b, "slurm_partition") == "" for b in blocks[rule])
+    # A GPU partition and GRES for training alone: on training jobs, and on no other.
+    only = write_config(tmp_path, {**TINY, "studies": {"demo": demo},
+                                   "resources": {"train_gres": "", "jobs": {"train": kinds["train"]}},
+                                   "methods": {**TINY["methods"], "gap": {"batch_size": 32}}})
+    result = snakemake(tmp_path, "demo", "--dry-run", "--profile", str(ROOT / "slurm"), config=only)
+    assert result.returncode == 0, result.stderr
+    for rule, found in _rule_blocks(result.stdout).items():
+        for block in found:
+            wanted = kinds["train"] if rule == "train" else {}
+            assert _resource(block, "slurm_partition") == wanted.get("partition", ""), (rule, block)
+            assert _resource(block, "gres") == wanted.get("gres", ""), (rule, block)
 
 
 def test_the_profiles_own_examples_work_as_written(tmp_path):

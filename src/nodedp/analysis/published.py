@@ -89,7 +89,7 @@ class Published:
     epsilon: float  # INF: non-private
     accuracy: float  # percent
     ci: float | None = None  # the ± printed beside it, percent (what it is: spread)
-    run: str | None = None  # the config.yaml variant of `method` whose runs reproduce the cell, if not method
+    run: str | None = None  # the variant of `method` (tuned.yaml) whose runs reproduce the cell, if not method
     row: tuple[str, ...] = ()  # the cell's row labels in the paper's table, as printed
     column: str = ""  # its column label as printed; "": a second suite reading of a cell placed elsewhere
     spread: str = "ci95"  # a key of SPREADS
