@@ -188,6 +188,12 @@ def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(
     assert int(_resource(graphs["synthetic-products"], "runtime")) > 30
 
 
+def _said(result: subprocess.CompletedProcess) -> list[str]:
+    """What a run printed, less Snakemake's note that it reads the workflow profile (profiles/default)."""
+    return [line for line in (result.stdout + result.stderr).strip().splitlines()
+            if not (line.startswith("Using ") and "profile" in line and "for setting default command line" in line)]
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
@@ -209,7 +215,7 @@ def test_bad_config_stops_before_any_job_in_one_line_naming_file_and_field(tmp_p
     path = write_config(tmp_path, config)
     result = snakemake(tmp_path, "demo", config=path)
     assert result.returncode != 0
-    output = (result.stdout + result.stderr).strip().splitlines()
+    output = _said(result)
     assert len(output) == 1 and output[0].startswith(f"{path}: ") and field in output[0], output
     assert not (tmp_path / "resources").exists() and not (tmp_path / "results").exists()
 
@@ -218,7 +224,7 @@ def test_a_yaml_error_in_config_yaml_names_its_line(tmp_path):
     (tmp_path / "config.yaml").write_text("studies:\n  demo:\n    datasets: [csbm-tiny\n    methods: [mlp]\n")
     result = snakemake(tmp_path, "demo")
     assert result.returncode != 0
-    assert (result.stdout + result.stderr).strip().splitlines() == [
+    assert _said(result) == [
         "config.yaml, line 4, column 12: YAML syntax error: expected ',' or ']', but got ':' "
         "(while parsing a flow sequence from line 3)"]
 
