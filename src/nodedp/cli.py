@@ -761,6 +761,27 @@ def _audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
           f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}")
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from nodedp.verify import find_runs, verify_run
+
+    runs = find_runs(args.paths)
+    if not runs:
+        raise ValueError(f"no run (a folder with metrics.json) under {' '.join(args.paths)}")
+    refused, self_only = 0, {}
+    for run in runs:
+        check = verify_run(run)
+        if check.refusals:
+            refused += 1
+            print(f"REFUSED {run}: " + "; ".join(str(r) for r in check.refusals))
+        elif not check.replanned:
+            self_only.setdefault(check.method, []).append(run)
+    planned = len(runs) - refused - sum(len(v) for v in self_only.values())
+    print(f"{len(runs)} run(s): {planned} re-planned from public inputs and verified, {refused} refused, "
+          f"{sum(len(v) for v in self_only.values())} checked against themselves and their metrics only (no "
+          f"planner yet for {', '.join(sorted(self_only)) or 'none'})")
+    return 1 if refused else 2 if self_only else 0
+
+
 def cmd_collect(args: argparse.Namespace) -> None:
     from nodedp.analysis import collect_runs, write_runs
 
@@ -1103,6 +1124,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the bounding's seed")
     p.add_argument("--out", required=True, help="output JSON (beside the graph's meta.json in the workflow)")
 
+    p = verb("verify", cmd_verify,
+             "re-derive each run's privacy plan from public inputs (its method, hyperparameters, seed and target; "
+             "the dataset's meta.json and the seed's training-set size) and compare it with ledger.json and "
+             "metrics.json field by field; run from the workspace root. One line per refused run; exit status 0: "
+             "all verified, 1: a run refused, 2: none refused but some methods have no planner yet (their ledgers "
+             "checked against themselves and their metrics only)")
+    p.add_argument("paths", nargs="+", help="run folders, or folders searched for them (e.g. results/)")
+
     p = verb("collect", cmd_collect, "collect runs (metrics.json + verified ledger.json) into a parquet table")
     p.add_argument("--out", required=True, help="output .parquet file")
     p.add_argument("metrics", nargs="+", help="metrics.json files")
@@ -1194,7 +1223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "progress", False) and not stderr.isatty():
         sys.stderr = LogProgress(stderr)  # a rule's log: bars as lines, not one growing line
     try:
-        args.func(args)
+        status = args.func(args)
     except (ValueError, KeyError, FileNotFoundError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"nodedp {args.verb}: error: {message}", file=sys.stderr)
@@ -1210,4 +1239,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not stderr:
             sys.stderr.finish()
             sys.stderr = stderr
-    return 0
+    return status if isinstance(status, int) else 0  # a verb may return its exit status (verify)

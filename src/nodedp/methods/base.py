@@ -138,6 +138,9 @@ class MethodInfo:
     # The accountant the config's "auto" resolves to: "pld" where the method's occurrence mixtures have a
     # privacy loss distribution (nodedp.accounting.mixture_pld) and it is tighter, "rdp" elsewhere.
     auto_accountant: str = "rdp"
+    # Its privacy planner, "module:function" (nodedp.plans): the ledger from public inputs before any private
+    # data is read, which `nodedp verify` re-derives. None: not yet (verify checks such a ledger against itself).
+    plan: str | None = None
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:

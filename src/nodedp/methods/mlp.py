@@ -11,13 +11,13 @@ the actual ε at that δ is the claimed one; only δ may differ from the suite's
 
 from __future__ import annotations
 
-from nodedp.accounting import Claim, Ledger
-from nodedp.accounting.gap import gap_paper_delta
+from nodedp.accounting import Ledger
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.dpsgd import plan_dpsgd
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.mlp import DpMlpHparams, MlpHparams  # re-exported: the registry's, torch-free
 from nodedp.models import MLP
+from nodedp.plans import PublicInputs
+from nodedp.plans.mlp import plan_mlp
 from nodedp.train import (
     poisson_batches,
     resolve_device,
@@ -37,42 +37,10 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
     ).to(device)
     n = split.train.numel()
     if private:
-        claim = None
-        delta, accountant = spec.target_delta, spec.accountant
-        if hp.accounting == "paper":
-            delta, accountant = gap_paper_delta(graph.num_nodes), "rdp"
-            claim = Claim(
-                epsilon=spec.target_epsilon, delta=delta,
-                rule=(f"Poisson-sampled DP-SGD, its noise multiplier calibrated by RDP to ε at δ = {delta:g} "
-                      "(the suite's own accounting; only δ is the papers')"),
-                source=("GAP/ProGAP's DP-MLP baseline (ProGAP §5.3: δ below 1/N); public code "
-                        "core/methods/node/mlp/mlp_dp.py: NoisySGD calibrated by autodp, delta 'auto' = "
-                        "1/10**len(str(N))"),
-            )
-        plan = plan_dpsgd(
-            name=f"dp-sgd:{spec.method}",
-            num_examples=n,
-            batch_size=hp.batch_size,
-            epochs=hp.epochs,
-            clip_norm=hp.clip_norm,
-            target_epsilon=spec.target_epsilon,
-            target_delta=delta,
-            accountant=accountant,
-            touches=("features", "labels"),
-            sensitivity_reason=(
-                "each training node is exactly one example (its own features and label, no edges); "
-                "adding or removing it changes the sum of per-example gradients clipped to C by ≤ C"
-            ),
-        )
-        ledger = Ledger(
-            level="node",
-            target_epsilon=spec.target_epsilon,
-            target_delta=spec.target_delta,
-            mechanisms=(plan.record,),
-            accountant=spec.accountant,
-            claim=claim,
-        )
-        ledger.check()  # before spending any time on training
+        public = PublicInputs(dataset=spec.dataset, num_nodes=graph.num_nodes, num_train=n,
+                              num_features=x.size(1), num_classes=inputs.num_classes)
+        planned = plan_mlp(public, spec, hp)  # before spending any time on training
+        ledger, plan = planned.ledger, planned.parts["dpsgd"]
         batches = poisson_batches(n, sampling_rate=plan.sampling_rate, steps=plan.steps, generator=generator)
         privacy = plan.privacy_config()
         total = plan.steps

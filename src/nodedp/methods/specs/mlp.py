@@ -64,5 +64,6 @@ register_method(
         level="node",
         hparams=DpMlpHparams,
         run=lazy_run("nodedp.methods.mlp:run_mlp"),
+        plan="nodedp.plans.mlp:plan_mlp",
     )
 )

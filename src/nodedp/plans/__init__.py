@@ -1,0 +1,79 @@
+"""Privacy plans: a run's ledger as a pure, torch-free function of public inputs.
+
+A planner takes what a paper would print about the dataset (``PublicInputs``: node count, training-set size,
+feature dimension, classes, degree bounds), the run's target (``RunSpec``: method, seed, ε, δ, accountant) and its
+hyperparameters, and returns the ``Plan`` the run executes: the ledger (records, noise, sampling, steps, bounds,
+relation, guarantee) before any private data is read. The method executes that plan and may not change it; `python
+-m nodedp verify` (``nodedp.verify``) re-plans a finished run from the same public inputs and compares.
+
+A method registers its planner as ``MethodInfo.plan`` (``"module:function"``); a non-private method needs none (its
+plan is the empty ledger). Methods without a planner yet are checked by ``verify`` for a ledger consistent with
+itself only, and said so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nodedp.accounting import Ledger
+    from nodedp.methods.base import MethodInfo, RunSpec
+
+__all__ = ["Plan", "PublicInputs", "planner_of", "plan_run"]
+
+
+@dataclass(frozen=True)
+class PublicInputs:
+    """What a plan may read: the dataset's public metadata. The training-set size is declared public (its split
+    protocol and the node count give it, as the papers print it), and the ledger's relation says so."""
+
+    dataset: str
+    num_nodes: int
+    num_train: int
+    num_features: int
+    num_classes: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.num_train <= self.num_nodes:
+            raise ValueError(f"{self.dataset}: need 0 < training nodes ≤ nodes, got {self.num_train} of "
+                             f"{self.num_nodes}")
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any], *, num_train: int) -> PublicInputs:
+        """From a graph's meta.json and its split's training-set size."""
+        return cls(dataset=meta["name"], num_nodes=int(meta["num_nodes"]), num_train=int(num_train),
+                   num_features=int(meta["num_features"]), num_classes=int(meta["num_classes"]))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run's privacy plan: its ledger, and what the method needs to execute it (e.g. a DP-SGD plan)."""
+
+    ledger: Ledger
+    parts: Mapping[str, Any] = field(default_factory=dict)
+
+
+def planner_of(info: MethodInfo):
+    """The method's planner (``public, spec, hp -> Plan``), or None where it has none yet."""
+    if not info.private:
+        return _non_private
+    if info.plan is None:
+        return None
+    module, _, function = info.plan.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def plan_run(info: MethodInfo, public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
+    planner = planner_of(info)
+    if planner is None:
+        raise ValueError(f"method {info.name!r} has no privacy planner yet")
+    return planner(public, spec, hp)
+
+
+def _non_private(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
+    from nodedp.accounting import Ledger
+
+    return Plan(Ledger.non_private())

@@ -1,0 +1,195 @@
+"""`python -m nodedp verify PATH...`: re-derive each finished run's privacy plan from public inputs and compare.
+
+For a run folder (``metrics.json`` and ``ledger.json``), from a workspace root as the workflow's jobs run:
+
+1. the ledger agrees with itself (``verify_ledger_dict``: its ε and δ recomputed from its raw parameters);
+2. δ < 1/N, N the dataset's private units (``resources/graphs/<dataset>/meta.json``: nodes, or edges at edge level);
+3. metrics.json agrees with the ledger: ε, δ, target ε and δ, level, accountant, private;
+4. the plan: the method's planner (``nodedp.plans``) is run again on the run's method, hyperparameters, seed and
+   target as metrics.json states them, and the dataset's public metadata (meta.json; the training-set size of
+   the seed's split, declared public), and its ledger is compared field by field with ledger.json: records and
+   their parameters, noise, sampling, steps, clip norms, degree bounds, uncharged reads, level, relation,
+   guarantee, ε and δ.
+
+What it cannot know: that the run executed its plan (the training code is trusted to), and anything about the
+private data beyond its public metadata. Methods without a planner yet get checks 1-3 only, and are reported so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Refusal", "RunCheck", "find_runs", "verify_run"]
+
+_RTOL = 1e-9  # what a re-plan must reproduce: the same computation, so the same floats up to rounding
+
+
+@dataclass(frozen=True)
+class Refusal:
+    field: str
+    stated: Any
+    expected: Any
+
+    def __str__(self) -> str:
+        return f"{self.field}: states {_short(self.stated)}, re-derived {_short(self.expected)}"
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    run: Path
+    refusals: tuple[Refusal, ...]
+    replanned: bool  # False: the method has no planner yet (checks 1-3 only)
+    method: str = ""
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Run folders: each PATH that holds a metrics.json, or every folder below it that does."""
+    runs: list[Path] = []
+    for path in map(Path, paths):
+        if (path / "metrics.json").is_file():
+            runs.append(path)
+        elif path.is_dir():
+            runs += sorted(p.parent for p in path.rglob("metrics.json"))
+        else:
+            raise FileNotFoundError(f"{path}: neither a run folder (metrics.json) nor a folder holding runs")
+    return runs
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a readable JSON file ({err})") from None
+
+
+def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
+    """Every check above for one run folder; refusals name the field and both values."""
+    from nodedp.accounting.ledger import verify_ledger_dict
+
+    refusals: list[Refusal] = []
+    try:
+        metrics, ledger = _read(run / "metrics.json"), _read(run / "ledger.json")
+    except ValueError as err:
+        return RunCheck(run, (Refusal("files", str(err), "metrics.json and ledger.json"),), False)
+    method = str(metrics.get("method", "?"))
+    try:
+        recomputed = verify_ledger_dict(ledger)
+    except (ValueError, KeyError, TypeError) as err:
+        return RunCheck(run, (Refusal("ledger", str(err), "a ledger consistent with itself"),), False, method)
+    refusals += _agreement(metrics, ledger, recomputed)
+    try:
+        meta = _read(workspace / "resources/graphs" / str(metrics["dataset"]) / "meta.json")
+    except (ValueError, KeyError) as err:
+        return RunCheck(run, (*refusals, Refusal("dataset", str(err), "the dataset's meta.json")), False, method)
+    refusals += _delta_below_one_over_n(ledger, meta)
+    replanned, plan_refusals = _replan(run, metrics, ledger, meta, workspace)
+    return RunCheck(run, (*refusals, *plan_refusals), replanned, method)
+
+
+def _agreement(metrics: Mapping[str, Any], ledger: Mapping[str, Any], recomputed: float) -> list[Refusal]:
+    from nodedp.accounting.ledger import _float_from_json
+
+    out = []
+    private = bool(ledger.get("private"))
+    if metrics.get("private") is not private:
+        out.append(Refusal("private", metrics.get("private"), private))
+    if metrics.get("level") != ledger.get("level"):
+        out.append(Refusal("level", metrics.get("level"), ledger.get("level")))
+    if metrics.get("accountant") != ledger.get("accountant"):
+        out.append(Refusal("accountant", metrics.get("accountant"), ledger.get("accountant")))
+    if not private:
+        return out
+    target = ledger.get("target") or {}
+    pairs = (("epsilon", metrics.get("epsilon"), recomputed),
+             ("delta", metrics.get("delta"), ledger.get("delta")),
+             ("target_epsilon", metrics.get("target_epsilon"), _float_from_json(target.get("epsilon", math.nan))),
+             ("target_delta", metrics.get("target_delta"), target.get("delta")))
+    for field, stated, expected in pairs:
+        if not _close(stated, expected):
+            out.append(Refusal(field, stated, expected))
+    return out
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int | float) or not isinstance(b, int | float):
+        return a == b
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return math.isclose(a, b, rel_tol=_RTOL, abs_tol=1e-15)
+
+
+def _delta_below_one_over_n(ledger: Mapping[str, Any], meta: Mapping[str, Any]) -> list[Refusal]:
+    if not ledger.get("private"):
+        return []
+    units = int(meta["num_nodes"])
+    if ledger.get("level") == "edge":
+        units = int(meta["num_edges"]) // (2 if meta.get("is_undirected") else 1)
+    target = (ledger.get("target") or {}).get("delta")
+    if not isinstance(target, int | float) or not 0 < target < 1 / units:
+        return [Refusal("target.delta", target, f"a δ in (0, 1/N) = (0, 1/{units})")]
+    return []
+
+
+def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any],
+            workspace: Path) -> tuple[bool, list[Refusal]]:
+    from nodedp.data import load_split
+    from nodedp.data.preprocess import get_protocol
+    from nodedp.data import get_dataset
+    from nodedp.methods import RunSpec, get_method
+    from nodedp.plans import PublicInputs, planner_of
+
+    try:
+        info = get_method(str(metrics["base_method"]))
+        hp = info.parse_hparams(metrics["hyperparameters"])
+    except (KeyError, ValueError) as err:
+        return False, [Refusal("hyperparameters", str(err), "a registered method's hyperparameters")]
+    planner = planner_of(info)
+    if planner is None:
+        return False, []
+    dataset, seed = str(metrics["dataset"]), int(metrics["seed"])
+    try:
+        setting = get_protocol(get_dataset(dataset).protocol).split.setting
+        split = load_split(workspace / "results/splits" / dataset / setting / f"seed~{seed}.pt",
+                           num_nodes=int(meta["num_nodes"]))
+    except (KeyError, ValueError) as err:
+        return False, [Refusal("split", str(err), f"the seed's split of {dataset}")]
+    public = PublicInputs.of(meta, num_train=split.train.numel())
+    target = ledger.get("target") or {}
+    spec = RunSpec(dataset=dataset, method=str(metrics["method"]), seed=seed,
+                   target_epsilon=float(metrics["target_epsilon"]) if info.private else math.inf,
+                   target_delta=float(metrics["target_delta"]) if info.private else 0.0,
+                   accountant=str(ledger.get("accountant") or target.get("accountant") or "rdp"))
+    try:
+        planned = planner(public, spec, hp).ledger.to_dict()
+    except ValueError as err:
+        return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
+    return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(ledger, planned)]
+
+
+def _diff(stated: Any, expected: Any, where: str = "ledger") -> Iterator[tuple[str, Any, Any]]:
+    """(field path, stated, re-derived) of every difference; floats equal up to a relative 1e-9."""
+    if isinstance(stated, Mapping) and isinstance(expected, Mapping):
+        for key in sorted(set(stated) | set(expected), key=str):
+            if key not in stated:
+                yield f"{where}.{key}", "(missing)", expected[key]
+            elif key not in expected:
+                yield f"{where}.{key}", stated[key], "(absent from the plan)"
+            else:
+                yield from _diff(stated[key], expected[key], f"{where}.{key}")
+    elif isinstance(stated, list) and isinstance(expected, list):
+        if len(stated) != len(expected):
+            yield f"{where} (length)", len(stated), len(expected)
+        for i, (a, b) in enumerate(zip(stated, expected)):
+            yield from _diff(a, b, f"{where}[{i}]")
+    elif not _close(stated, expected):
+        yield where, stated, expected

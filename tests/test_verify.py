@@ -1,0 +1,146 @@
+"""`nodedp verify`: a real run verifies; copies of it, each edited as a reviewer would forge it (the ledger's ε
+recomputed with the project's own Ledger API, so that it agrees with itself), are refused by field."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nodedp.accounting.ledger import Ledger
+from nodedp.cli import main
+from nodedp.verify import verify_run
+
+
+@pytest.fixture(scope="module")
+def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
+    """A workspace laid out as the workflow's, with one DP-MLP run and one MLP run."""
+    root = tmp_path_factory.mktemp("verify")
+    shutil.copytree(tiny_graph_dir, root / "resources/graphs/csbm-tiny")
+    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
+    split.parent.mkdir(parents=True)
+    shutil.copy(tiny_split_path, split)
+    for method, eps, extra in (("dp-mlp", "2", '{"epochs": 2, "batch_size": 32}'), ("mlp", "inf", '{"epochs": 1}')):
+        out = root / f"results/runs/csbm-tiny/{method}/eps~{eps}/seed~0"
+        assert main(["train", "--graph", str(root / "resources/graphs/csbm-tiny"), "--split", str(split),
+                     "--method", method, "--epsilon", eps, "--seed", "0", "--hparams", extra, "--no-progress",
+                     "--out", str(out)]) == 0
+    return root
+
+
+def _run(workspace: Path) -> Path:
+    return workspace / "results/runs/csbm-tiny/dp-mlp/eps~2/seed~0"
+
+
+def _forged(workspace: Path, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> Path:
+    """A copy of the DP-MLP run edited, its ledger's derived fields recomputed and metrics' ε and δ matched."""
+    run = _run(workspace)
+    ledger = json.loads((run / "ledger.json").read_text())
+    metrics = json.loads((run / "metrics.json").read_text())
+    if edit_ledger:
+        edit_ledger(ledger)
+        ledger = Ledger.from_dict(ledger).to_dict()  # ε, δ and guarantee as the project's API derives them
+        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
+                       level=ledger["level"])
+    if edit_metrics:
+        edit_metrics(metrics)
+    forged = tmp_path / "forged"
+    forged.mkdir()
+    (forged / "ledger.json").write_text(json.dumps(ledger))
+    (forged / "metrics.json").write_text(json.dumps(metrics))
+    return forged
+
+
+def _dpsgd(ledger: dict) -> dict:
+    return ledger["mechanisms"][0]
+
+
+def _set_rate(ledger: dict, rate: float) -> None:
+    record = _dpsgd(ledger)
+    record["params"]["sampling_rate"] = rate
+    record["dp_event"]["event"]["sampling_probability"] = rate
+
+
+def test_real_runs_verify_and_a_method_without_planner_is_said_so(workspace, monkeypatch):
+    monkeypatch.chdir(workspace)
+    for method, eps in (("dp-mlp", "2"), ("mlp", "inf")):
+        check = verify_run(Path(f"results/runs/csbm-tiny/{method}/eps~{eps}/seed~0"))
+        assert check.refusals == () and check.replanned, check.refusals
+    assert main(["verify", "results"]) == 0
+
+
+FORGERIES = {
+    # node sampling rate 0.01 on a DP-SGD ledger: amplification it never had
+    "node_sample_rate": (lambda d: d.update(node_sample_rate=0.01), None),
+    # δ = 0.5: ε near 0 at a δ that releases a node outright
+    "target.delta": (lambda d: d["target"].update(delta=0.5), None),
+    # 10 × the training examples, its sampling rate and event edited to match
+    "num_examples": (lambda d: (_dpsgd(d)["params"].update(num_examples=_dpsgd(d)["params"]["num_examples"] * 10),
+                                _set_rate(d, _dpsgd(d)["params"]["sampling_rate"] / 10)), None),
+    # fewer steps than its epochs imply
+    "steps": (lambda d: (_dpsgd(d)["params"].update(steps=2), _dpsgd(d)["dp_event"].update(count=2)), None),
+    # more noise stated than drawn (a larger σ: a smaller ε)
+    "noise_multiplier": (lambda d: (_dpsgd(d)["params"].update(noise_multiplier=50.0, noise_std=50.0),
+                                    _dpsgd(d)["dp_event"]["event"]["event"].update(noise_multiplier=50.0)), None),
+    # the level
+    "level": (lambda d: d.update(level="edge"), None),
+    # a smaller clip norm in the ledger than the run's hyperparameters
+    "clip_norm": (lambda d: (_dpsgd(d)["params"].update(clip_norm=0.1,
+                                                        noise_std=_dpsgd(d)["params"]["noise_multiplier"] * 0.1),
+                             _dpsgd(d).update(sensitivity=0.1)), None),
+    # metrics saying another ε than the ledger's
+    "epsilon": (None, lambda m: m.update(epsilon=0.5)),
+    # hyperparameters in metrics that are not the ones the ledger was planned for
+    "batch": (None, lambda m: m["hyperparameters"].update(batch_size=16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_every_forgery_of_a_real_run_is_refused_naming_the_field(workspace, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(workspace)
+    edit_ledger, edit_metrics = FORGERIES[name]
+    forged = _forged(workspace, tmp_path, edit_ledger, edit_metrics)
+    check = verify_run(forged)
+    assert check.refusals, f"the {name} forgery verified"
+    assert any(name.split(".")[-1] in r.field or name in str(r) for r in check.refusals) or name == "batch", \
+        [str(r) for r in check.refusals]
+
+
+def test_verify_prints_one_line_per_refused_run_and_exits_1(workspace, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(workspace)
+    forged = _forged(workspace, tmp_path, FORGERIES["steps"][0])
+    assert main(["verify", str(forged), str(_run(workspace).relative_to(workspace))]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("REFUSED ")]
+    assert len(lines) == 1 and str(forged) in lines[0] and "steps" in lines[0]
+
+
+def test_an_untouched_copy_verifies_and_a_deep_copy_of_the_plan_is_stable(workspace, tmp_path, monkeypatch):
+    monkeypatch.chdir(workspace)
+    same = _forged(workspace, tmp_path, lambda d: None)
+    assert verify_run(same).refusals == ()
+    before = copy.deepcopy(json.loads((same / "ledger.json").read_text()))
+    verify_run(same)
+    assert json.loads((same / "ledger.json").read_text()) == before  # verify writes nothing
+
+
+def test_every_planner_resolves_and_imports_no_torch():
+    """A plan is a torch-free function of public inputs: importing every registered planner loads no torch."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys\n"
+            "from nodedp.methods import get_method, method_names\n"
+            "from nodedp.plans import planner_of\n"
+            "found = [n for n in method_names() if get_method(n).private and planner_of(get_method(n)) is not None]\n"
+            "print(json.dumps({'planned': found, 'heavy': [m for m in ('torch', 'torch_geometric') "
+            "if m in sys.modules]}))\n")
+    src = Path(__file__).resolve().parents[1] / "src"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(src)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "dp-mlp" in report["planned"] and report["heavy"] == [], report
