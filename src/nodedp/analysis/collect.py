@@ -106,7 +106,30 @@ def _read_json(path: Path, run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict[str, Any]:
+def _num_private_units(run_dir: Path, metrics: dict[str, Any]) -> int | None:
+    """N of the run's dataset from its public meta.json, found as the workflow lays a workspace out
+    (``<root>/results/runs/<dataset>/<method>/eps~<ε>/seed~<s>`` beside ``<root>/resources/graphs/<dataset>``);
+    None for a run outside that layout or a workspace without the graph (δ < 1/N is then left unchecked)."""
+    parents = run_dir.absolute().parents  # not resolved: a results folder may be a link to other storage
+    if len(parents) < 6 or (parents[4].name, parents[3].name) != ("results", "runs"):
+        return None
+    meta_path = parents[5] / "resources" / "graphs" / str(metrics["dataset"]) / "meta.json"
+    if not meta_path.is_file():
+        return None
+    from nodedp.accounting.agreement import private_units
+
+    meta = _read_json(meta_path, run_dir)
+    try:
+        return private_units(meta, level=str(metrics["level"]))
+    except (KeyError, TypeError, ValueError) as err:
+        raise InvalidRunError(run_dir, f"{meta_path} gives no number of private units ({err!r})") from None
+
+
+def _run_row(
+    metrics_path: Path,
+    verify_ledger: Callable[[dict], float],
+    check_agreement: Callable[..., None],
+) -> dict[str, Any]:
     run_dir = metrics_path.parent
     metrics = _read_json(metrics_path, run_dir)
     missing = []
@@ -153,6 +176,18 @@ def _run_row(metrics_path: Path, verify_ledger: Callable[[dict], float]) -> dict
     else:
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
+    # The ledger agrees with itself (above); metrics.json, which the tables read, must agree with it.
+    try:
+        check_agreement(metrics, ledger, num_private_units=_num_private_units(run_dir, metrics), where=str(run_dir))
+    except InvalidRunError:
+        raise
+    except ValueError as err:
+        field, detail = getattr(err, "field", None), getattr(err, "detail", None)  # a RunDisagreement's
+        reason = (f"metrics.json disagrees with its ledger on {field}: {detail}" if field and detail
+                  else f"metrics.json and its ledger cannot be compared: {err}")
+        raise InvalidRunError(run_dir, reason) from err
+    except (KeyError, TypeError) as err:
+        raise InvalidRunError(run_dir, f"metrics.json and its ledger cannot be compared: {err!r}") from err
 
     predicted = metrics["test"].get("predicted_classes")
     if predicted is not None and (isinstance(predicted, bool) or not isinstance(predicted, int) or predicted < 1):
@@ -198,23 +233,33 @@ def collect_runs(
     metrics_paths: Sequence[Path],
     *,
     verify_ledger: Callable[[dict], float] | None = None,
+    check_agreement: Callable[..., None] | None = None,
 ) -> pl.DataFrame:
     """One row per run, read from each ``metrics.json`` and the ``ledger.json`` beside it.
 
     ``verify_ledger`` recomputes a ledger's ε and raises a ``ValueError`` when it
     exceeds the ledger's target; it defaults to ``nodedp.accounting.verify_ledger_dict``.
+    ``check_agreement(metrics, ledger, *, num_private_units, where)`` raises a ``ValueError`` when
+    metrics.json states another ε, δ, target, level, accountant, guarantee, claim or hyperparameter than its
+    ledger, or δ ≥ 1/N; it defaults to ``nodedp.accounting.agreement.check_run_agreement``, and N is read
+    from the dataset's meta.json where the run lies in a workspace's ``results/runs`` (``_num_private_units``).
     Raises :class:`InvalidRunError` for the first run that is malformed, lacks its
-    ledger, overspends its budget, or duplicates (dataset, method, target_epsilon, seed).
+    ledger, overspends its budget, disagrees with its ledger, or duplicates (dataset, method, target_epsilon,
+    seed).
     """
     if verify_ledger is None:
         # Lazy: the accounting package is only needed when ledgers are checked.
         from nodedp.accounting import verify_ledger_dict
 
         verify_ledger = verify_ledger_dict
+    if check_agreement is None:
+        from nodedp.accounting.agreement import check_run_agreement
+
+        check_agreement = check_run_agreement
     rows = []
     seen: dict[tuple[Any, ...], Path] = {}
     for path in map(Path, metrics_paths):
-        row = _run_row(path, verify_ledger)
+        row = _run_row(path, verify_ledger, check_agreement)
         key = tuple(row[k] for k in RUN_KEY)
         if key in seen:
             raise InvalidRunError(
