@@ -3,16 +3,17 @@
 For a run folder (``metrics.json`` and ``ledger.json``), from a workspace root as the workflow's jobs run:
 
 1. the ledger agrees with itself (``verify_ledger_dict``: its ε and δ recomputed from its raw parameters);
-2. δ < 1/N, N the dataset's private units (``resources/graphs/<dataset>/meta.json``: nodes, or edges at edge level);
-3. metrics.json agrees with the ledger: ε, δ, target ε and δ, level, accountant, private;
-4. the plan: the method's planner (``nodedp.plans``) is run again on the run's method, hyperparameters, seed and
+2. metrics.json agrees with the ledger and δ < 1/N, N the dataset's private units from
+   ``resources/graphs/<dataset>/meta.json`` (``nodedp.accounting.agreement``, which `collect` runs too);
+3. the plan: the method's planner (``nodedp.plans``) is run again on the run's method, hyperparameters, seed and
    target as metrics.json states them, and the dataset's public metadata (meta.json; the training-set size of
    the seed's split, declared public), and its ledger is compared field by field with ledger.json: records and
    their parameters, noise, sampling, steps, clip norms, degree bounds, uncharged reads, level, relation,
    guarantee, ε and δ.
 
 What it cannot know: that the run executed its plan (the training code is trusted to), and anything about the
-private data beyond its public metadata. Methods without a planner yet get checks 1-3 only, and are reported so.
+private data beyond its public metadata. Methods without a planner yet get checks 1 and 2 only, and are
+reported so.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ class Refusal:
     field: str
     stated: Any
     expected: Any
+    detail: str = ""  # instead of the two values, where a check words it itself
 
     def __str__(self) -> str:
+        if self.detail:
+            return f"{self.field}: {self.detail}"
         return f"{self.field}: states {_short(self.stated)}, re-derived {_short(self.expected)}"
 
 
@@ -43,7 +47,7 @@ class Refusal:
 class RunCheck:
     run: Path
     refusals: tuple[Refusal, ...]
-    replanned: bool  # False: the method has no planner yet (checks 1-3 only)
+    replanned: bool  # False: the method has no planner yet (checks 1 and 2 only)
     method: str = ""
 
 
@@ -74,6 +78,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
     """Every check above for one run folder; refusals name the field and both values."""
+    from nodedp.accounting.agreement import RunDisagreement, check_run_agreement, private_units
     from nodedp.accounting.ledger import verify_ledger_dict
 
     refusals: list[Refusal] = []
@@ -83,41 +88,20 @@ def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
         return RunCheck(run, (Refusal("files", str(err), "metrics.json and ledger.json"),), False)
     method = str(metrics.get("method", "?"))
     try:
-        recomputed = verify_ledger_dict(ledger)
+        verify_ledger_dict(ledger)
     except (ValueError, KeyError, TypeError) as err:
         return RunCheck(run, (Refusal("ledger", str(err), "a ledger consistent with itself"),), False, method)
-    refusals += _agreement(metrics, ledger, recomputed)
     try:
         meta = _read(workspace / "resources/graphs" / str(metrics["dataset"]) / "meta.json")
     except (ValueError, KeyError) as err:
-        return RunCheck(run, (*refusals, Refusal("dataset", str(err), "the dataset's meta.json")), False, method)
-    refusals += _delta_below_one_over_n(ledger, meta)
+        return RunCheck(run, (Refusal("dataset", str(err), "the dataset's meta.json"),), False, method)
+    try:  # metrics.json against the ledger, and δ < 1/N (what collect checks too)
+        check_run_agreement(metrics, ledger, num_private_units=private_units(meta, level=str(ledger.get("level"))),
+                            where=str(run))
+    except RunDisagreement as err:
+        refusals.append(Refusal(err.field, None, None, detail=err.detail))
     replanned, plan_refusals = _replan(run, metrics, ledger, meta, workspace)
     return RunCheck(run, (*refusals, *plan_refusals), replanned, method)
-
-
-def _agreement(metrics: Mapping[str, Any], ledger: Mapping[str, Any], recomputed: float) -> list[Refusal]:
-    from nodedp.accounting.ledger import _float_from_json
-
-    out = []
-    private = bool(ledger.get("private"))
-    if metrics.get("private") is not private:
-        out.append(Refusal("private", metrics.get("private"), private))
-    if metrics.get("level") != ledger.get("level"):
-        out.append(Refusal("level", metrics.get("level"), ledger.get("level")))
-    if metrics.get("accountant") != ledger.get("accountant"):
-        out.append(Refusal("accountant", metrics.get("accountant"), ledger.get("accountant")))
-    if not private:
-        return out
-    target = ledger.get("target") or {}
-    pairs = (("epsilon", metrics.get("epsilon"), recomputed),
-             ("delta", metrics.get("delta"), ledger.get("delta")),
-             ("target_epsilon", metrics.get("target_epsilon"), _float_from_json(target.get("epsilon", math.nan))),
-             ("target_delta", metrics.get("target_delta"), target.get("delta")))
-    for field, stated, expected in pairs:
-        if not _close(stated, expected):
-            out.append(Refusal(field, stated, expected))
-    return out
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -126,18 +110,6 @@ def _close(a: Any, b: Any) -> bool:
     if math.isinf(a) or math.isinf(b):
         return a == b
     return math.isclose(a, b, rel_tol=_RTOL, abs_tol=1e-15)
-
-
-def _delta_below_one_over_n(ledger: Mapping[str, Any], meta: Mapping[str, Any]) -> list[Refusal]:
-    if not ledger.get("private"):
-        return []
-    units = int(meta["num_nodes"])
-    if ledger.get("level") == "edge":
-        units = int(meta["num_edges"]) // (2 if meta.get("is_undirected") else 1)
-    target = (ledger.get("target") or {}).get("delta")
-    if not isinstance(target, int | float) or not 0 < target < 1 / units:
-        return [Refusal("target.delta", target, f"a δ in (0, 1/N) = (0, 1/{units})")]
-    return []
 
 
 def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any],
