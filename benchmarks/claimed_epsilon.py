@@ -277,9 +277,9 @@ def dpdgc_rows(config: Mapping[str, Any], report: Report) -> None:
     info, raw, hp = reference_hparams(config, "dpdgc")
     d = public_bound(s.dataset, "out-degree", raw)
     # plan_dpdgc reads sizes only: the training-node count, the split setting and the bound D. The
-    # placeholder structure has no edges; its nodes_over only names the guarantee class, never the ε.
+    # placeholder structure has no edges; its public bound names the guarantee, never the ε.
     split = SimpleNamespace(train=torch.arange(s.num_train), setting="transductive")
-    bounded = {"kind": "out-degree", "bound": d, "identity_bound": d, "nodes_over": 0, "seed": 0,
+    bounded = {"kind": "out-degree", "bound": d, "identity_bound": d, "seed": 0,
                "edge_index": torch.zeros(2, 0, dtype=torch.long)}
     inputs = RunInputs(graph=None, split=split, num_classes=CORA_CLASSES, structure={"out-degree": bounded})
     label = (f"{s.label}, D = {d}, batch {hp.batch_size}, {hp.encoder_epochs} + {hp.epochs} epochs")

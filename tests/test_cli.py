@@ -112,9 +112,9 @@ def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, t
     assert artifact["kind"] == kind and artifact["bound"] == 3 and edges.size(1) > 0
     endpoint = edges[1] if kind == "in-degree" else edges[0]
     assert int(torch.bincount(endpoint).max()) <= 3
-    # What the ledger's guarantee needs: the degree within which the sampling keeps every edge, and how many
-    # nodes of the input exceed it (csbm-tiny exceeds 3 somewhere).
-    assert artifact["identity_bound"] == (1 if kind == "in-degree" else 3) and artifact["nodes_over"] > 0
+    # What the ledger's guarantee needs: the degree within which the sampling keeps every edge (public), and no
+    # count of the input's nodes over it (analysis of the dataset: its stability report).
+    assert artifact["identity_bound"] == (1 if kind == "in-degree" else 3) and "nodes_over" not in artifact
 
 
 def test_stability_verb_reports_every_kind_against_the_accountants_counts(tiny_graph_dir, tiny_split_path, tmp_path):
@@ -122,6 +122,7 @@ def test_stability_verb_reports_every_kind_against_the_accountants_counts(tiny_g
     args = ["stability", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--sample", "10",
             "--hubs", "2", "--out", str(out)]
     assert main(args) == 0
+    assert json.loads(out.read_text())["about"].startswith("analysis of the dataset")  # never a run's release
     report = json.loads(out.read_text())["kinds"]
     assert set(report) >= {"out-degree", "in-degree"}
     rows = report["out-degree"]["rows"]
@@ -612,3 +613,64 @@ def test_stage_timings_split_a_run_into_structure_training_and_evaluation(tiny_g
                  "in-degree", "--bound", "3", "--seed", "0", "--out", str(out), "--stage-timings",
                  str(tmp_path / "bound.json")]) == 0
     assert set(json.loads((tmp_path / "bound.json").read_text())["stages"]) == {"structure"}
+
+
+# Counts of the private graph that once left runs outside any mechanism (issue 31). The hyperparameters are the
+# public settings a run was asked for (DPAR's num_sources there is the planned M), so the walk skips them.
+PRIVATE_COUNTS = {"nodes_over", "sample_size", "num_sources", "empty_source_rows"}
+_QUICK_HPARAMS = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1,
+                  "sample_rate": 0.5, "num_sources": 20, "k": 3, "max_rows": 2}
+
+
+def _private_counts(value, path: str = ""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "hyperparameters" and not path:
+                continue
+            if key in PRIVATE_COUNTS:
+                yield f"{path}/{key}"
+            yield from _private_counts(item, f"{path}/{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _private_counts(item, f"{path}[{i}]")
+
+
+def _private_methods() -> list[str]:
+    from nodedp.methods import get_method, method_names
+
+    return sorted(m for m in method_names() if get_method(m).private)
+
+
+@pytest.mark.parametrize("method", _private_methods())
+def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_path, tmp_path, method):
+    """metrics.json and ledger.json hold no number computed from the private graph outside a mechanism: not how
+    many nodes exceed a degree bound, nor DPAR's realised sample, its sources or empty rows."""
+    from dataclasses import fields
+
+    from nodedp.methods import get_method
+
+    info = get_method(method)
+    names = {f.name for f in fields(info.hparams)}
+    hparams = json.dumps({k: v for k, v in _QUICK_HPARAMS.items() if k in names})
+    common = ["--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--seed", "0"]
+    structure = []
+    for need in info.needs:
+        out = tmp_path / f"{need}.pt"
+        if need == "dp-appr":
+            args = ["dp-appr", *common, "--method", method, "--hparams", hparams, "--epsilon", "4"]
+        else:
+            args = ["bound-degree", *common, "--kind", need, "--bound", "3"]
+        assert main([*args, "--out", str(out)]) == 0
+        structure.append(str(out))
+    run = tmp_path / "run"
+    args = train_args(tiny_graph_dir, tiny_split_path, run, "--method", method, "--epsilon", "4", "--seed", "0",
+                      "--hparams", hparams, *(["--structure", *structure] if structure else []))
+    assert main(args) == 0
+    metrics = json.loads((run / "metrics.json").read_text())
+    ledger = json.loads((run / "ledger.json").read_text())
+    assert not [*_private_counts(metrics), *_private_counts(ledger)]
+    assert metrics["guarantee"] == ledger["guarantee"]
+    if ledger["level"] == "node":
+        assert "the node count and the training-set size are public" in ledger["guarantee"]["relation"]
+        assert ledger["guarantee"]["class"] == ("conditional" if ledger["guarantee"]["degree_bound"]
+                                                or ledger["uncharged"] else "unconditional")

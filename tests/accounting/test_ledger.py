@@ -470,3 +470,43 @@ def test_a_remembered_composition_is_the_one_its_records_give(accountant):
     for _ in range(2):  # then from the memo, in one process: each record's every parameter is in the key
         assert [one.composed() for one in ledgers] == fresh
     assert len({eps for eps, _ in fresh}) == len(fresh)
+
+
+def test_a_ledger_with_uncharged_reads_is_never_unconditional(calibrated):
+    """Uncharged reads downgrade the class: the ε does not cover them, whatever the degree bound (none here)."""
+    assert calibrated.degree_bound is None and calibrated.guarantee_class == "unconditional"
+    ledger = dataclasses.replace(calibrated, uncharged=(THRESHOLDS,))
+    assert ledger.guarantee_class == "conditional"
+    assert THRESHOLDS.name in ledger.guarantee()["holds"] and "does not cover" in ledger.guarantee()["holds"]
+    assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(calibrated.composed()[0], rel=1e-12)
+    forged = ledger.to_dict()
+    forged["guarantee"] = calibrated.guarantee()  # claiming the unconditional class back is refused
+    with pytest.raises(ValueError, match="guarantee"):
+        verify_ledger_dict(forged)
+
+
+def test_the_guarantee_is_a_function_of_the_plan_and_states_what_is_public(calibrated):
+    from nodedp.accounting import DegreeBound
+
+    bound = DegreeBound(kind="out-degree", bound=4, identity_bound=4)
+    ledger = dataclasses.replace(calibrated, degree_bound=bound)
+    guarantee = ledger.guarantee()
+    assert guarantee["class"] == "conditional" and guarantee["degree_bound"] == bound.to_dict()
+    assert "out-degrees are all <= 4" in guarantee["holds"] and "same sampled edge" in guarantee["holds"]
+    assert guarantee["relation"].startswith("add or remove one node")
+    assert "the node count and the training-set size are public" in guarantee["relation"]
+    assert Ledger.from_dict(ledger.to_dict()) == ledger
+    assert "nodes_over" not in json.dumps(ledger.to_dict())
+    with pytest.raises(TypeError):
+        DegreeBound(kind="out-degree", bound=4, identity_bound=4, nodes_over=0)  # no count of the input
+
+
+def test_a_ledger_stating_a_count_of_its_input_is_refused_with_a_rerun_message(calibrated):
+    from nodedp.accounting import DegreeBound
+
+    old = dataclasses.replace(calibrated, degree_bound=DegreeBound(kind="degree", bound=3, identity_bound=3)).to_dict()
+    old["guarantee"]["degree_bound"]["nodes_over"] = 0
+    old["guarantee"]["class"] = "bounded-degree"
+    assert Ledger.from_dict(old).guarantee_class == "conditional"  # readable: the count is not read
+    with pytest.raises(ValueError, match="nodes_over.*rerun the cell"):
+        verify_ledger_dict(old)

@@ -107,21 +107,23 @@ def test_on_neighbouring_graphs_each_hop_moves_within_the_ledgers_sensitivity(ti
     assert worst > 0.5 * claimed  # the bound is not vacuous on this graph
 
 
-def test_the_guarantee_class_says_whether_the_graph_is_within_the_degree_bound(tiny_inputs):
+def test_the_guarantee_is_the_plans_whatever_number_of_nodes_exceeds_the_degree_bound(tiny_inputs):
+    """Two graphs that differ only in how many nodes exceed D (csbm-tiny, and csbm-tiny with its out-degrees
+    sampled to D, where none does) get the same guarantee: no count of the input decides or joins it."""
     degrees = torch.bincount(tiny_inputs.graph.edge_index[0], minlength=tiny_inputs.graph.num_nodes)
-    over = int((degrees > D).sum())
-    assert over > 0  # csbm-tiny exceeds D = 4 somewhere: the sampling is not the identity
-    ledger = _run(_inputs(tiny_inputs), "progap", 4.0).ledger
-    assert ledger.guarantee_class == "conditional"
-    assert ledger.to_dict()["guarantee"]["degree_bound"] == {"kind": "out-degree", "bound": D, "identity_bound": D,
-                                                             "nodes_over": over}
-    wide = int(degrees.max())  # a bound no node exceeds: the sampling keeps every edge
-    inputs = with_bound(tiny_inputs, "out-degree", wide)
-    assert torch.equal(inputs.structure["out-degree"]["edge_index"], tiny_inputs.graph.edge_index)
-    info = get_method("progap")
-    spec = RunSpec(dataset="csbm-tiny", method="progap", seed=0, target_epsilon=4.0, target_delta=1e-4)
-    ledger = info.run(inputs, spec, info.parse_hparams(FAST)).ledger
-    assert ledger.guarantee_class == "bounded-degree"
+    assert int((degrees > D).sum()) > 0  # csbm-tiny exceeds D = 4 somewhere: the sampling is not the identity
+    over = _run(_inputs(tiny_inputs), "progap", 4.0).ledger
+    g = tiny_inputs.graph
+    within = RunInputs(graph=Data(x=g.x, y=g.y, edge_index=_inputs(tiny_inputs).structure["out-degree"]["edge_index"]),
+                       split=tiny_inputs.split, num_classes=tiny_inputs.num_classes)
+    assert int(torch.bincount(within.graph.edge_index[0]).max()) <= D
+    inside = with_bound(within, "out-degree", D)
+    assert torch.equal(inside.structure["out-degree"]["edge_index"], within.graph.edge_index)  # the identity
+    ledger = _run(inside, "progap", 4.0).ledger
+    assert ledger.guarantee() == over.guarantee() and ledger.guarantee_class == "conditional"
+    assert ledger.to_dict()["guarantee"]["degree_bound"] == {"kind": "out-degree", "bound": D, "identity_bound": D}
+    assert "add or remove one node" in ledger.guarantee()["relation"]
+    assert "training-set size are public" in ledger.guarantee()["relation"]
     assert _run(_inputs(tiny_inputs), "progap-edge", 1.0).ledger.guarantee_class == "edge"
     forged = ledger.to_dict()
     forged["guarantee"]["class"] = "unconditional"

@@ -29,14 +29,21 @@ Such reads are recorded as ``UnchargedRead``s; the ledger then says
 ``fully_accounted: false``: its ε does not cover them.
 
 Guarantee. Every private ledger states what its ε is a guarantee of
-(``Ledger.guarantee``): the neighbouring relation, and for methods that bound degrees
-by sampling edges, the bound. Re-running that sampling without a node can
+(``Ledger.guarantee``): the neighbouring relation with what it takes as public
+(the node count and the training-set size, from which noise, sampling rates,
+step counts and sizes are planned), and for methods that bound degrees by
+sampling edges, the public bound. Re-running that sampling without a node can
 change other nodes' kept edges, so the accountants' sensitivities hold for
 neighbouring graphs compared on the same sampled edge list. On graphs whose
 degrees are all within the public bound the sampling keeps every edge (it is
-the identity), and the guarantee is unconditional node-level DP over
-bounded-degree graphs; otherwise it is conditional on the sampled edge list,
-as in the papers. ``guarantee_class`` says which of these a run is in.
+the identity), and there ε is node-level DP for every neighbouring pair;
+elsewhere it holds conditionally on the sampled edge list, as in the papers.
+The guarantee is a function of the plan (level, degree bound, uncharged reads),
+never of the data: no count of the input's nodes decides or joins it (such
+counts are analysis of the dataset, in its stability report).
+``guarantee_class`` is "conditional" for every degree-bounded method and for
+every ledger with uncharged reads (its ε does not cover them), "unconditional"
+only for a node-level ledger with neither.
 
 Reference mode. A run that sizes its noise by a paper's own accounting
 (method ids ending in ``@paper``) carries a ``Claim``: the ε and δ the paper
@@ -131,7 +138,7 @@ LEVELS: tuple[str, ...] = ("node", "edge", "none")
 # every incident edge (NIP-GNN's undirected bound).
 DEGREE_BOUND_KINDS: tuple[str, ...] = ("in-degree", "out-degree", "degree")
 # What a run's ε guarantees (module docstring), from strongest to weakest; "none": not private.
-GUARANTEE_CLASSES: tuple[str, ...] = ("unconditional", "bounded-degree", "conditional", "edge", "none")
+GUARANTEE_CLASSES: tuple[str, ...] = ("unconditional", "conditional", "edge", "none")
 
 # A composed ε above target·(1 + this) is an overrun, not floating-point noise.
 _BUDGET_SLACK = 1e-9
@@ -251,33 +258,37 @@ class MechanismRecord:
 
 @dataclass(frozen=True)
 class DegreeBound:
-    """The public degree bound a method enforced by sampling edges, and how many nodes of the input exceed it.
-
-    ``nodes_over`` is a property of the private input, reported (never used by a mechanism) so that a
-    reader sees whether the sampling was the identity there (0: every degree within the bound).
-    """
+    """The public degree bound a method enforced by sampling edges: public settings only, no count of the input."""
 
     kind: str  # one of DEGREE_BOUND_KINDS
     bound: int  # the public bound the sampling enforces (K or D)
     identity_bound: int  # within this degree the sampling keeps every edge (D; ⌊K/2⌋ for DP-GNN's Algorithm 1)
-    nodes_over: int  # nodes of the input over identity_bound
 
     def __post_init__(self) -> None:
         if self.kind not in DEGREE_BOUND_KINDS:
             raise ValueError(f"unknown degree bound kind {self.kind!r}; valid choices: {list(DEGREE_BOUND_KINDS)}")
-        for name in ("bound", "identity_bound", "nodes_over"):
+        for name in ("bound", "identity_bound"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
                 raise ValueError(f"degree bound {name} must be an integer >= 0, got {value!r}")
             object.__setattr__(self, name, int(value))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "bound": self.bound, "identity_bound": self.identity_bound,
-                "nodes_over": self.nodes_over}
+        return {"kind": self.kind, "bound": self.bound, "identity_bound": self.identity_bound}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DegreeBound:
-        return cls(kind=d["kind"], bound=d["bound"], identity_bound=d["identity_bound"], nodes_over=d["nodes_over"])
+        """Inverse of ``to_dict``; an older ledger's ``nodes_over`` (a count of its input) is not read."""
+        return cls(kind=d["kind"], bound=d["bound"], identity_bound=d["identity_bound"])
+
+    def condition(self) -> str:
+        """The public condition under which the sampling keeps every edge."""
+        if self.kind == "in-degree":  # DP-GNN: Algorithm 1, then its roots' out-edges sampled to K
+            return (f"training in-degrees are all <= {self.identity_bound} and out-degrees all <= {self.bound} "
+                    f"(there the sampling to in-degree <= {self.bound} and then out-degree <= {self.bound} "
+                    "keeps every edge)")
+        return (f"{self.kind}s are all <= {self.identity_bound} (there the sampling to {self.kind} <= {self.bound} "
+                "keeps every edge)")
 
 
 @dataclass(frozen=True)
@@ -307,9 +318,13 @@ class Claim:
         return cls(epsilon=d["epsilon"], delta=d["delta"], rule=d["rule"], source=d["source"])
 
 
+# What each level's neighbours differ in, and what the plan takes as public: the noise, sampling rates, step
+# counts and sizes (DP-GNN's N, DPAR's M = ⌈q'·|train|⌉) are computed from these counts, the same for both graphs.
 _RELATIONS = {
-    "node": "add or remove one node with its features, label and edges",
-    "edge": "add or remove one edge",
+    "node": ("add or remove one node with its features, label and edges; the node count and the training-set "
+             "size are public (the plan's noise, sampling rates, step counts and sizes are computed from them "
+             "and are the same for both graphs)"),
+    "edge": "add or remove one edge; the nodes, with their count and the training set, are the same for both graphs",
 }
 
 
@@ -419,14 +434,12 @@ class Ledger:
 
     @property
     def guarantee_class(self) -> str:
-        """One of ``GUARANTEE_CLASSES`` (module docstring)."""
+        """One of ``GUARANTEE_CLASSES`` (module docstring): a function of the plan, never of the data."""
         if not self.private:
             return "none"
         if self.level == "edge":
             return "edge"
-        if self.degree_bound is None:
-            return "unconditional"
-        return "bounded-degree" if self.degree_bound.nodes_over == 0 else "conditional"
+        return "unconditional" if self.degree_bound is None and not self.uncharged else "conditional"
 
     def guarantee(self) -> dict[str, Any]:
         """The guarantee stated as data: class, neighbouring relation, degree bound and what holds where."""
@@ -436,11 +449,12 @@ class Ledger:
         elif bound is None:
             holds = f"({self.level}-level DP) for every pair of neighbouring graphs"
         else:
-            holds = (f"node-level DP for every pair of neighbouring graphs whose {bound.kind}s are all <= "
-                     f"{bound.identity_bound} (there the sampling to {bound.kind} <= {bound.bound} keeps every "
-                     "edge); on other graphs, conditionally on the sampled edge list (neighbours compared on the "
-                     f"same sampled edges), as in the papers. This input has {bound.nodes_over} node(s) over "
-                     f"{bound.identity_bound}")
+            holds = (f"node-level DP for every pair of neighbouring graphs whose {bound.condition()}; for other "
+                     "pairs, conditionally on the sampled edge list (neighbours compared on the same sampled "
+                     "edges), as in the papers")
+        if self.private and self.uncharged:
+            holds += ("; it does not cover the uncharged reads (" + ", ".join(r.name for r in self.uncharged)
+                      + "), whose outputs it takes as given")
         return {
             "class": self.guarantee_class,
             "relation": _RELATIONS.get(self.level),
@@ -609,6 +623,9 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
         )
     if ledger.private and "guarantee" not in d:
         raise ValueError("ledger states no guarantee (written before guarantee classes existed): rerun the cell")
+    if "nodes_over" in ((d.get("guarantee") or {}).get("degree_bound") or {}):
+        raise ValueError("ledger states nodes_over, a count of its private input, and a guarantee class derived "
+                         "from it (written before guarantees were a function of the plan): rerun the cell")
     if "guarantee" in d and d["guarantee"] != ledger.guarantee():
         raise ValueError(f"ledger states the guarantee {d['guarantee']!r}, but its degree bound and level give "
                          f"{ledger.guarantee()!r}")

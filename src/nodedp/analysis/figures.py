@@ -4,7 +4,7 @@ Every plot function writes a PNG (and a PDF where asked) and returns the figure'
 level and resamples of its intervals, the seeds per cell (min–max where cells differ; below 5 seeds, that the
 interval is little more than their range) and what each mark drawn means, so a report can print it under the
 figure. A method is drawn in one colour and marker in every figure and study (``method_style``). The marks are the
-tables' (``nodedp.analysis.tables``): hollow points for guarantees weaker than unconditional node-level DP (§, ‡),
+tables' (``nodedp.analysis.tables``): hollow points for guarantees weaker than unconditional node-level DP (‡),
 † beside a point whose runs read private data without charge, ¶ with squares and a dotted line for reference mode
 (``<method>@paper``), drawn at the ε its noise actually spends. The pure helpers (``method_style``,
 ``dodge_offsets``, ``published_points``, ``pareto_frontier``, ``budget_epsilon``, ``frontier_cells``,
@@ -52,7 +52,8 @@ _MARKERS = ["o", "^", "D", "v", "P", "X", "<", ">", "p"]  # a sweep's ε values 
 _DASHES = [(5, 2), (1, 1.5), (6, 2, 1, 2), (3, 3)]
 _LINESTYLES = ["-", "--", "-.", (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1))]
 # Short forms of the tables' guarantee notes, for legends and captions.
-_MARK_LEGEND = {"§": "DP within the degree bound (graph within it)", "‡": "DP given the sampled edge list"}
+_MARK_LEGEND = {"‡": ("every degree-bounded method: DP within its public degree bound, else given the sampled edge "
+                      "list (also runs with uncharged reads)")}
 _UNACCOUNTED_LEGEND = f"{DAGGER} reads private data without charge (not covered by ε)"
 # Reference-mode points sit at the ε they actually spend; beyond this they are drawn at it, labelled.
 ACTUAL_EPSILON_CAP = 1e3
@@ -133,7 +134,7 @@ def _reference(frame: pl.DataFrame) -> np.ndarray:
 
 
 def _method_marks(frame: pl.DataFrame) -> str:
-    """The marks of the weakest cells of ``frame`` (one method's), in the tables' order: †, then §/‡."""
+    """The marks of the weakest cells of ``frame`` (one method's), in the tables' order: †, then ‡."""
     marks = DAGGER if _unaccounted(frame).any() else ""
     weak = _weak(frame)
     return marks + "".join(sorted({GUARANTEE_MARKS[g] for g in frame.filter(pl.Series(weak))["guarantee"]}

@@ -20,13 +20,13 @@ NON_PRIVATE = "non-private"
 DAGGER = "†"
 UNACCOUNTED_NOTE = f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
 # Guarantee classes weaker than unconditional get a mark (nodedp.accounting.GUARANTEE_CLASSES; the README's
-# privacy section says which methods are in which class).
-GUARANTEE_MARKS = {"bounded-degree": "§", "conditional": "‡"}
+# privacy section says which methods are in which class). The class is the plan's, never the data's.
+GUARANTEE_MARKS = {"conditional": "‡"}
 GUARANTEE_NOTES = {
-    "bounded-degree": ("§ node-level DP for all neighbouring graphs within the method's public degree bound; "
-                       "this graph is within it, so the degree sampling kept every edge."),
-    "conditional": ("‡ this graph exceeds the method's public degree bound: ε holds for neighbouring graphs "
-                    "compared on the same sampled edge list (as in the papers), not for every pair."),
+    "conditional": ("‡ every degree-bounded method carries this mark, whatever the graph: ε holds for every pair "
+                    "of neighbouring graphs within the method's public degree bound (there its degree sampling "
+                    "keeps every edge), and for other graphs for neighbours compared on the same sampled edge list "
+                    "(as in the papers), not for every pair; runs with uncharged reads (†) carry it too."),
 }
 REFERENCE_MARK = "¶"
 REFERENCE_NOTE = (f"{REFERENCE_MARK} reference mode (`@paper`): the noise the paper's own accounting gives the "

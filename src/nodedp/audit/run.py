@@ -52,7 +52,7 @@ class AuditResult:
     ledger_epsilon: float  # the suite's ε of the run at ``delta`` (= claimed_epsilon unless a reference run)
     delta: float  # the δ of the claim, at which the bounds are taken
     accounting: str  # "suite", or "paper" for a reference run audited against its paper's claim
-    guarantee: str  # the ledger's guarantee class (unconditional, bounded-degree, conditional)
+    guarantee: str  # the ledger's guarantee class (unconditional, conditional, edge)
     canaries: int
     included: int
     canary_degree_bound: int  # every canary edge is within this degree (kept by the method's bounding)

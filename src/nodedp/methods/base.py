@@ -210,9 +210,9 @@ def degree_bound_of(artifact: Mapping[str, Any]) -> Any:
     """The ledger's ``DegreeBound`` from a degree-bounding structure artifact (``bound-degree``)."""
     from nodedp.accounting import DegreeBound
 
-    if "nodes_over" not in artifact:
-        raise ValueError(f"this {artifact.get('kind')} artifact predates guarantee classes (no 'nodes_over'); "
+    if "identity_bound" not in artifact:
+        raise ValueError(f"this {artifact.get('kind')} artifact predates guarantee classes (no 'identity_bound'); "
                          "rebuild it with `python -m nodedp bound-degree` (the workflow's bound_degree rule)")
     return DegreeBound(kind=artifact["kind"], bound=int(artifact["bound"]),
-                       identity_bound=int(artifact["identity_bound"]), nodes_over=int(artifact["nodes_over"]))
+                       identity_bound=int(artifact["identity_bound"]))
 

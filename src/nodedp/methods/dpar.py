@@ -73,10 +73,10 @@ the ledger charges ln(1 + q'(e^ε_in − 1)), δ. A ``ratio`` of ε_in =
 ln(1 + (e^ε − 1)/q') goes to DP-APPR, calibrated alone; DP-SGD's noise is
 then calibrated on the whole ledger (artifact records + DP-SGD) to the target.
 The public reference code multiplies each part's ε by q' and never composes
-them; its figures are recorded as ``claimed_epsilon`` in ``details``.
-``details`` also counts ``empty_source_rows``: the released source rows whose
-K entries are all outside the sample or zero after the column clip, i.e.
-source examples of total weight 0 (``empty_source_rows``).
+them; its figures are recorded as ``claimed_epsilon`` in ``details``, computed
+from public settings alone (DP-SGD's rate at the planned sample size
+q'·|train|, the training-set size being public): no count of the realised
+sample (|S|, the sources it held, empty rows) leaves a run.
 
 Features (``dpar-features``, option "features"). §4's baseline "utilizes the
 original DP-SGD to achieve node DP. Note that it is equal to the case where we
@@ -168,7 +168,6 @@ __all__ = [
     "appr_spec",
     "build_dp_appr",
     "dp_sgd_record",
-    "empty_source_rows",
     "paper_claim",
     "paper_noise",
     "rank_sources",
@@ -476,20 +475,6 @@ def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Ten
     return nbr, weight
 
 
-def empty_source_rows(sample: Tensor, sources: Tensor, weight: Tensor) -> int:
-    """How many of the released source rows give their source an example of total weight 0: all K entries
-    dropped (outside the sample) or zero after the column clip. ``weight`` is ``training_examples``'
-    (rows in ``sample`` order); rows beyond |S|, which have no source, are not counted."""
-    if sources.numel() == 0:
-        return 0
-    position = torch.full((int(max(sample.max(), sources.max())) + 1,), -1, dtype=torch.long)
-    position[sample] = torch.arange(sample.numel())
-    rows = position[sources]
-    if (rows < 0).any():
-        raise ValueError("every source must be in the sample")
-    return int((weight[rows.to(weight.device)].abs().sum(1) == 0).sum())
-
-
 def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
     """``training_examples`` of an artifact."""
     return training_examples(artifact["sample"], artifact["sources"], artifact["index"], artifact["value"],
@@ -520,7 +505,6 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         raise ValueError(f"the node sample (rate {hp.sample_rate}) of {split.train.numel()} training nodes is empty")
     option = OPTIONS[method]
     nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=_row_width(option, hp), tau=hp.tau)
-    empty_rows = empty_source_rows(sample, artifact["sources"], weight)
     x_sample = graph.x[sample].to(device)
     nbr, weight = nbr.to(device), weight.to(device)
     from nodedp.models import PPRGo  # here: the dp-appr verb, which builds artifacts only, skips torch_geometric
@@ -557,9 +541,9 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         if claim is None:
             inner_delta = spec.target_delta / hp.sample_rate
             # What the reference code would report: each part × q', never composed; DP-SGD by the
-            # plain subsampled Gaussian (sensitivity C, rate batch/|sample|).
-            reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z,
-                                                                 sampling_rate=min(1.0, hp.batch_size / n),
+            # plain subsampled Gaussian (sensitivity C) at the planned rate batch/(q'·|train|), not the
+            # realised |S| (a count of the private sample).
+            reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate,
                                                                  steps=steps), delta=inner_delta)
             claimed_appr = artifact["claimed_epsilon_on_sample"]
             details |= {
@@ -617,9 +601,6 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         predict=predict,
     )
     details |= {
-        "sample_size": n,
-        "num_sources": int(artifact["sources"].numel()),
-        "empty_source_rows": empty_rows,
         "sampling_rate": rate,
         "dp_appr_noise": dict(artifact["noise"]),
         "appr_seconds": artifact["appr_seconds"],
