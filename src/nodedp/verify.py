@@ -135,7 +135,7 @@ def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], me
                            num_nodes=int(meta["num_nodes"]))
     except (KeyError, ValueError) as err:
         return False, [Refusal("split", str(err), f"the seed's split of {dataset}")]
-    public = PublicInputs.of(meta, num_train=split.train.numel())
+    public = PublicInputs.of(meta, num_train=split.train.numel(), setting=split.setting)
     target = ledger.get("target") or {}
     spec = RunSpec(dataset=dataset, method=str(metrics["method"]), seed=seed,
                    target_epsilon=float(metrics["target_epsilon"]) if info.private else math.inf,

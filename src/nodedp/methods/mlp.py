@@ -37,8 +37,7 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
     ).to(device)
     n = split.train.numel()
     if private:
-        public = PublicInputs(dataset=spec.dataset, num_nodes=graph.num_nodes, num_train=n,
-                              num_features=x.size(1), num_classes=inputs.num_classes)
+        public = PublicInputs.from_run(inputs, spec)
         planned = plan_mlp(public, spec, hp)  # before spending any time on training
         ledger, plan = planned.ledger, planned.parts["dpsgd"]
         batches = poisson_batches(n, sampling_rate=plan.sampling_rate, steps=plan.steps, generator=generator)

@@ -35,6 +35,9 @@ class PublicInputs:
     num_train: int
     num_features: int
     num_classes: int
+    num_edges: int = 0  # as meta.json counts them (an undirected edge twice)
+    is_undirected: bool = True
+    setting: str = "transductive"  # the split protocol's (inductive: cross-part edges removed)
 
     def __post_init__(self) -> None:
         if not 0 < self.num_train <= self.num_nodes:
@@ -42,10 +45,29 @@ class PublicInputs:
                              f"{self.num_nodes}")
 
     @classmethod
-    def of(cls, meta: Mapping[str, Any], *, num_train: int) -> PublicInputs:
-        """From a graph's meta.json and its split's training-set size."""
+    def of(cls, meta: Mapping[str, Any], *, num_train: int, setting: str) -> PublicInputs:
+        """From a graph's meta.json, its split's training-set size and the split's setting."""
         return cls(dataset=meta["name"], num_nodes=int(meta["num_nodes"]), num_train=int(num_train),
-                   num_features=int(meta["num_features"]), num_classes=int(meta["num_classes"]))
+                   num_features=int(meta["num_features"]), num_classes=int(meta["num_classes"]),
+                   num_edges=int(meta["num_edges"]), is_undirected=bool(meta["is_undirected"]), setting=setting)
+
+    @classmethod
+    def from_run(cls, inputs: Any, spec: RunSpec) -> PublicInputs:
+        """A run's public inputs (``RunInputs``): the sizes its graph and split show, which are the dataset's
+        public metadata; what the plan reads, and all it reads."""
+        graph, split = inputs.graph, inputs.split
+        return cls(dataset=spec.dataset, num_nodes=int(graph.num_nodes), num_train=int(split.train.numel()),
+                   num_features=int(graph.x.size(1)), num_classes=int(inputs.num_classes),
+                   num_edges=int(graph.edge_index.size(1)), is_undirected=bool(graph.is_undirected()),
+                   setting=split.setting)
+
+    def degree_bounds(self, hparams: Mapping[str, Any]) -> dict[str, int]:
+        """The public degree bound of each structure kind for a method's hyperparameters (the dataset
+        registry's, unless the hyperparameters set their own: ``nodedp.config.structure_bounds``)."""
+        from nodedp.config import structure_bounds
+        from nodedp.data import get_dataset
+
+        return structure_bounds(get_dataset(self.dataset), hparams)
 
 
 @dataclass(frozen=True)
