@@ -104,44 +104,24 @@ record them alike (Gumbel / Laplace / Gaussian DP-APPR, d = max_rows + 2
 occurrences (Features: no DP-APPR, d = 1), amplification by the node sample),
 with the paper's ``Claim``, so their ε is the actual one for that noise
 (``reference_ledger`` computes it without running).
+
+Plan, then run. Every ledger here is planned from public inputs alone (``nodedp.plans.dpar``, torch-free):
+``build_dp_appr`` executes ``plan_dp_appr`` (the artifact's ledger and DP-APPR's noise), ``run_dpar`` executes
+``plan_dpar`` (the artifact's records and DP-SGD's, its rate, steps and noise) after checking that the
+artifact's ledger is the one ``plan_dp_appr`` gives; ``python -m nodedp verify`` re-plans a finished run alike.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from nodedp.accounting import (
-    Claim,
-    Ledger,
-    MechanismRecord,
-    calibrate_ledger,
-    claimed_dp_appr_epsilon,
-    dp_appr_plan,
-    epsilon_of,
-    inner_budget,
-    poisson_occurrence_gaussian_params,
-    reference_understated,
-    subsampled_gaussian_event,
-)
-from nodedp.accounting.dpar import (
-    FEATURES_RATIO,
-    PAPER_DELTA_SHARE,
-    PAPER_FEATURES_RULE,
-    PAPER_RULE,
-    PAPER_SOURCE,
-    dp_appr_em_records,
-    dp_appr_gm_record,
-    paper_delta,
-    paper_dp_appr_noise,
-    paper_dp_sgd_noise_multiplier,
-)
-from nodedp.accounting.hypergeometric import RANKED_SOURCES, SELF_ONLY, occurrence_bound
+from nodedp.accounting import Ledger
+from nodedp.accounting.hypergeometric import SELF_ONLY
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
@@ -154,6 +134,17 @@ from nodedp.methods.specs.dpar import (  # re-exported: the registry's, torch-fr
     OPTIONS,
     DparHparams,
     appr_spec,
+)
+from nodedp.plans import PublicInputs
+from nodedp.plans.dpar import (  # re-exported: the plans are torch-free (nodedp.plans.dpar)
+    SOURCE_RULE,
+    dp_sgd_record,
+    paper_claim,
+    paper_noise,
+    plan_dp_appr,
+    plan_dpar,
+    reference_ledger,
+    sgd_schedule,
 )
 from nodedp.structure import appr_push
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
@@ -170,6 +161,8 @@ __all__ = [
     "dp_sgd_record",
     "paper_claim",
     "paper_noise",
+    "plan_dp_appr",
+    "plan_dpar",
     "rank_sources",
     "reference_ledger",
     "remove_coupled",
@@ -180,135 +173,11 @@ __all__ = [
 
 # The artifact's own stream: never the training seed's (batches must not correlate with the node sample).
 _ARTIFACT_STREAM = 1 << 40
-# How sources are chosen and how many examples one removal changes (module docstring).
-SOURCE_RULE = RANKED_SOURCES
-
-
-def _num_rows(hp: DparHparams, num_train: int) -> int:
-    return hp.num_sources or max(1, math.ceil(hp.sample_rate * num_train))
-
-
-def _sgd_schedule(hp: DparHparams, num_train: int) -> tuple[float, int]:
-    """DP-SGD's public Poisson rate γ = batch_size/(q'·|train|) and its number of steps."""
-    rate = min(1.0, hp.batch_size / (hp.sample_rate * num_train))
-    return rate, hp.epochs * math.ceil(1 / rate)
-
-
-def _private_option(method: str) -> str:
-    if OPTIONS.get(method, "nodp") == "nodp":
-        raise ValueError(f"{method!r} is not a private DPAR method; valid: "
-                         f"{[m for m, o in OPTIONS.items() if o != 'nodp']}")
-    return OPTIONS[method]
 
 
 def _row_width(option: str, hp: DparHparams) -> int:
     """Entries per training example: K, or 1 for Features (every example is its node's self row)."""
     return 1 if option == FEATURES else hp.k
-
-
-def _occurrence_rule(option: str, hp: DparHparams) -> tuple[str, int]:
-    """DP-SGD's (``occurrence_rule``, ``max_rows``): Features' examples are self rows only, so no example holds
-    another node (max_rows 0, d = 1); the DP-APPR options' ``SOURCE_RULE`` with the cap (d = max_rows + 2)."""
-    return (SELF_ONLY, 0) if option == FEATURES else (SOURCE_RULE, hp.max_rows)
-
-
-def _paper_ratio(option: str, hp: DparHparams) -> float:
-    """DP-APPR's share of the claimed ε in the paper's accounting: ``ratio``, or none for Features."""
-    return FEATURES_RATIO if option == FEATURES else hp.ratio
-
-
-def _paper_dp_appr_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
-                         delta: float) -> dict[str, float]:
-    return paper_dp_appr_noise(option=_private_option(method), epsilon=epsilon, delta=delta, k=hp.k,
-                               m=_num_rows(hp, num_train), sample_rate=hp.sample_rate, ratio=hp.ratio,
-                               value_share=hp.value_share)
-
-
-def paper_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float, delta: float) -> dict[str, Any]:
-    """The noise DPAR's own accounting gives a run of ``method`` it claims is (``epsilon``, ``delta``)-DP.
-
-    Pure: hyperparameters and the public number of training nodes only. "dp_appr": DP-APPR's noise
-    (``paper_dp_appr_noise``: per-selection ``epsilon`` and em1's ``epsilon_value``, or GM's
-    ``noise_multiplier`` of √2·C1; empty for Features, which runs none); "sgd_noise_multiplier": DP-SGD's
-    (``paper_dp_sgd_noise_multiplier``) at the run's public Poisson rate and steps, with DP-APPR's share
-    ``ratio`` of ε, or for Features ``FEATURES_RATIO`` = 0 (the whole ε and δ on DP-SGD).
-    """
-    option = _private_option(method)
-    rate, steps = _sgd_schedule(hp, num_train)
-    appr = ({} if option == FEATURES
-            else _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta))
-    return {
-        "dp_appr": appr,
-        "sgd_noise_multiplier": paper_dp_sgd_noise_multiplier(epsilon=epsilon, delta=delta,
-                                                              sample_rate=hp.sample_rate,
-                                                              ratio=_paper_ratio(option, hp),
-                                                              sampling_rate=rate, steps=steps),
-    }
-
-
-def paper_claim(epsilon: float, delta: float, *, option: str | None = None) -> Claim:
-    """What the paper states for a reference run's noise: (ε, δ) by ``PAPER_RULE`` (Features:
-    ``PAPER_FEATURES_RULE``, DP-SGD alone)."""
-    rule = PAPER_FEATURES_RULE if option == FEATURES else PAPER_RULE
-    return Claim(epsilon=epsilon, delta=delta, rule=rule, source=PAPER_SOURCE)
-
-
-def _dp_appr_records(option: str, noise: dict[str, float], *, k: int, m: int,
-                     clip: float) -> tuple[MechanismRecord, ...]:
-    """The ledger records of DP-APPR with ``noise`` (``dp_appr_plan``'s keys), as suite mode records them."""
-    if option == "gm":
-        return (dp_appr_gm_record(noise_multiplier=noise["noise_multiplier"], k=k, m=m, clip=clip),)
-    return dp_appr_em_records(option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip,
-                              epsilon_value=noise.get("epsilon_value"))
-
-
-def dp_sgd_record(name: str, hp: DparHparams, *, option: str, sampling_rate: float, steps: int,
-                  noise_multiplier: float) -> MechanismRecord:
-    """DP-SGD's ledger record of a run of DPAR ``option``: the Gaussian mixed over ρ ~ Binomial(d, γ) changed
-    examples, d = max_rows + 2 ("ranked_sources"), or d = 1 for Features ("self_only"; module docstring)."""
-    rule, max_rows = _occurrence_rule(option, hp)
-    occurrences = occurrence_bound(rule=rule, max_rows=max_rows)
-    if option == FEATURES:
-        reason = ("every training example is its node's own features and label with weight 1 (Algorithm 2 with "
-                  "one-hot APPR rows: no DP-APPR matrix, no sources, no example holds another node), so "
-                  "removing a node changes exactly d = 1 example, its own; it is clipped to C, so the gradient "
-                  "sum moves by ≤ 2·C·ρ, ρ ~ Binomial(1, γ) in a Poisson batch")
-    else:
-        reason = (f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
-                  f"{occurrences} training examples: its own, the ≤ {max_rows} whose DP-APPR rows hold its "
-                  "column, and that of the one node that takes its source row (sources: the sampled nodes of "
-                  "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
-                  "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
-                  "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch")
-    return MechanismRecord(
-        name=name,
-        kind="poisson_occurrence_gaussian",
-        touches=("features", "labels"),
-        params=poisson_occurrence_gaussian_params(sampling_rate=sampling_rate, max_rows=max_rows,
-                                                  noise_multiplier=noise_multiplier, clip_norm=hp.clip_norm,
-                                                  steps=steps, occurrence_rule=rule),
-        sensitivity=2 * hp.clip_norm * occurrences,
-        sensitivity_reason=reason,
-        dp_event=None,
-    )
-
-
-def reference_ledger(method: str, hp: DparHparams, *, num_train: int, target_epsilon: float, target_delta: float,
-                     claimed_delta: float, accountant: str = "rdp") -> Ledger:
-    """The ledger of a reference run of ``method`` (its noise ``paper_noise`` for the claimed
-    (``target_epsilon``, ``claimed_delta``)), without running it: ``composed()`` is its actual ε at the
-    suite's ``target_delta``, ``actual_claim_epsilon()`` at the paper's δ. Public sizes only."""
-    option = _private_option(method)
-    noise = paper_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claimed_delta)
-    rate, steps = _sgd_schedule(hp, num_train)
-    records = () if option == FEATURES else _dp_appr_records(option, noise["dp_appr"], k=hp.k,
-                                                             m=_num_rows(hp, num_train),
-                                                             clip=hp.gm_clip if option == "gm" else hp.em_clip)
-    sgd = dp_sgd_record(f"dp-sgd:{method}@paper", hp, option=option, sampling_rate=rate, steps=steps,
-                        noise_multiplier=noise["sgd_noise_multiplier"])
-    return Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(*records, sgd),
-                  accountant=accountant, node_sample_rate=hp.sample_rate,
-                  claim=paper_claim(target_epsilon, claimed_delta, option=option))
 
 
 def source_priority(num_train: int, *, generator: torch.Generator) -> Tensor:
@@ -355,48 +224,46 @@ def build_dp_appr(
     seed: int,
     accountant: str = "rdp",
     dataset: str | None = None,
+    public: PublicInputs | None = None,
 ) -> dict[str, Any]:
     """Stage 1 (module docstring): the DP-APPR artifact, its ledger as JSON under "ledger".
 
-    In reference mode (``hp.accounting == "paper"``) the noise is ``paper_noise``'s for the claimed
+    The ledger and the noise are ``plan_dp_appr``'s (``nodedp.plans.dpar``), planned from public inputs before
+    the graph is read: ``public`` (default: ``dataset``, the graph's node count and the split's training-set
+    size). In reference mode (``hp.accounting == "paper"``) the noise is ``paper_noise``'s for the claimed
     (``target_epsilon``, ``paper_delta(dataset, …)``), ``dataset`` naming Table 1's δ (without it, §4.1's
-    rule), and the ledger carries the claim; training reads the claimed δ from it.
+    rule), and the ledger carries the claim.
 
     Features (``dpar-features``): the node sample alone, drawn exactly as the other options draw it; no
     sources, no released rows (``sources``, ``index`` and ``value`` empty) and a ledger with no mechanisms
     (with the claim in reference mode): all of ε is DP-SGD's.
     """
-    spec = appr_spec(method, hp)
-    option = spec["option"]
-    private = option != "nodp"
-    if private != math.isfinite(target_epsilon):
-        raise ValueError(f"{method}: target ε must be {'finite' if private else 'inf'}, got {target_epsilon}")
-    generator = make_generator(seed + _ARTIFACT_STREAM)
     train = split.train
-    num_train, num_rows = train.numel(), _num_rows(hp, split.train.numel())
-    if hp.k > num_train and option != FEATURES:
-        raise ValueError(f"k = {hp.k} exceeds the {num_train} training nodes (the column universe)")
+    if public is None:
+        public = PublicInputs(dataset=dataset or "", num_nodes=int(graph.num_nodes), num_train=int(train.numel()),
+                              num_features=0, num_classes=0, setting=getattr(split, "setting", "transductive"))
+    run = RunSpec(dataset=public.dataset, method=method, seed=seed, target_epsilon=target_epsilon,
+                  target_delta=target_delta, accountant=accountant)
+    plan = plan_dp_appr(public, run, hp, method=method)  # before any private data is read
+    ledger, spec, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
+    noise, num_rows, clip = plan.parts["noise"], plan.parts["num_rows"], plan.parts["clip"]
+    generator = make_generator(seed + _ARTIFACT_STREAM)
+    num_train = train.numel()
     priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
     kept = torch.rand(num_train, generator=generator) < hp.sample_rate
     sample, sample_priority = train[kept], priority[kept]
 
-    def artifact(ledger: Ledger, **released: Any) -> dict[str, Any]:
+    def artifact(**released: Any) -> dict[str, Any]:
         return {"kind": ARTIFACT_KIND, "method": method, "spec": spec, "seed": seed, "target_epsilon": target_epsilon,
                 "target_delta": target_delta, "accountant": accountant, "sample": sample, **released,
+                "noise": noise, "claimed_epsilon_on_sample": plan.parts["claimed_epsilon_on_sample"],
                 "ledger": json.dumps(ledger.to_dict())}
 
     if option == FEATURES:
-        claim = None
-        if hp.accounting == "paper":
-            claim = paper_claim(target_epsilon, paper_delta(dataset, num_train=num_train, sample_rate=hp.sample_rate),
-                                option=option)
         # Nothing is released but the sample, whose rate the ledger carries; DP-SGD's record joins it in training.
-        ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(),
-                        accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
         width = _row_width(option, hp)
-        return artifact(ledger, source_rule=SELF_ONLY, sources=sample[:0],
-                        index=torch.zeros(0, width, dtype=torch.long), value=torch.zeros(0, width), noise={},
-                        claimed_epsilon_on_sample=0.0, appr_seconds=0.0)
+        return artifact(source_rule=SELF_ONLY, sources=sample[:0], index=torch.zeros(0, width, dtype=torch.long),
+                        value=torch.zeros(0, width), appr_seconds=0.0)
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
@@ -410,43 +277,19 @@ def build_dp_appr(
     scores = torch.zeros(num_rows, num_train, dtype=torch.float64)  # columns: the training ids, in order
     scores[: sources.numel(), kept.nonzero().squeeze(1)] = appr.to_dense()
 
-    noise: dict[str, float] = {}
-    records: tuple[MechanismRecord, ...] = ()
-    claimed = None
-    if private:
-        inner_epsilon, inner_delta = inner_budget(
-            target_epsilon=target_epsilon, target_delta=target_delta, sample_rate=hp.sample_rate)
-        clip = hp.gm_clip if option == "gm" else hp.em_clip
-        claim = None
-        if hp.accounting == "paper":
-            claim = paper_claim(target_epsilon, paper_delta(dataset, num_train=num_train, sample_rate=hp.sample_rate))
-            noise = _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claim.delta)
-            records = _dp_appr_records(option, noise, k=hp.k, m=num_rows, clip=clip)
-            inner_delta = PAPER_DELTA_SHARE * claim.delta / hp.sample_rate  # the paper's δ_APPR on the sample
-        else:
-            noise, records = dp_appr_plan(option=option, epsilon=hp.ratio * inner_epsilon, delta=inner_delta,
-                                          k=hp.k, m=num_rows, clip=clip, value_share=hp.value_share,
-                                          accountant=accountant)
-        if option == "gm":
-            rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip,
-                              generator=generator)
-        else:
-            rows = dp_appr_em(scores, k=hp.k, epsilon=noise["epsilon"], clip=clip, option=option,
-                              generator=generator, epsilon_value=noise.get("epsilon_value"))
-        claimed = claimed_dp_appr_epsilon(option=option, noise=noise, k=hp.k, m=num_rows, delta=inner_delta)
-        ledger = Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=records,
-                        accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
+    if option == "gm":
+        rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip, generator=generator)
+    elif option != "nodp":
+        rows = dp_appr_em(scores, k=hp.k, epsilon=noise["epsilon"], clip=clip, option=option, generator=generator,
+                          epsilon_value=noise.get("epsilon_value"))
     else:
         top = scores.topk(hp.k, dim=1)
         rows = torch.zeros_like(scores).scatter_(1, top.indices, top.values)
-        ledger = Ledger.non_private()
-    ledger.check()
     rows = cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
     columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
     # the sources are ``rank_sources`` of ``source_priority``, in row order
-    return artifact(ledger, source_priority=sample_priority, source_rule=SOURCE_RULE, sources=sample[sources],
-                    index=train[columns], value=rows.gather(1, columns).float(), noise=noise,
-                    claimed_epsilon_on_sample=claimed, appr_seconds=appr_seconds)
+    return artifact(source_priority=sample_priority, source_rule=SOURCE_RULE, sources=sample[sources],
+                    index=train[columns], value=rows.gather(1, columns).float(), appr_seconds=appr_seconds)
 
 
 def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Tensor, *, num_nodes: int,
@@ -494,74 +337,43 @@ def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str,
     return artifact
 
 
+def _check_artifact_ledger(artifact: dict[str, Any], planned: Ledger, spec: RunSpec) -> None:
+    """The artifact's ledger must be the one its plan gives (``plan_dp_appr``), field for field."""
+    stated = json.loads(artifact["ledger"])
+    expected = json.loads(json.dumps(planned.to_dict()))
+    if stated != expected:
+        fields = sorted(key for key in set(stated) | set(expected) if stated.get(key) != expected.get(key))
+        raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact's ledger is not the one its plan gives "
+                         f"(fields {fields}); rebuild it with `python -m nodedp dp-appr`")
+
+
 def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) -> RunResult:
     artifact = _check_artifact(inputs.structure.get(ARTIFACT_KIND), spec, method, hp)
+    option = OPTIONS[method]
+    graph, split = inputs.graph, inputs.split
+    privacy, details = None, {}
+    if option != "nodp":
+        # The plan first, from public inputs alone; the artifact must hold the ledger the plan expects of it.
+        plan = plan_dpar(PublicInputs.from_run(inputs, spec), spec, hp, method=method)
+        _check_artifact_ledger(artifact, plan.parts["appr"].ledger, spec)
+        ledger, rate, steps = plan.ledger, plan.parts["sampling_rate"], plan.parts["steps"]
+        privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
+        details = dict(plan.parts["details"])
+    else:
+        ledger = Ledger.non_private()
+        rate, steps = sgd_schedule(hp, split.train.numel())
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
-    graph, split = inputs.graph, inputs.split
     sample = artifact["sample"]
     n = sample.numel()
     if n == 0:
         raise ValueError(f"the node sample (rate {hp.sample_rate}) of {split.train.numel()} training nodes is empty")
-    option = OPTIONS[method]
     nbr, weight = _training_rows(artifact, num_nodes=graph.num_nodes, k=_row_width(option, hp), tau=hp.tau)
     x_sample = graph.x[sample].to(device)
     nbr, weight = nbr.to(device), weight.to(device)
     from nodedp.models import PPRGo  # here: the dp-appr verb, which builds artifacts only, skips torch_geometric
 
     model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
-
-    rate, steps = _sgd_schedule(hp, split.train.numel())
-    private = option != "nodp"
-    appr_ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
-    privacy, details = None, {}
-    if private:
-        claim = appr_ledger.claim
-        if (claim is not None) != (hp.accounting == "paper") or (claim is not None
-                                                                  and claim.epsilon != spec.target_epsilon):
-            raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact's claim {claim} does not fit a run "
-                             f"with accounting {hp.accounting!r} at ε = {spec.target_epsilon}")
-
-        def ledger_of(z: float) -> Ledger:
-            sgd = dp_sgd_record(f"dp-sgd:{spec.method}", hp, option=option, sampling_rate=rate, steps=steps,
-                                noise_multiplier=z)
-            return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                          mechanisms=(*appr_ledger.mechanisms, sgd), accountant=spec.accountant,
-                          node_sample_rate=hp.sample_rate, claim=claim)
-
-        if claim is None:
-            z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
-        else:  # reference mode: DP-SGD's noise as the paper sizes it, at the claimed δ the artifact carries
-            z = paper_dp_sgd_noise_multiplier(epsilon=spec.target_epsilon, delta=claim.delta,
-                                              sample_rate=hp.sample_rate, ratio=_paper_ratio(option, hp),
-                                              sampling_rate=rate, steps=steps)
-        ledger = ledger_of(z)
-        privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
-        details = {"sgd_noise_multiplier": z, "epsilon_on_sample": ledger.composed_on_sample()[0]}
-        if claim is None:
-            inner_delta = spec.target_delta / hp.sample_rate
-            # What the reference code would report: each part × q', never composed; DP-SGD by the
-            # plain subsampled Gaussian (sensitivity C) at the planned rate batch/(q'·|train|), not the
-            # realised |S| (a count of the private sample).
-            reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate,
-                                                                 steps=steps), delta=inner_delta)
-            claimed_appr = artifact["claimed_epsilon_on_sample"]
-            details |= {
-                "claimed_epsilon": reference_understated(claimed_appr + reference_sgd, rate=hp.sample_rate),
-                "claimed_epsilon_parts_on_sample": {"dp_appr": claimed_appr, "dp_sgd": reference_sgd},
-            }
-        else:
-            ratio = _paper_ratio(option, hp)
-            details |= {
-                "claimed_epsilon": claim.epsilon,
-                "claimed_delta": claim.delta,
-                "actual_epsilon_at_claimed_delta": ledger.actual_claim_epsilon(),
-                "claimed_epsilon_parts_on_sample": {"dp_appr": ratio * claim.epsilon / hp.sample_rate,
-                                                    "dp_sgd": (1 - ratio) * claim.epsilon / hp.sample_rate},
-            }
-    else:
-        ledger = Ledger.non_private()
-    ledger.check()
 
     def predict(other: Any, parts: Any = None) -> Tensor:
         """§4's inference on ``other``: f(X) for every node, then P power-iteration steps over its edges; the

@@ -105,5 +105,7 @@ for _method, _option in OPTIONS.items():
             hparams=DparHparams,
             run=lazy_run("nodedp.methods.dpar:run_dpar", method=_method),
             needs=(ARTIFACT_KIND,),
+            # the run's ledger from public inputs (nodedp.plans.dpar; the artifact's: plan_dp_appr)
+            plan=None if _option == "nodp" else f"nodedp.plans.dpar:plan_{_method.replace('-', '_')}",
         )
     )
