@@ -67,6 +67,8 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
     if "batch_size" in fields:
         hparams["batch_size"] = 16
     bounds = {"in-degree": 3, "out-degree": 10, "degree": 10}
+    if "out_degree_bound" in fields:  # GAP/ProGAP plan with the public D their hyperparameters set: the artifact's
+        hparams["out_degree_bound"] = bounds["out-degree"]
     structure = []
     for kind in info.needs:
         path = out.parent / f"{method}-{epochs}-{kind}.pt"

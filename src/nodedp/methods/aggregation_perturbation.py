@@ -1,4 +1,4 @@
-"""What GAP and ProGAP share: levels, the NAP mechanism of a run, its ledger, and stage training.
+"""What GAP and ProGAP share: levels, the NAP mechanism of a run executing its plan, and stage training.
 
 Both methods touch the graph only through NAP (``nodedp.mechanisms.nap``),
 queried once per hop and cached; everything else trains MLPs on each node's
@@ -21,6 +21,9 @@ seed), through NAP's clipping and normalization but without noise. NAP's noise p
 graph; a given graph is the caller's (the audit's), and scoring it noise-free adds no variance to the scores.
 The trained weights (DP-SGD releases) are used as they are.
 
+The plan (ledger, noise, sampling, steps, bounds) is ``nodedp.plans.aggregation_perturbation``'s, made from
+public inputs before any training; the run executes it.
+
 Reference mode (node level only, ``accounting: paper``; ``nodedp.accounting.gap``):
 z is calibrated as the papers do, at their δ (10^−digits of N), but NAP draws
 std z·√D, the papers' sensitivity; the ledger records that noise at its true
@@ -30,27 +33,26 @@ std z·√D, the papers' sensitivity; the ledger records that noise at its true
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
-from nodedp.accounting import Claim, Ledger, MechanismRecord, calibrate_gap, nap_event
-from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
+from nodedp.accounting import Ledger
 from nodedp.data import Split, bound_degree, remove_cross_split_edges
-from nodedp.mechanisms import NAP, nap_sensitivity
+from nodedp.mechanisms import NAP
 from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
+from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
     ApHparams,
     ReferenceMode,
     register_levels,
 )
+from nodedp.plans import Plan, PublicInputs
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
 if TYPE_CHECKING:
@@ -74,106 +76,45 @@ class ApPlan:
     nap_queries: int  # K, what the ledger charges (the cache makes it the number of NAP calls)
 
 
-def plan_aggregation_perturbation(
-    inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str, stage_epochs: Sequence[int], name: str
-) -> ApPlan:
-    """Calibrate the shared noise multiplier and write the ledger before any training.
+def plan_aggregation_perturbation(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str,
+                                  planner: Callable[..., Plan]) -> ApPlan:
+    """The run's plan: ``planner`` (``nodedp.plans.aggregation_perturbation``: ``plan_gap``, ``plan_progap``) on the
+    run's public inputs, before any training; then NAP and the edges it aggregates, built as the plan says.
 
-    ``stage_epochs``: epochs of each DP-SGD stage (GAP: encoder and classifier;
-    ProGAP: K + 1 stages); node level only.
+    At node level the out-degree artifact must carry the plan's public bound D and identity bound.
     """
     graph, split = inputs.graph, inputs.split
-    undirected = bool(graph.is_undirected())
+    planned = planner(PublicInputs.from_run(inputs, spec), spec, hp, level=level)
+    ledger, parts = planned.ledger, planned.parts
     edges = graph.edge_index
-    max_degree, degree_bound = None, None
+    max_degree = parts["max_degree"]
     if level == "node":
         bounded = inputs.structure["out-degree"]
-        edges, max_degree, degree_bound = bounded["edge_index"], int(bounded["bound"]), degree_bound_of(bounded)
-        if hp.out_degree_bound and hp.out_degree_bound != max_degree:
-            raise ValueError(f"out_degree_bound is {hp.out_degree_bound} but the out-degree artifact was bounded to "
-                             f"D={max_degree}; build it with `bound-degree --kind out-degree --bound "
-                             f"{hp.out_degree_bound}` (the workflow does)")
+        if int(bounded["bound"]) != max_degree:
+            whose = (f"out_degree_bound is {hp.out_degree_bound}" if hp.out_degree_bound
+                     else f"the dataset's out-degree bound is D={max_degree} (out_degree_bound unset)")
+            raise ValueError(f"{whose} but the out-degree artifact was bounded to D={int(bounded['bound'])}; build "
+                             f"it with `bound-degree --kind out-degree --bound {max_degree}` (the workflow does)")
+        if degree_bound_of(bounded) != ledger.degree_bound:
+            raise ValueError(f"the out-degree artifact's bound {degree_bound_of(bounded)} is not the plan's "
+                             f"{ledger.degree_bound}")
+        edges = bounded["edge_index"]
     if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
         edges = remove_cross_split_edges(edges, split)
-    row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
     if level == "none":
-        nap = NAP(level="none", row_clip=row_clip, noise_multiplier=0.0)
-        return ApPlan("none", nap, edges, Ledger.non_private(), None, None, (), hp.hops)
-
-    n = split.train.numel()
-    stage_steps: tuple[int, ...] = ()
-    q = None
-    if level == "node":
-        if not 1 <= hp.batch_size <= n:
-            raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
-        q = hp.batch_size / n
-        stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
-    paper = getattr(hp, "accounting", "suite") == "paper"
-    claim = None
-    if paper:
-        if level != "node":
-            raise ValueError(f"{name}: the papers' accounting (reference mode) is implemented at node level only")
-        claim_delta = gap_paper_delta(graph.num_nodes)
-        noise = gap_paper_noise(target_epsilon=spec.target_epsilon, delta=claim_delta, hops=hp.hops,
-                                stage_steps=stage_steps, sampling_rate=q, max_degree=max_degree)
-        z = noise.noise_multiplier
-        # NAP draws the papers' std z·√D; at the true Δ its multiplier is z·√D/Δ < z.
-        nap_z = noise.nap_noise_std / nap_sensitivity(level="node", max_degree=max_degree, row_clip=row_clip,
-                                                      undirected=undirected)
-        claim = Claim(
-            epsilon=spec.target_epsilon, delta=claim_delta,
-            rule=(f"one noise multiplier z for the K NAP queries and every DP-SGD stage, calibrated by RDP to "
-                  f"ε at δ = {claim_delta:g}, with NAP's sensitivity taken as √D (noise std z·√D), which omits "
-                  "the removed node's own aggregated row"),
-            source=("ProGAP Theorem 4.2 (Eq. 11, NAP node-level (α, Dα/2σ_AP²)-RDP by GAP's Lemma 3) and §5.3 "
-                    "(δ below 1/N); public GAP/ProGAP code: NAP sensitivity sqrt(max_degree), "
-                    "delta 'auto' = 1/10**len(str(N))"),
-        )
-    else:
-        z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
-                          stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
-        nap_z = z
-    nap = NAP(level=level, row_clip=row_clip, noise_multiplier=nap_z, max_degree=max_degree, undirected=undirected)
-    if level == "node":
-        reason = (
-            f"out-degrees bounded to D={max_degree} by sampling edges and aggregated rows clipped to R={row_clip:g}: "
-            f"removing a node changes its ≤ D out-neighbours' rows by ≤ 1 each (a unit vector; clipping is "
-            f"1-Lipschitz) and its own row by ≤ R, so Δ = √(D + R²) = {nap.sensitivity:.6g} per query "
-            "(the public GAP/ProGAP code uses √D, omitting the node's own row)"
-        )
-        if paper:
-            reason += f"; reference mode: noise std z·√D = {nap.noise_std:.6g} (the papers' rule), charged at this Δ"
-        caveat = ("as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
-                  "out-degree sampling without a node could let its in-neighbours keep other edges instead")
-    else:
-        reason = (f"one {'undirected edge is two directed edges, each' if undirected else 'directed edge'} changes "
-                  f"one aggregated row by ≤ 1 (a unit vector): Δ = {nap.sensitivity:.6g} per query")
-        caveat = None
-    records = [MechanismRecord(
-        name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
-        params={"mechanism": "nap", "level": level, "noise_multiplier": nap_z, "noise_std": nap.noise_std,
-                "queries": hp.hops,
-                "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
-                "max_degree": max_degree, "undirected": undirected},
-        sensitivity=nap.sensitivity, sensitivity_reason=reason,
-        dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
-        caveat=caveat,
-    )]
-    for i, steps in enumerate(stage_steps):
-        records.append(dpsgd_record(
-            name=f"dp-sgd:{name}:stage{i}", touches=("features", "labels"), noise_multiplier=z,
-            clip_norm=hp.clip_norm, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=steps,
-            epochs=stage_epochs[i],
-            sensitivity_reason=("each training node is one example: its own features, label and cached NAP rows "
-                                "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
-        ))
-    ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound, claim=claim)
-    ledger.check()
+        nap = NAP(level="none", row_clip=parts["row_clip"], noise_multiplier=0.0)
+        return ApPlan("none", nap, edges, ledger, None, None, (), parts["nap_queries"])
+    nap = NAP(level=level, row_clip=parts["row_clip"], noise_multiplier=parts["nap_noise_multiplier"],
+              max_degree=max_degree, undirected=parts["undirected"])
+    record = ledger.mechanisms[0]
+    if (nap.sensitivity, nap.noise_std) != (record.sensitivity, record.params["noise_std"]):
+        raise RuntimeError(f"NAP's sensitivity and noise std {(nap.sensitivity, nap.noise_std)} are not the "
+                           f"ledger's {(record.sensitivity, record.params['noise_std'])}")
     privacy = None
     if level == "node":
-        privacy = tuple(privacy_from_record(r, expected_batch_size=hp.batch_size) for r in records[1:])
-    return ApPlan(level, nap, edges, ledger, privacy, q, stage_steps, hp.hops)
+        privacy = tuple(privacy_from_record(r, expected_batch_size=hp.batch_size) for r in ledger.mechanisms[1:])
+    return ApPlan(level, nap, edges, ledger, privacy, parts["sampling_rate"], tuple(parts["stage_steps"]),
+                  parts["nap_queries"])
 
 
 def inference_edges(graph: Data, *, split: Split, num_nodes: int, bounded: Mapping[str, Any] | None) -> Tensor:

@@ -5,40 +5,27 @@ once with every pair's entry flipped with probability 1/(1 + e^ε) (pure
 ε-edge-DP, `nodedp.mechanisms.edge_rr`); the GNN (the `gcn` twin's model,
 full batch) trains and predicts on that released graph only, so training and
 inference are post-processing. Features and labels are public at edge level.
-O(N²) time: meant for graphs of a few thousand nodes.
+O(N²) time: meant for graphs of a few thousand nodes. The ledger is ``nodedp.plans.edgerand``'s plan, made from
+public inputs (N, undirectedness) before any edge is read.
 """
 
 from __future__ import annotations
 
 import torch
 
-from nodedp.accounting import Ledger, MechanismRecord
 from nodedp.mechanisms.edge_rr import flip_probability, randomize_adjacency
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.gnn import GnnHparams, run_gnn
+from nodedp.plans import PublicInputs
+from nodedp.plans.edgerand import plan_edgerand
 
 
 def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
     graph = inputs.graph
-    undirected = bool(graph.is_undirected())
-    record = MechanismRecord(
-        name=f"edge-rr:{spec.method}",
-        kind="randomized_response",
-        touches=("edges",),
-        params={"mechanism": "edge_rr", "flip_probability": flip_probability(spec.target_epsilon),
-                "num_nodes": graph.num_nodes,
-                "pairs": "unordered" if undirected else "ordered"},
-        sensitivity=1.0,
-        sensitivity_reason=(
-            "one edge is one adjacency entry (an unordered pair on this undirected graph); each entry is "
-            "flipped independently w.p. p = 1/(1+e^ε), a likelihood ratio of (1−p)/p = e^ε"
-        ),
-        dp_event=None,
-        pure_epsilon=spec.target_epsilon,
-    )
-    ledger = Ledger(level="edge", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=(record,), accountant=spec.accountant)
-    ledger.check()
+    planned = plan_edgerand(PublicInputs.from_run(inputs, spec), spec, hp)  # before reading any edge
+    ledger, undirected = planned.ledger, planned.parts["undirected"]
+    if ledger.mechanisms[0].params["flip_probability"] != flip_probability(spec.target_epsilon):
+        raise RuntimeError("the plan's flip probability is not the one randomized response draws with")
 
     def released(generator: torch.Generator) -> torch.Tensor:
         return randomize_adjacency(graph.edge_index, num_nodes=graph.num_nodes, epsilon=spec.target_epsilon,

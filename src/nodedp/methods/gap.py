@@ -23,6 +23,7 @@ from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_agg
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.specs.gap import GapHparams, GapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import GAPClassifier, GAPEncoder
+from nodedp.plans.aggregation_perturbation import plan_gap
 from nodedp.train import resolve_device, seed_everything
 
 
@@ -44,8 +45,7 @@ def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: tor
 def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
-    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, stage_epochs=[hp.encoder_epochs, hp.epochs],
-                                         name=spec.method)
+    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_gap)
     x = inputs.graph.x.to(device)
     norm = hp.normalization_for(level)
     encoder = GAPEncoder(x.size(1), inputs.num_classes, hidden_dim=hp.hidden_dim, num_layers=hp.encoder_layers,

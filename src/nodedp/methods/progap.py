@@ -28,14 +28,14 @@ from nodedp.methods.aggregation_perturbation import (
 from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.specs.progap import ProgapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import ProGAP, ProGAPStage
+from nodedp.plans.aggregation_perturbation import plan_progap
 from nodedp.train import resolve_device, seed_everything
 
 
 def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
-    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, stage_epochs=[hp.epochs] * (hp.hops + 1),
-                                         name=spec.method)
+    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_progap)
     x = inputs.graph.x.to(device)
     edges = plan.edges.to(device)
     model = ProGAP(x.size(1), inputs.num_classes, depth=hp.hops, hidden_dim=hp.hidden_dim,

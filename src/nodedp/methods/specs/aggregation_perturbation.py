@@ -64,9 +64,13 @@ _LEVEL_SUFFIXES = (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam 
                    ("-nodp", "none", "non-private: NAP without noise"))
 
 
-def register_levels(family: str, *, description: str, hparams: type, node_hparams: type, run: str) -> None:
+def register_levels(family: str, *, description: str, hparams: type, node_hparams: type, run: str,
+                    plan: str) -> None:
     """Register `family` (node level), `family-edge` and `family-nodp`; ``run`` is the "module:function" of
-    ``run(inputs, spec, hp, level=...)``, imported when a run starts (``nodedp.methods.base.LazyRun``).
+    ``run(inputs, spec, hp, level=...)``, imported when a run starts (``nodedp.methods.base.LazyRun``); ``plan``
+    the "module:function" of the node level's planner (``nodedp.plans``), the edge level's being the same name
+    with ``_edge`` (``nodedp.plans.aggregation_perturbation``: ``plan_gap``, ``plan_gap_edge``); the non-private
+    twin needs none.
 
     ``node_hparams``: the node level's, ``hparams`` with ``ReferenceMode`` (only it has a reference mode).
     """
@@ -79,4 +83,5 @@ def register_levels(family: str, *, description: str, hparams: type, node_hparam
             hparams=node_hparams if level == "node" else hparams,
             run=lazy_run(run, level=level),
             needs=("out-degree",) if level == "node" else (),
+            plan={"node": plan, "edge": f"{plan}_edge", "none": None}[level],
         ))

@@ -14,5 +14,6 @@ register_method(
         level="edge",
         hparams=GnnHparams,
         run=lazy_run("nodedp.methods.edgerand:run_edgerand"),
+        plan="nodedp.plans.edgerand:plan_edgerand",
     )
 )

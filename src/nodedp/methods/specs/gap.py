@@ -27,4 +27,5 @@ class GapNodeHparams(ReferenceMode, GapHparams):
 
 
 register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams,
-                node_hparams=GapNodeHparams, run="nodedp.methods.gap:run_gap")
+                node_hparams=GapNodeHparams, run="nodedp.methods.gap:run_gap",
+                plan="nodedp.plans.aggregation_perturbation:plan_gap")

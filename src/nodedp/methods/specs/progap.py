@@ -16,4 +16,5 @@ class ProgapNodeHparams(ReferenceMode, ApHparams):
 
 
 register_levels("progap", description="ProGAP, progressive stages over cached NAP outputs", hparams=ApHparams,
-                node_hparams=ProgapNodeHparams, run="nodedp.methods.progap:run_progap")
+                node_hparams=ProgapNodeHparams, run="nodedp.methods.progap:run_progap",
+                plan="nodedp.plans.aggregation_perturbation:plan_progap")

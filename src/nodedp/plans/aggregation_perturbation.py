@@ -1,0 +1,160 @@
+"""GAP and ProGAP's plans (``nodedp.methods.aggregation_perturbation``): K NAP queries and, at node level, one
+Poisson-sampled DP-SGD stage after another, one noise multiplier z shared by all (ProGAP Thm. 4.2).
+
+Public inputs only: the out-degree bound D is the dataset's (or the hyperparameters'), as the workflow bounds the
+out-degree artifact to it (``PublicInputs.degree_bounds``); the identity bound is D (out-degree sampling keeps
+every edge of a node within D); undirectedness, N and |train| are the dataset's public metadata. The run checks
+that its artifact carries the same bound and identity bound, and executes the plan's parts: the row clip R, NAP's
+noise multiplier, the sampling rate and every stage's steps (its DP-SGD settings are read off the ledger records).
+
+Reference mode (node level only, ``accounting: paper``): z calibrated as the papers do, at their δ (10^−digits of
+N), NAP drawing std z·√D; the ledger records that noise at its true Δ = √(D + R²) beside the papers' claim.
+
+Registered planners: ``plan_gap`` / ``plan_progap`` (node level), ``plan_gap_edge`` / ``plan_progap_edge``; the
+non-private twins (``-nodp``) have the empty ledger, and the run asks ``plan_gap(..., level="none")`` for its
+parts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from nodedp.accounting import Claim, DegreeBound, Ledger, MechanismRecord, calibrate_gap, nap_event
+from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
+from nodedp.methods.base import RunSpec
+from nodedp.methods.dpsgd import dpsgd_record
+from nodedp.plans import Plan, PublicInputs
+
+__all__ = ["nap_sensitivity_of", "plan_aggregation_perturbation", "plan_gap", "plan_gap_edge", "plan_progap",
+           "plan_progap_edge"]
+
+OUT_DEGREE = "out-degree"
+
+
+def nap_sensitivity_of(*, level: str, max_degree: int | None, row_clip: float, undirected: bool) -> float:
+    """NAP's ℓ2 sensitivity as the plan charges it: √(D + R²) at node level, √2 (undirected) or 1 at edge level.
+    The run's ``NAP`` (``nodedp.mechanisms.nap_sensitivity``) must give the same number; it checks."""
+    if level == "node":
+        return math.sqrt(max_degree + row_clip**2)
+    return math.sqrt(2.0) if undirected else 1.0
+
+
+def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str,
+                                  stage_epochs: Sequence[int], name: str) -> Plan:
+    """The ledger and what the run executes: ``parts`` holds ``level``, ``row_clip`` (R; inf: not clipped),
+    ``max_degree`` (D; None off node level), ``undirected``, ``nap_noise_multiplier``, ``sampling_rate``,
+    ``stage_steps`` and ``nap_queries`` (K).
+
+    ``stage_epochs``: epochs of each DP-SGD stage (GAP: encoder and classifier; ProGAP: K + 1 stages); node level
+    only.
+    """
+    undirected = bool(public.is_undirected)
+    max_degree, degree_bound = None, None
+    if level == "node":
+        max_degree = int(public.degree_bounds(dataclasses.asdict(hp))[OUT_DEGREE])
+        # Out-degree sampling keeps every edge of a node within D (``nodedp.data.degree.identity_bound``).
+        degree_bound = DegreeBound(kind=OUT_DEGREE, bound=max_degree, identity_bound=max_degree)
+    row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
+    parts: dict[str, Any] = {"level": level, "row_clip": row_clip, "max_degree": max_degree, "undirected": undirected,
+                             "nap_noise_multiplier": 0.0, "sampling_rate": None, "stage_steps": (),
+                             "nap_queries": hp.hops}
+    if level == "none":
+        return Plan(Ledger.non_private(), parts)
+
+    n = public.num_train
+    stage_steps: tuple[int, ...] = ()
+    q = None
+    if level == "node":
+        if not 1 <= hp.batch_size <= n:
+            raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
+        q = hp.batch_size / n
+        stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
+    paper = getattr(hp, "accounting", "suite") == "paper"
+    sensitivity = nap_sensitivity_of(level=level, max_degree=max_degree, row_clip=row_clip, undirected=undirected)
+    claim = None
+    if paper:
+        if level != "node":
+            raise ValueError(f"{name}: the papers' accounting (reference mode) is implemented at node level only")
+        claim_delta = gap_paper_delta(public.num_nodes)
+        noise = gap_paper_noise(target_epsilon=spec.target_epsilon, delta=claim_delta, hops=hp.hops,
+                                stage_steps=stage_steps, sampling_rate=q, max_degree=max_degree)
+        z = noise.noise_multiplier
+        # NAP draws the papers' std z·√D; at the true Δ its multiplier is z·√D/Δ < z.
+        nap_z = noise.nap_noise_std / sensitivity
+        claim = Claim(
+            epsilon=spec.target_epsilon, delta=claim_delta,
+            rule=(f"one noise multiplier z for the K NAP queries and every DP-SGD stage, calibrated by RDP to "
+                  f"ε at δ = {claim_delta:g}, with NAP's sensitivity taken as √D (noise std z·√D), which omits "
+                  "the removed node's own aggregated row"),
+            source=("ProGAP Theorem 4.2 (Eq. 11, NAP node-level (α, Dα/2σ_AP²)-RDP by GAP's Lemma 3) and §5.3 "
+                    "(δ below 1/N); public GAP/ProGAP code: NAP sensitivity sqrt(max_degree), "
+                    "delta 'auto' = 1/10**len(str(N))"),
+        )
+    else:
+        z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
+                          stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
+        nap_z = z
+    if not (math.isfinite(nap_z) and nap_z > 0):
+        raise ValueError(f"{name}: a {level}-level NAP needs a noise multiplier > 0, got {nap_z!r}")
+    noise_std = nap_z * sensitivity  # what the run's NAP draws (``NAP.noise_std``)
+    if level == "node":
+        reason = (
+            f"out-degrees bounded to D={max_degree} by sampling edges and aggregated rows clipped to R={row_clip:g}: "
+            f"removing a node changes its ≤ D out-neighbours' rows by ≤ 1 each (a unit vector; clipping is "
+            f"1-Lipschitz) and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} per query "
+            "(the public GAP/ProGAP code uses √D, omitting the node's own row)"
+        )
+        if paper:
+            reason += f"; reference mode: noise std z·√D = {noise_std:.6g} (the papers' rule), charged at this Δ"
+        caveat = ("as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
+                  "out-degree sampling without a node could let its in-neighbours keep other edges instead")
+    else:
+        reason = (f"one {'undirected edge is two directed edges, each' if undirected else 'directed edge'} changes "
+                  f"one aggregated row by ≤ 1 (a unit vector): Δ = {sensitivity:.6g} per query")
+        caveat = None
+    records = [MechanismRecord(
+        name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
+        params={"mechanism": "nap", "level": level, "noise_multiplier": nap_z, "noise_std": noise_std,
+                "queries": hp.hops,
+                "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
+                "max_degree": max_degree, "undirected": undirected},
+        sensitivity=sensitivity, sensitivity_reason=reason,
+        dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
+        caveat=caveat,
+    )]
+    for i, steps in enumerate(stage_steps):
+        records.append(dpsgd_record(
+            name=f"dp-sgd:{name}:stage{i}", touches=("features", "labels"), noise_multiplier=z,
+            clip_norm=hp.clip_norm, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=steps,
+            epochs=stage_epochs[i],
+            sensitivity_reason=("each training node is one example: its own features, label and cached NAP rows "
+                                "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
+        ))
+    ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
+                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound, claim=claim)
+    ledger.check()
+    parts.update(nap_noise_multiplier=nap_z, sampling_rate=q, stage_steps=stage_steps)
+    return Plan(ledger, parts)
+
+
+def plan_gap(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str = "node") -> Plan:
+    """GAP: two DP-SGD stages at node level, the encoder's (``encoder_epochs``) and the classifier's (``epochs``)."""
+    return plan_aggregation_perturbation(public, spec, hp, level=level, stage_epochs=[hp.encoder_epochs, hp.epochs],
+                                         name=spec.method)
+
+
+def plan_gap_edge(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
+    return plan_gap(public, spec, hp, level="edge")
+
+
+def plan_progap(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str = "node") -> Plan:
+    """ProGAP: K + 1 DP-SGD stages of ``epochs`` each at node level."""
+    return plan_aggregation_perturbation(public, spec, hp, level=level, stage_epochs=[hp.epochs] * (hp.hops + 1),
+                                         name=spec.method)
+
+
+def plan_progap_edge(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
+    return plan_progap(public, spec, hp, level="edge")
