@@ -460,7 +460,7 @@ def test_audit_refuses_what_it_cannot_bound_in_one_line(tiny_graph_dir, tiny_spl
 CELL_METHODS = {
     "dp-mlp": ({"epochs": 2, "batch_size": 32}, [], ["2", "8"]),
     "gcn": ({"epochs": 3}, [], ["inf", "inf"]),
-    "dp-gcn": ({"epochs": 2, "batch_size": 32, "hidden_dim": 8}, ["in-degree"], ["1", "4"]),
+    "dp-gcn": ({"epochs": 2, "batch_size": 32, "hidden_dim": 8, "in_degree_bound": 3}, ["in-degree"], ["1", "4"]),
     "nip-gnn": ({"epochs": 3}, ["degree"], ["4", "12"]),
 }
 

@@ -110,7 +110,9 @@ def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_n
 
 def test_a_graph_method_is_audited_with_its_structure_built_on_the_private_graph(tiny_inputs):
     # DP-GCN reads the in-degree bounding: canaries within ⌊K/2⌋, so Algorithm 1 keeps every canary edge.
-    hp = get_method("dp-gcn").parse_hparams({"epochs": 3, "batch_size": 32, "hidden_dim": 16})
+    # K is the hyperparameters' (the plan's, which the structure must match): BOUNDS, as structure_bounds gives it.
+    hp = get_method("dp-gcn").parse_hparams({"epochs": 3, "batch_size": 32, "hidden_dim": 16,
+                                             "in_degree_bound": BOUNDS["in-degree"]})
     result = audit_run(tiny_inputs, spec("dp-gcn", 4.0), hp, method="dp-gcn", bounds=BOUNDS, m=40, seed=2)
     assert result.canary_degree_bound == BOUNDS["in-degree"] // 2
     assert result.canaries == 40 == len(result.scores) == len(result.inclusion)

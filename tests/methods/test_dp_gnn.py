@@ -19,7 +19,7 @@ from nodedp.accounting import (
     max_occurrences,
     verify_ledger_dict,
 )
-from nodedp.data import Split, bound_in_degree, bound_out_degree, degree_artifact, remove_cross_split_edges
+from nodedp.data import Split, bound_in_degree, bound_out_degree, degree_artifact, get_dataset, remove_cross_split_edges
 from nodedp.mechanisms import clip_factors
 from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.dp_gnn import (
@@ -35,6 +35,8 @@ from nodedp.train.per_sample import PerSampleGradients
 from tests.methods._structure import with_bound
 
 K, SEED, CLIP = 3, 0, 0.01  # small enough that clipping bites
+# K is not csbm-tiny's public in-degree bound: the runs here set it (the plan's K, which the artifact must match)
+PUBLIC_K = {"in_degree_bound": K}
 
 
 def bounded_edges(graph, train):
@@ -47,7 +49,7 @@ def test_dp_gnn_ledger_is_theorem_one_at_its_target(tiny_inputs, method):
     inputs = _inputs(tiny_inputs)
     info = get_method(method)
     spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-3)
-    result = info.run(inputs, spec, info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20}))
+    result = info.run(inputs, spec, info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20, **PUBLIC_K}))
     (record,) = result.ledger.mechanisms
     assert record.kind == "hypergeometric_gaussian" and set(record.touches) == {"features", "labels", "edges"}
     params = record.params
@@ -113,7 +115,7 @@ def test_layerwise_percentile_thresholds_are_an_uncharged_read_and_c_is_their_to
     info = get_method("dp-gcn")
     spec = RunSpec(dataset="csbm-tiny", method="dp-gcn", seed=0, target_epsilon=4.0, target_delta=1e-3)
     hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
-                             "clip_percentile": 75})
+                             "clip_percentile": 75, **PUBLIC_K})
     result = info.run(_inputs(tiny_inputs), spec, hp)
     ledger = result.ledger
     (read,) = ledger.uncharged
@@ -135,7 +137,7 @@ def test_layerwise_from_clip_norm_splits_c_equally_and_stays_fully_accounted(tin
     info = get_method("dp-sage")
     spec = RunSpec(dataset="csbm-tiny", method="dp-sage", seed=0, target_epsilon=4.0, target_delta=1e-3)
     hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
-                             "clip_norm": 2.0})
+                             "clip_norm": 2.0, **PUBLIC_K})
     ledger = info.run(_inputs(tiny_inputs), spec, hp).ledger
     (record,) = ledger.mechanisms
     layer_clips = record.params["layer_clip_norms"]
@@ -163,6 +165,11 @@ def test_an_in_degree_bound_hparam_must_match_the_artifact(tiny_inputs):
     matching = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "in_degree_bound": K})
     (record,) = info.run(_inputs(tiny_inputs), spec, matching).ledger.mechanisms
     assert record.params["max_degree"] == K
+    # Unset, K is the dataset's public bound (csbm-tiny's 5): the plan's, which the artifact must match.
+    default = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8})
+    with pytest.raises(ValueError, match=f"csbm-tiny's public in-degree bound is K=5 but the in-degree artifact was "
+                                         f"bounded to K={K}"):
+        info.run(_inputs(tiny_inputs), spec, default)
 
 
 @pytest.mark.parametrize("method", ["dp-gcn", "dpdgc"])
@@ -170,9 +177,10 @@ def test_auto_accountant_is_pld_and_needs_less_noise_than_rdp_at_the_same_target
     info = get_method(method)
     assert info.resolve_accountant("auto") == "pld" and get_method("dp-mlp").resolve_accountant("auto") == "rdp"
     kind = "in-degree" if method == "dp-gcn" else "out-degree"
-    inputs = with_bound(tiny_inputs, kind, K)
+    # DP-GCN at K (its hyperparameter), DPDGC at csbm-tiny's public out-degree bound D (it has no such hyperparameter)
+    inputs = with_bound(tiny_inputs, kind, K if method == "dp-gcn" else get_dataset("csbm-tiny").out_degree_bound)
     hp = info.parse_hparams({"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1}
-                            if method == "dpdgc" else {"epochs": 1, "batch_size": 64, "hidden_dim": 8})
+                            if method == "dpdgc" else {"epochs": 1, "batch_size": 64, "hidden_dim": 8, **PUBLIC_K})
     noise = {}
     for accountant in ("rdp", "pld"):
         spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=2.0, target_delta=1e-3,
@@ -265,7 +273,8 @@ def test_paper_reference_mode_runs_with_the_papers_noise_and_records_the_actual_
     info = get_method(method)
     assert info.has_reference_mode
     spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-3)
-    hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20, "accounting": "paper", "clip_norm": 2.0})
+    hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20, "accounting": "paper", "clip_norm": 2.0,
+                             **PUBLIC_K})
     assert hp.clipping == "flat"  # reference mode clips layer-wise whatever `clipping` says
     result = info.run(_inputs(tiny_inputs), spec, hp)
     ledger = result.ledger
@@ -321,7 +330,7 @@ def _run_with_predict(inputs: RunInputs, method: str):
     info = get_method(method)
     if info.private:
         spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=8.0, target_delta=1e-3)
-        hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 16})
+        hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 16, **PUBLIC_K})
     else:
         spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=math.inf, target_delta=0.0)
         hp = info.parse_hparams({"epochs": 5, "hidden_dim": 16})

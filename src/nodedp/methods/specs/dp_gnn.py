@@ -63,6 +63,7 @@ for _layer in LAYERS:
             level="node",
             hparams=DpGnnHparams,
             run=lazy_run("nodedp.methods.dp_gnn:run_dp_gnn", layer=_layer),
+            plan=f"nodedp.plans.dp_gnn:plan_dp_{_layer}",
             needs=("in-degree",),
             auto_accountant="pld",
         )
