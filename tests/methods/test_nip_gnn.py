@@ -37,6 +37,8 @@ def _inputs(tiny_inputs) -> RunInputs:
 def _run(inputs, epsilon: float, *, method: str = "nip-gnn", delta: float = 0.0, **hparams):
     info = get_method("nip-gnn")
     spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon, target_delta=delta)
+    # the plan's D_max is public (the dataset's, or `max_degree`): the artifact's bound, as the workflow builds it
+    hparams = {"max_degree": int(inputs.structure["degree"]["bound"]), **hparams}
     return info.run(inputs, spec, info.parse_hparams({**FAST, **hparams}))
 
 

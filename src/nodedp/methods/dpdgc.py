@@ -40,6 +40,9 @@ Model selection is the final model (the public code checkpoints on
 validation accuracy, an uncharged read). Inductive splits aggregate over each
 part's own edges.
 
+The ledger and the noise are the plan's (``nodedp.plans.dpdgc``, torch-free: the training-set size and the
+dataset's public out-degree bound D only); the run executes it and refuses an artifact bounded to another D.
+
 ``predict`` runs M3 on another graph (the input with nodes appended): X_A
 recomputed as clip_R(A' Ŵ) + bias over that graph's edges read as the run read
 its own (``inference_edges``: cross-part edges dropped when inductive, out-degrees
@@ -69,40 +72,39 @@ distribution cannot be represented, so such a ledger is accounted by RDP
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from dp_accounting import dp_event
-from dp_accounting.privacy_accountant import NeighboringRelation
-from dp_accounting.rdp import RdpAccountant
 from torch import Tensor
 
-from nodedp.accounting import (
-    RDP_ORDERS,
-    Claim,
-    Ledger,
-    MechanismRecord,
-    calibrate,
-    calibrate_ledger,
-    default_delta,
-    nap_event,
-    poisson_occurrence_gaussian_params,
-)
-from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
+from nodedp.accounting import Ledger
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods.aggregation_perturbation import inference_edges
-from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.methods.dpsgd import dpsgd_record, privacy_from_record
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
+from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.dpdgc import DpdgcHparams  # re-exported: the registry's, torch-free
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.dpdgc import AdjacencyRows
+from nodedp.plans import PublicInputs
+from nodedp.plans.dpdgc import (  # re-exported: the plan's, torch-free
+    PLD_MIN_NOISE_MULTIPLIER,
+    PUBLIC_NORM_SCALE,
+    PublicCodeNoise,
+    dpdgc_ledger_plan,
+    dpdgc_schedule,
+    public_code_delta,
+    public_code_epsilon,
+    public_code_noise,
+    public_code_sigma,
+    public_code_steps,
+    reference_accountant,
+)
+from nodedp.plans.dpdgc import plan_dpdgc as plan_dpdgc_public
 from nodedp.train import (
     PrivacyConfig,
     make_generator,
@@ -130,130 +132,11 @@ __all__ = [
     "run_dpdgc",
 ]
 
-_SAME_EDGE_LISTS = ("as in GAP, neighbouring graphs are compared on the same sampled edge lists: re-running the "
-                    "out-degree sampling without a node could let its in-neighbours keep other edges instead")
 # The frozen head's stream: never the training seed's (it must not correlate with batches or noise).
 _HEAD_STREAM = 1 << 41
 # The encoder's noise stream off the CPU: its N·h draws a step are made where the table lives (from the run's CPU
 # generator they would be drawn on the host and copied over every step).
 _ENCODER_NOISE_STREAM = 1 << 42
-
-# --- reference mode: the public code's accounting (module docstring) ---------------------------------------------
-# --norm-scale of every public DPDGC script (train_scripts/real/DPDGC-node.sh): DP-Emb's noise is sized for
-# embeddings of this norm, which the code's no-op normalization never enforces.
-PUBLIC_NORM_SCALE = 1e-8
-# Below this noise multiplier a Gaussian's privacy loss distribution is too wide to build: it spans losses up to
-# ~1/(2z²) + 10/z on the 1e-3 grid (8·10⁵ points and ~1 s at 0.05; at 1e-8 dp_accounting refuses it, "Maximum
-# allowed size exceeded"). A reference ledger holding one is accounted by RDP (``reference_accountant``).
-PLD_MIN_NOISE_MULTIPLIER = 0.05
-# Stop the search for the public σ once its ε is within this relative distance below the claim (the code's
-# own search stops within 1e-3 absolute).
-_PUBLIC_TOLERANCE = 1e-4
-_PUBLIC_RULE = (
-    "one noise scale σ for all three stages, calibrated (autodp, RDP) so that two DP-SGD stages with each node one "
-    "record (batches drawn without replacement, replace-one neighbours) and DP-Emb as one sensitivity-1 Gaussian "
-    "compose to ε at δ = 10^-(digits of the training-node count); the encoder then adds σ·2√(D+1)·C, the "
-    "classifier σ·2·C, and DP-Emb σ·1e-8·√(2D) (sized for embeddings of norm 1e-8)"
-)
-_PUBLIC_SOURCE = (
-    "Chien et al. (NeurIPS 2023), public code (thupchnsky/dp-gnn): core/methods/node/dpdgc/dpdgc_ndp.py "
-    "(calibrate, perturb, configure_*_optimizer), core/privacy/algorithms/noisy_sgd.py, "
-    "train_scripts/real/DPDGC-node.sh (--norm-scale 1e-8); the paper's text is not in the spec"
-)
-
-
-def public_code_delta(num_train_nodes: int) -> float:
-    """The public code's δ ('auto'): 1/10^k, k the number of decimal digits of the training-node count."""
-    if isinstance(num_train_nodes, bool) or not isinstance(num_train_nodes, int) or num_train_nodes < 1:
-        raise ValueError(f"num_train_nodes must be an integer >= 1, got {num_train_nodes!r}")
-    return default_delta(num_train_nodes)  # the suite's 'auto' rule is the same, applied to training nodes
-
-
-def public_code_steps(*, num_train_nodes: int, batch_size: int, epochs: int) -> int:
-    """The steps the public code charges a DP-SGD stage: epochs·N // B."""
-    return epochs * num_train_nodes // batch_size
-
-
-def public_code_epsilon(sigma: float, *, num_train_nodes: int, batch_size: int, encoder_epochs: int, epochs: int,
-                        delta: float) -> float:
-    """The ε the public code states for noise scale σ (its ``ComposedNoisyMechanism``, via autodp).
-
-    RDP of the encoder's and the classifier's DP-SGD, each ``public_code_steps`` draws of B of the N training
-    nodes without replacement under replace-one neighbours (Wang, Balle & Kasiviswanathan 2019, Thm. 27, what
-    autodp's ``AmplificationBySampling(PoissonSampling=False)`` with the improved bound computes), plus one
-    Gaussian of noise multiplier σ (DP-Emb), converted at ``delta`` (dp_accounting at ``RDP_ORDERS``; it
-    reproduces autodp's σ to ~1e-5 relative on Cora's sizes). A stage with 0 epochs is free (its ZeroMechanism).
-    """
-    accountant = RdpAccountant(orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
-    # Both stages are the same sampled Gaussian (same σ, N and B): their RDP adds as one of the summed steps.
-    steps = sum(public_code_steps(num_train_nodes=num_train_nodes, batch_size=batch_size, epochs=e)
-                for e in (encoder_epochs, epochs) if e)
-    if steps:
-        sampled = dp_event.SampledWithoutReplacementDpEvent(num_train_nodes, batch_size,
-                                                            dp_event.GaussianDpEvent(sigma))
-        accountant.compose(dp_event.SelfComposedDpEvent(sampled, steps))
-    accountant.compose(dp_event.GaussianDpEvent(sigma))
-    return float(accountant.get_epsilon(delta))
-
-
-@dataclass(frozen=True)
-class PublicCodeNoise:
-    """The noise the public code adds for a claimed ε (``public_code_noise``)."""
-
-    sigma: float  # the one noise scale of the three stages
-    delta: float  # the code's δ
-    encoder_noise_multiplier: float  # encoder DP-SGD noise std / C: 2√(D+1)·σ
-    emb_noise_std: float  # DP-Emb noise std per entry: σ·norm_scale·√(2D)
-    classifier_noise_multiplier: float  # classifier DP-SGD noise std / C: 2σ
-
-
-@functools.lru_cache(maxsize=64)  # pure, and each call is a search over a slow RDP curve (~1 s)
-def public_code_sigma(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
-                      epochs: int) -> float:
-    """The public code's one noise scale for ``claimed_epsilon``: the smallest σ with ``public_code_epsilon`` ≤
-    the claim (to a relative 1e-4) at the code's δ (``public_code_delta``)."""
-    if isinstance(claimed_epsilon, bool) or not (math.isfinite(claimed_epsilon) and claimed_epsilon > 0):
-        raise ValueError(f"claimed_epsilon must be a finite number > 0, got {claimed_epsilon!r}")
-    if not 1 <= batch_size <= num_train_nodes:
-        raise ValueError(f"batch_size {batch_size} must be in [1, {num_train_nodes}] (training nodes)")
-    if min(encoder_epochs, epochs) < 0:
-        raise ValueError(f"epochs must be >= 0, got {encoder_epochs} and {epochs}")
-    delta = public_code_delta(num_train_nodes)
-    return calibrate(
-        target_epsilon=claimed_epsilon, tolerance=_PUBLIC_TOLERANCE,
-        epsilon_of_sigma=lambda s: public_code_epsilon(s, num_train_nodes=num_train_nodes, batch_size=batch_size,
-                                                       encoder_epochs=encoder_epochs, epochs=epochs, delta=delta),
-    )
-
-
-def public_code_noise(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
-                      epochs: int, max_degree: int, norm_scale: float = PUBLIC_NORM_SCALE) -> PublicCodeNoise:
-    """The noise the public DPDGC code adds when asked for ``claimed_epsilon`` (module docstring).
-
-    σ is ``public_code_sigma``. The noise factors are the code's: 2√(D+1) on the encoder (its count of the
-    D + 1 rows a node changes), 2 on the classifier (replace-one), and DP-Emb's std σ·norm_scale·√(2D) (its
-    sensitivity for embeddings of norm ``norm_scale`` when replacing a node moves 2D rows). Pure: public sizes
-    and hyperparameters only.
-    """
-    if isinstance(max_degree, bool) or not isinstance(max_degree, int) or max_degree < 1:
-        raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
-    if not (math.isfinite(norm_scale) and norm_scale > 0):
-        raise ValueError(f"norm_scale must be a finite number > 0, got {norm_scale!r}")
-    sigma = public_code_sigma(claimed_epsilon=float(claimed_epsilon), num_train_nodes=num_train_nodes,
-                              batch_size=batch_size, encoder_epochs=encoder_epochs, epochs=epochs)
-    return PublicCodeNoise(
-        sigma=sigma, delta=public_code_delta(num_train_nodes),
-        encoder_noise_multiplier=2.0 * math.sqrt(max_degree + 1) * sigma,
-        emb_noise_std=sigma * norm_scale * math.sqrt(2 * max_degree),
-        classifier_noise_multiplier=2.0 * sigma,
-    )
-
-
-def reference_accountant(emb_noise_multiplier: float, accountant: str) -> str:
-    """A reference ledger's accountant: the run's, or "rdp" where DP-Emb's noise multiplier is below
-    ``PLD_MIN_NOISE_MULTIPLIER`` (no PLD of it can be built; RDP bounds it soundly, if more loosely)."""
-    return "rdp" if emb_noise_multiplier < PLD_MIN_NOISE_MULTIPLIER else accountant
-
 
 def in_neighbours(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor, Tensor]:
     """CSR of in-neighbours: rowptr [N + 1] and the edges' sources ordered by destination."""
@@ -323,115 +206,70 @@ class DpdgcPlan:
     noise: dict[str, float]
 
 
-def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
-    """Calibrate M1 and M2 to their shares alone, then M3 on the whole ledger (module docstring)."""
+def _structure(inputs: RunInputs) -> tuple[dict, Tensor]:
+    """The out-degree artifact and the edges the run reads (inductive: each part's own)."""
     split = inputs.split
     bounded = inputs.structure["out-degree"]
-    edges, max_degree = bounded["edge_index"], int(bounded["bound"])
+    edges = bounded["edge_index"]
     if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
         edges = remove_cross_split_edges(edges, split)
-    row_clip = hp.row_clip or math.sqrt(max_degree)
-    n = split.train.numel()
-    if not 1 <= hp.batch_size <= n:
-        raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
-    q = hp.batch_size / n
-    encoder_steps = math.ceil(hp.encoder_epochs / q) if hp.encoder_epochs else 0
-    classifier_steps = max(1, math.ceil(hp.epochs / q))
+    return bounded, edges
+
+
+def _executable(plan, bounded: dict, edges: Tensor, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
+    """The ``DpdgcPlan`` that executes a privacy plan (``nodedp.plans.dpdgc``) on the bounded edges; checks that
+    the artifact was bounded to the plan's D and keeps every edge within it, as the ledger's degree bound says."""
+    schedule = plan.parts["schedule"] if private else plan
+    if int(bounded["bound"]) != schedule.max_degree:
+        raise ValueError(f"the out-degree artifact was bounded to {bounded['bound']}, the plan's public bound is "
+                         f"{schedule.max_degree}; build it with `bound-degree --kind out-degree --bound "
+                         f"{schedule.max_degree}` (the workflow does)")
     if not private:
-        nap = NAP(level="none", row_clip=row_clip, noise_multiplier=0.0)
-        return DpdgcPlan(False, nap, edges, max_degree, row_clip, Ledger.non_private(), q, encoder_steps,
-                         classifier_steps, None, None, {})
+        nap = NAP(level="none", row_clip=schedule.row_clip, noise_multiplier=0.0)
+        return DpdgcPlan(False, nap, edges, schedule.max_degree, schedule.row_clip, Ledger.non_private(),
+                         schedule.sampling_rate, schedule.encoder_steps, schedule.classifier_steps, None, None, {})
+    ledger = plan.ledger
+    if "identity_bound" not in bounded or int(bounded["identity_bound"]) != ledger.degree_bound.identity_bound:
+        raise ValueError(f"the out-degree artifact's identity bound {bounded.get('identity_bound')!r} is not the "
+                         f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
+                         "bound-degree` (the workflow's bound_degree rule)")
+    nap = NAP(level="node", row_clip=schedule.row_clip, noise_multiplier=plan.parts["emb_noise_multiplier"],
+              max_degree=schedule.max_degree)
+    noise = {**plan.parts["noise"], "emb_noise_multiplier": plan.parts["emb_noise_multiplier"],
+             "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": ledger.mechanisms[-1].params[
+                 "noise_multiplier"]}
 
-    occurrences = max_degree + 1
-    c = hp.clip_norm
-
-    def encoder_record(z: float) -> MechanismRecord:
-        return MechanismRecord(
-            name=f"dp-sgd:{spec.method}:encoder", kind="poisson_occurrence_gaussian", touches=("edges", "labels"),
-            params=poisson_occurrence_gaussian_params(sampling_rate=q, max_rows=max_degree, noise_multiplier=z,
-                                                      clip_norm=c, steps=encoder_steps,
-                                                      occurrence_rule=OWN_PLUS_ROWS),
-            sensitivity=2 * c * occurrences,
-            sensitivity_reason=(
-                f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
-                f"removes its own example and changes the rows of its ≤ D = {max_degree} out-neighbours, "
-                f"d = D + 1 = {occurrences} examples each clipped to C, so the gradient sum moves by ≤ 2·C·ρ, "
-                "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
-                "amplification under-counts)"),
-            dp_event=None,
-            caveat=_SAME_EDGE_LISTS,
-        )
-
-    def emb_record(z: float) -> MechanismRecord:
-        sensitivity = math.sqrt(max_degree + row_clip**2)
-        return MechanismRecord(
-            name=f"dp-emb:{spec.method}", kind="gaussian", touches=("edges",),
-            params={"mechanism": "nap", "level": "node", "noise_multiplier": z, "noise_std": z * sensitivity,
-                    "queries": 1, "row_clip": row_clip,
-                    "max_degree": max_degree, "embedding_norm": 1.0},
-            sensitivity=sensitivity,
-            sensitivity_reason=(
-                f"X_A = clip_R(A Ŵ) with every embedding Ŵ_j of norm ≤ 1 (normalized before the release) and "
-                f"rows clipped to R = {row_clip:g}: removing a node moves its ≤ D = {max_degree} out-neighbours' "
-                f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
-                "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"),
-            dp_event=nap_event(noise_multiplier=z, hops=1),
-            caveat=_SAME_EDGE_LISTS,
-        )
-
-    def classifier_record(z: float) -> MechanismRecord:
-        return dpsgd_record(
-            name=f"dp-sgd:{spec.method}:classifier", touches=("features", "labels"), noise_multiplier=z,
-            clip_norm=c, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=classifier_steps,
-            epochs=hp.epochs,
-            sensitivity_reason=("each training node is one example: its own features, label and released "
-                                "embedding row (already private); adding or removing it changes the clipped "
-                                "sum by ≤ C"),
-        )
-
-    def ledger_of(*records: MechanismRecord, accountant: str = spec.accountant, claim: Claim | None = None) -> Ledger:
-        return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                      mechanisms=records, accountant=accountant, degree_bound=degree_bound_of(bounded), claim=claim)
-
-    eps = spec.target_epsilon
-    first: tuple[MechanismRecord, ...] = ()
-    noise: dict[str, float] = {}
-    if hp.accounting == "paper":  # the public code's noise, the same records (module docstring)
-        public = public_code_noise(claimed_epsilon=eps, num_train_nodes=n, batch_size=hp.batch_size,
-                                   encoder_epochs=hp.encoder_epochs, epochs=hp.epochs,
-                                   max_degree=hp.paper_max_degree or max_degree)
-        z_e = public.emb_noise_std / math.sqrt(max_degree + row_clip**2)
-        z_c = public.classifier_noise_multiplier
-        if encoder_steps:
-            first, noise["encoder_noise_multiplier"] = ((encoder_record(public.encoder_noise_multiplier),),
-                                                        public.encoder_noise_multiplier)
-        accountant = reference_accountant(z_e, spec.accountant)
-        claim = Claim(epsilon=eps, delta=public.delta, rule=_PUBLIC_RULE, source=_PUBLIC_SOURCE)
-        ledger = ledger_of(*first, emb_record(z_e), classifier_record(z_c), accountant=accountant, claim=claim)
-        noise |= {"public_sigma": public.sigma, "public_delta": public.delta}
-    else:
-        if encoder_steps:
-            z_a = calibrate_ledger(target_epsilon=hp.encoder_share * eps,
-                                   ledger_of=lambda s: ledger_of(encoder_record(s)))
-            first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
-        z_e = calibrate_ledger(target_epsilon=hp.emb_share * eps, ledger_of=lambda s: ledger_of(emb_record(s)))
-        first += (emb_record(z_e),)
-        z_c = calibrate_ledger(target_epsilon=eps, ledger_of=lambda s: ledger_of(*first, classifier_record(s)))
-        ledger = ledger_of(*first, classifier_record(z_c))
-    ledger.check()
-    nap = NAP(level="node", row_clip=row_clip, noise_multiplier=z_e, max_degree=max_degree)
-    noise |= {"emb_noise_multiplier": z_e, "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": z_c}
-
-    def privacy(record: MechanismRecord) -> PrivacyConfig:
+    def privacy(record) -> PrivacyConfig:
         return privacy_from_record(record, expected_batch_size=hp.batch_size)
 
-    encoder_privacy = privacy(ledger.mechanisms[0]) if encoder_steps else None
-    return DpdgcPlan(True, nap, edges, max_degree, row_clip, ledger, q, encoder_steps, classifier_steps,
-                     encoder_privacy, privacy(ledger.mechanisms[-1]), noise)
+    encoder_privacy = privacy(ledger.mechanisms[0]) if schedule.encoder_steps else None
+    return DpdgcPlan(True, nap, edges, schedule.max_degree, schedule.row_clip, ledger, schedule.sampling_rate,
+                     schedule.encoder_steps, schedule.classifier_steps, encoder_privacy,
+                     privacy(ledger.mechanisms[-1]), noise)
+
+
+def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
+    """The executable plan at the out-degree artifact's bound D (``nodedp.plans.dpdgc.dpdgc_ledger_plan``; it
+    reads the training-set size and D only). A run plans at the dataset's public bound instead (``run_dpdgc``)."""
+    bounded, edges = _structure(inputs)
+    n, max_degree = inputs.split.train.numel(), int(bounded["bound"])
+    if not private:
+        return _executable(dpdgc_schedule(num_train=n, max_degree=max_degree, hp=hp), bounded, edges, hp,
+                           private=False)
+    return _executable(dpdgc_ledger_plan(num_train=n, max_degree=max_degree, spec=spec, hp=hp), bounded, edges, hp,
+                       private=True)
 
 
 def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:
-    plan = plan_dpdgc(inputs, spec, hp, private=private)
+    # plan, then run: the plan from public sizes and the dataset's public bound D, the artifact checked against it
+    public = PublicInputs.from_run(inputs, spec)
+    bounded, edges = _structure(inputs)
+    if private:
+        plan = _executable(plan_dpdgc_public(public, spec, hp), bounded, edges, hp, private=True)
+    else:
+        max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["out-degree"])
+        plan = _executable(dpdgc_schedule(num_train=public.num_train, max_degree=max_degree, hp=hp), bounded,
+                           edges, hp, private=False)
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split

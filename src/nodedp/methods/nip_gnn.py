@@ -63,6 +63,11 @@ ledger drops their records and lists each as an uncharged read, so it is
 marked † (not fully accounted) everywhere, and its ε is the other parts'.
 It measures which mechanism puts NIP-GNN at chance, never a private result.
 
+The ledger is the plan's (``nodedp.plans.nip_gnn``, torch-free): the run takes ε's parts and s from it
+(``nip_noise``) before step 1, and after step 2 the whole ledger (``plan_nip_gnn``) from public inputs plus what
+it cannot derive, passed as released: NAP's budgets (from the edge release) and, in reference mode, D_p. The
+degree artifact must be bounded to the plan's public D_max and state its identity bound.
+
 Inference on another graph (``RunResult.predict``, the audit's graph with
 canaries appended). The trained parameters are the MLP's. H⁰ and the released
 graph are releases of the graph the run read, one row / node each of it: they
@@ -91,17 +96,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from nodedp.accounting import (
-    Claim,
-    Ledger,
-    UnchargedRead,
-    min_keep_parameter,
-    nip_aggregation_record,
-    nip_edge_record,
-    nip_label_record,
-    split_budget,
-)
-from nodedp.accounting.nip import nip_paper_noise, nip_reference_epsilon, worst_case_budget_ratio
+from nodedp.accounting.nip import worst_case_budget_ratio
 from nodedp.data import bound_undirected_degree, remove_cross_split_edges
 from nodedp.mechanisms import (
     degree_preserving_randomization,
@@ -114,7 +109,7 @@ from nodedp.mechanisms import (
 )
 from nodedp.mechanisms.nip import ScaledBudgets, paper_sampling_probability, scale_budgets_to_worst_case
 from nodedp.mechanisms.nip_sparse import randomize_and_resample, randomize_and_resample_with_probabilities
-from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.methods.specs.nip_gnn import (  # re-exported: the registry's, torch-free
     AGGREGATIONS,
@@ -123,6 +118,8 @@ from nodedp.methods.specs.nip_gnn import (  # re-exported: the registry's, torch
     exact_parts,
 )
 from nodedp.models import MLP, aca_propagate
+from nodedp.plans import PublicInputs
+from nodedp.plans.nip_gnn import NipReleased, nip_noise, plan_nip_gnn
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
 __all__ = ["AGGREGATIONS", "EXACT_PARTS", "NipHparams", "exact_parts", "nap_budgets", "paper_budgets", "run_nip_gnn",
@@ -184,54 +181,26 @@ def paper_budgets(
                                     worst_case_ratio_before_scaling=ratio, scale=1.0)
 
 
-def _reference_reads(method: str, *, resample: bool) -> tuple[UnchargedRead, ...]:
-    """What a reference run reads of the private graph without charge (module docstring)."""
-    reads = [UnchargedRead(
-        name=f"max-degree:{method}",
-        touches=("edges",),
-        reason=("the paper's D_max is the private graph's maximum degree D_p, read without noise (Lemma 1, "
-                "Theorem 4; §5.1 bounds no degrees): it sets the Laplace scales 2·D_p/ε_u, the edge randomization's "
-                "s, Eq. 11's budgets and their re-bounding. The recorded ε takes D_p as given (noise at D_p costed "
-                "over all graphs with degrees ≤ the enforced bound); it does not cover this read, for which no "
-                "finite ε exists (a neighbour with another maximum degree gets Laplace noise of another scale, an "
-                "unbounded privacy loss)"),
-    )]
-    if resample:
-        reads.append(UnchargedRead(
-            name=f"resampling-degrees:{method}",
-            touches=("edges",),
-            reason=("Eq. 12's resampling probabilities 2D_u/(D_u + N − N·s + D_u·s) read every node's private "
-                    "degree D_u before randomization (Theorem 4's proof leaves the sampling out); no finite ε "
-                    "covers this read (an isolated node keeps none of its randomized edges, p_u = 0, while with "
-                    "one edge in a neighbouring graph it keeps them with probability > 0), and the recorded ε "
-                    "does not"),
-        ))
-    return tuple(reads)
-
-
 def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     n = graph.num_nodes
+    public = PublicInputs.from_run(inputs, spec)
     artifact = inputs.structure["degree"]
-    max_degree = int(artifact["bound"])
-    if hp.max_degree and hp.max_degree != max_degree:
-        raise ValueError(f"max_degree is {hp.max_degree} but the degree artifact was bounded to {max_degree}; "
-                         f"build it with `bound-degree --kind degree --bound {hp.max_degree}` (the workflow does)")
-    bounded = artifact["edge_index"]
-    shares = (hp.share_a, hp.share_b, hp.share_c)
     paper = hp.accounting == "paper"
-    if paper:
-        # the paper's D_max: the private (bounded) graph's maximum degree, an uncharged read
-        noise_degree = max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1
-        noise = nip_paper_noise(spec.target_epsilon, shares, max_degree=noise_degree,
-                                num_classes=inputs.num_classes)
-        eps_a, eps_b, eps_c, s = noise.epsilon_a, noise.epsilon_b, noise.epsilon_c, noise.s
-    else:
-        noise_degree = max_degree
-        eps_a, eps_b, eps_c = split_budget(spec.target_epsilon, shares)
-        s = min_keep_parameter(eps_b, max_degree)
+    bounded = artifact["edge_index"]
+    # the paper's D_max (reference mode): the private (bounded) graph's maximum degree, an uncharged read
+    paper_max_degree = ((max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1)
+                        if paper else None)
+    # the plan's noise (nodedp.plans.nip_gnn): public but for D_p; its budgets come from step 1's release
+    noise = nip_noise(public, spec, hp, paper_max_degree=paper_max_degree)
+    max_degree, noise_degree = noise.max_degree, noise.noise_degree
+    if int(artifact["bound"]) != max_degree:
+        raise ValueError(f"max_degree is {max_degree} (the plan's public D_max: the hyperparameter's, else the "
+                         f"dataset's) but the degree artifact was bounded to {artifact['bound']}; build it with "
+                         f"`bound-degree --kind degree --bound {max_degree}` (the workflow does)")
+    eps_a, eps_c, s = noise.epsilon_a, noise.epsilon_c, noise.s
 
     exact = exact_parts(hp.exact)
     # 1. Edges (ε_B), then post-processing only (in reference mode, Eq. 12 reads the private degrees).
@@ -254,6 +223,17 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
                                            paper_max_degree=noise_degree, hp=hp, seed=spec.seed)
     else:
         rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
+    # The plan, complete: every record from public inputs, the budgets and D_p as released and read.
+    planned = plan_nip_gnn(public, spec, hp, released=NipReleased(
+        largest_budget_weights=budgets.largest, worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+        budget_scale=budgets.scale, paper_max_degree=paper_max_degree))
+    ledger, actual = planned.ledger, planned.parts["actual"]
+    if planned.parts["noise"] != noise:
+        raise AssertionError("the plan's noise is not the noise step 1 drew")
+    if int(artifact.get("identity_bound", -1)) != ledger.degree_bound.identity_bound:
+        raise ValueError(f"the degree artifact's identity bound {artifact.get('identity_bound')!r} is not the "
+                         f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
+                         "bound-degree` (the workflow's bound_degree rule)")
     epsilons = eps_a * budgets.weights
     released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a,
                                     max_degree=noise_degree)
@@ -265,61 +245,6 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
                                    generator=generator)
     noisy_y = graph.y if "labels" in exact else randomize_labels(graph.y, num_classes=inputs.num_classes,
                                                                   epsilon=eps_c, generator=generator)
-
-    bound_caveat = ("as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
-                    "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
-    claim, uncharged, actual = None, (), None
-    if paper:
-        # what ran, costed over every graph with degrees ≤ the enforced bound (given D_p)
-        actual = nip_reference_epsilon(spec.target_epsilon, shares, paper_max_degree=noise_degree,
-                                       enforced_bound=max_degree, largest_budget_weights=budgets.largest)
-        records = (
-            nip_edge_record(epsilon_b=actual.edges, s=s, max_degree=max_degree, method=spec.method,
-                            caveat=bound_caveat),
-            nip_aggregation_record(epsilon_a=actual.epsilon_a_at_bound, max_degree=max_degree,
-                                   budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
-                                   largest_budget_weights=budgets.largest,
-                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                                   budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat,
-                                   reference=True),
-        )
-        claim = Claim(
-            epsilon=spec.target_epsilon, delta=0.0,
-            rule=("ε = ε_A + ε_B + ε_C (Theorem 5): NAP's Laplace 2·D_max/(ε_A·β_u) with Eq. 11's β is ε_A-DP "
-                  "(Theorem 3), s = 2/(e^{ε_B/2D_max} + 1) is ε_B-DP (Theorem 4), label RR at ε_C (Eq. 13); "
-                  "D_max the private graph's maximum degree, pure ε"),
-            source="NIP-GNN §4.2-4.3 (Eq. 9, 11-13, Lemma 1, Theorems 3-5), Appendix A.2, §5.1; no public code",
-        )
-        uncharged = _reference_reads(spec.method, resample=hp.resample)
-    else:
-        records = (
-            nip_edge_record(epsilon_b=eps_b, s=s, max_degree=max_degree, method=spec.method, caveat=bound_caveat),
-            nip_aggregation_record(epsilon_a=eps_a, max_degree=max_degree, budget_scheme=hp.budgets,
-                                   largest_budget_weights=budgets.largest,
-                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                                   budget_scale=budgets.scale, method=spec.method, caveat=bound_caveat),
-        )
-    records = (*records, nip_label_record(epsilon_c=eps_c, num_classes=inputs.num_classes, method=spec.method))
-    if exact:  # diagnosis: the parts released exactly spend nothing and are read uncharged
-        parts = dict(zip(("edges", "features", "labels"), records, strict=True))  # the order built above
-        records = tuple(record for part, record in parts.items() if part not in exact)
-        uncharged = tuple(UnchargedRead(name=f"exact-{part}:{spec.method}", touches=(part,),
-                                        reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}")
-                          for part in exact)
-    ledger = Ledger(
-        level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
-        degree_bound=degree_bound_of(artifact),
-        mechanisms=records,
-        uncharged=uncharged,
-        claim=claim,
-    )
-    ledger.check()
-    expected = spec.target_epsilon if actual is None else actual.total
-    if exact:  # suite mode only (NipHparams.check): the parts that ran
-        expected = math.fsum(eps for part, eps in (("features", eps_a), ("edges", eps_b), ("labels", eps_c))
-                             if part not in exact)
-    if not math.isclose(ledger.composed()[0], expected, rel_tol=1e-12):
-        raise AssertionError("NIP-GNN's parts must add up to the target ε (reference mode: the actual ε) exactly")
 
     features = aca_propagate(h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau,
                              adaptive=hp.aggregation == "aca")
@@ -361,7 +286,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         predict=predict,
     )
     details = {
-        "epsilon_parts": {"nap": eps_a, "edges": eps_b, "labels": eps_c},
+        "epsilon_parts": {"nap": eps_a, "edges": noise.epsilon_b, "labels": eps_c},
         "keep_parameter_s": s,
         # all from released data: the private graph's own ratio (or edge count) would be an unaccounted release
         "theorem3_ratio_released": released_ratio,

@@ -78,4 +78,5 @@ for _name, _private in (("dpdgc", True), ("dpdgc-nodp", False)):
         run=lazy_run("nodedp.methods.dpdgc:run_dpdgc", private=_private),
         auto_accountant="pld",
         needs=("out-degree",),
+        plan="nodedp.plans.dpdgc:plan_dpdgc" if _private else None,
     ))

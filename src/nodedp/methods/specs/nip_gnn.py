@@ -82,5 +82,6 @@ register_method(
         hparams=NipHparams,
         run=lazy_run("nodedp.methods.nip_gnn:run_nip_gnn"),
         needs=("degree",),
+        plan="nodedp.plans.nip_gnn:plan_nip_gnn",
     )
 )
