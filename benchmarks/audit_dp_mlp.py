@@ -34,7 +34,7 @@ from nodedp.data import load_graph  # noqa: E402
 from nodedp.data.registry import build_dataset, get_dataset, make_split  # noqa: E402
 from nodedp.io import read_json  # noqa: E402
 from nodedp.methods import RunInputs, get_method  # noqa: E402
-from nodedp.methods import mlp as mlp_module  # noqa: E402
+from nodedp.plans import mlp as mlp_module  # noqa: E402  (DP-MLP plans its DP-SGD there)
 from nodedp.methods.base import RunSpec  # noqa: E402
 
 

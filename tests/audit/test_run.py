@@ -76,7 +76,7 @@ def divide_dp_sgd_noise(monkeypatch, divisor: float) -> None:
     """A deliberately broken DP-MLP, made here only: its ledger as before, its noise std divided."""
     import dataclasses
 
-    import nodedp.methods.mlp as mlp_module
+    import nodedp.plans.mlp as mlp_module  # DP-MLP plans its DP-SGD there
 
     correct = mlp_module.plan_dpsgd
 

@@ -392,8 +392,8 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)
     else:
-        proc.send_signal(sig)
-    proc.wait(timeout=300)
+        proc.send_signal(sig)  # Snakemake then finishes the cell it runs, and starts no other
+    proc.wait(timeout=900)  # generous: a loaded machine trains a cell slowly
     finished = {c for c in cells if (workdir / c).exists()}
     return finished, set(cells)
 
