@@ -465,12 +465,27 @@ CELL_METHODS = {
 }
 
 
+def public_bound(method: str, hparams: str | dict, kind: str, dataset: str = "csbm-tiny") -> int:
+    """The degree bound a method's plan takes for ``kind``: its hyperparameters', else the dataset's public one (the
+    run refuses an artifact bounded to another)."""
+    import dataclasses
+
+    from nodedp.config import structure_bounds
+    from nodedp.data import get_dataset
+    from nodedp.methods import get_method
+
+    values = json.loads(hparams) if isinstance(hparams, str) else hparams
+    hp = get_method(method).parse_hparams(values)
+    return structure_bounds(get_dataset(dataset), dataclasses.asdict(hp))[kind]
+
+
 def _artifacts(graph, split, root):
     paths = {}
-    for kind in ("in-degree", "degree"):
+    for kind, method in (("in-degree", "dp-gcn"), ("degree", "nip-gnn")):
         paths[kind] = root / f"{kind}.pt"
-        assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", kind, "--bound", "3",
-                     "--seed", "0", "--out", str(paths[kind])]) == 0
+        bound = public_bound(method, CELL_METHODS[method][0], kind)
+        assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", kind, "--bound",
+                     str(bound), "--seed", "0", "--out", str(paths[kind])]) == 0
     return paths
 
 
@@ -658,8 +673,8 @@ def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_p
         out = tmp_path / f"{need}.pt"
         if need == "dp-appr":
             args = ["dp-appr", *common, "--method", method, "--hparams", hparams, "--epsilon", "4"]
-        else:
-            args = ["bound-degree", *common, "--kind", need, "--bound", "3"]
+        else:  # at the bound the plan takes (the hyperparameters', else csbm-tiny's public one)
+            args = ["bound-degree", *common, "--kind", need, "--bound", str(public_bound(method, hparams, need))]
         assert main([*args, "--out", str(out)]) == 0
         structure.append(str(out))
     run = tmp_path / "run"

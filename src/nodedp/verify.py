@@ -12,7 +12,9 @@ For a run folder (``metrics.json`` and ``ledger.json``), from a workspace root a
    guarantee, ε and δ.
 
 What it cannot know: that the run executed its plan (the training code is trusted to), and anything about the
-private data beyond its public metadata. Methods without a planner yet get checks 1 and 2 only, and are
+private data beyond its public metadata. A few plans take a value no public input gives (DP-GNN's percentile clip
+thresholds, NIP-GNN's aggregation budgets: ``nodedp.plans``' ``run_supplied``); verify reads those off the ledger,
+the planner checks them, and everything else is re-derived. Methods without a planner yet get checks 1 and 2 only, and are
 reported so.
 """
 
@@ -143,8 +145,15 @@ def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], me
                    accountant=str(ledger.get("accountant") or target.get("accountant") or "rdp"))
     try:
         planned = planner(public, spec, hp).ledger.to_dict()
-    except ValueError as err:
-        return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
+    except ValueError as first:
+        readers = getattr(planner, "run_supplied", None) or {}
+        if not readers:
+            return True, [Refusal("plan", str(first), "a plan the method can make from these inputs")]
+        try:  # values only the run could compute, read off its ledger; the planner checks them (run_supplied)
+            supplied = {name: read(ledger, public, spec, hp) for name, read in readers.items()}
+            planned = planner(public, spec, hp, **supplied).ledger.to_dict()
+        except (ValueError, KeyError, TypeError) as err:
+            return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
     return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(ledger, planned)]
 
 

@@ -66,9 +66,13 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
     hparams = {**hparams, **{k: epochs for k in fields if k.endswith("epochs")}}
     if "batch_size" in fields:
         hparams["batch_size"] = 16
-    bounds = {"in-degree": 3, "out-degree": 10, "degree": 10}
-    if "out_degree_bound" in fields:  # GAP/ProGAP plan with the public D their hyperparameters set: the artifact's
-        hparams["out_degree_bound"] = bounds["out-degree"]
+    # Each artifact at the bound the plan takes: the hyperparameters', else the dataset's public one.
+    import nodedp.config
+    from nodedp.data import get_dataset
+
+    dataset = json.loads((cell / "graph" / "meta.json").read_text())["name"]
+    bounds = nodedp.config.structure_bounds(get_dataset(dataset),
+                                            dataclasses.asdict(info.parse_hparams(hparams)))
     structure = []
     for kind in info.needs:
         path = out.parent / f"{method}-{epochs}-{kind}.pt"

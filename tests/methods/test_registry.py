@@ -108,8 +108,20 @@ def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypat
 
 _BOUNDED = sorted(m for m in method_names()
                   if get_method(m).private and set(get_method(m).needs) & {"in-degree", "out-degree", "degree"})
-# out_degree_bound: GAP/ProGAP plan with the public D their hyperparameters set, the artifacts' bound 3 below.
-_QUICK = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1, "out_degree_bound": 3}
+# The degree bounds: a plan uses the public bound its hyperparameters set (else the dataset's), and the run refuses
+# an artifact bounded to another one; 3 where a method has such a hyperparameter.
+_QUICK = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1, "out_degree_bound": 3,
+          "in_degree_bound": 3, "max_degree": 3}
+
+
+def _public_bound(hp, kind: str) -> int:
+    """The bound the method's plan takes for ``kind`` on csbm-tiny (its hyperparameter's, else the dataset's)."""
+    import dataclasses
+
+    from nodedp.config import structure_bounds
+    from nodedp.data import get_dataset
+
+    return structure_bounds(get_dataset("csbm-tiny"), dataclasses.asdict(hp))[kind]
 
 
 @pytest.mark.parametrize("method", _BOUNDED)
@@ -121,12 +133,13 @@ def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inpu
 
     info = get_method(method)
     (kind,) = set(info.needs) & {"in-degree", "out-degree", "degree"}
-    inputs = with_bound(tiny_inputs, kind, 3)
     fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
     hp = info.parse_hparams({k: v for k, v in _QUICK.items() if k in fields})
+    bound = _public_bound(hp, kind)
+    inputs = with_bound(tiny_inputs, kind, bound)
     spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-4)
     ledger = info.run(inputs, spec, hp).ledger
-    assert ledger.degree_bound is not None and ledger.degree_bound.kind == kind and ledger.degree_bound.bound == 3
+    assert ledger.degree_bound is not None and ledger.degree_bound.kind == kind and ledger.degree_bound.bound == bound
     assert ledger.guarantee_class == "conditional"  # every degree-bounded method, whatever the graph
     assert ledger.to_dict()["guarantee"]["degree_bound"] == ledger.degree_bound.to_dict()
 
@@ -150,11 +163,11 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     from tests.methods._structure import with_bound
 
     info = get_method(method)
-    inputs = tiny_inputs
-    for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
-        inputs = with_bound(inputs, kind, 3)
     fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
     hp = info.parse_hparams({**{k: v for k, v in _QUICK.items() if k in fields}, "accounting": "paper"})
+    inputs = tiny_inputs
+    for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
+        inputs = with_bound(inputs, kind, _public_bound(hp, kind))
     check_reference_name(f"{method}@paper", hp)
     spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-4,
                    accountant=info.auto_accountant)

@@ -7,7 +7,10 @@ relation, guarantee) before any private data is read. The method executes that p
 -m nodedp verify` (``nodedp.verify``) re-plans a finished run from the same public inputs and compares.
 
 A method registers its planner as ``MethodInfo.plan`` (``"module:function"``); a non-private method needs none (its
-plan is the empty ledger). Methods without a planner yet are checked by ``verify`` for a ledger consistent with
+plan is the empty ledger). Where a plan needs a value no public input gives (DP-GNN's clip thresholds taken from
+gradient norms, an uncharged read; NIP-GNN's aggregation budgets, computed from its released graph), the run passes
+it, and the planner names how a verifier reads it back off a stated ledger: ``planner.run_supplied``, keyword ->
+``reader(ledger, public, spec, hp)``; the planner checks what it is given and derives everything else. Methods without a planner yet are checked by ``verify`` for a ledger consistent with
 itself only, and said so.
 """
 

@@ -295,7 +295,12 @@ def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer:
 
 # What a verifier must take from the stated ledger to re-plan a run (none unless clip_percentile > 0): keyword
 # -> reader of a stated ledger (``Ledger.to_dict``).
-plan_dp_gnn.run_supplied = {"thresholds": stated_thresholds}
+def _stated_thresholds(ledger: Mapping[str, Any], *_: Any) -> dict[str, float] | float:
+    """``stated_thresholds`` as a verifier calls a reader: (ledger, public, spec, hp)."""
+    return stated_thresholds(ledger)
+
+
+plan_dp_gnn.run_supplied = {"thresholds": _stated_thresholds}
 
 
 def _planner(layer: str):

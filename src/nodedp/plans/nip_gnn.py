@@ -254,3 +254,7 @@ def released_inputs(ledger: Mapping[str, Any], public: PublicInputs, spec: RunSp
                        worst_case_ratio_before_scaling=float(params.get("worst_case_ratio_before_scaling", 1.0)),
                        budget_scale=float(params.get("budget_scale", 1.0)), paper_max_degree=paper_max_degree)
 
+
+
+# What a verifier reads off a stated ledger and passes back (nodedp.verify): name -> reader(ledger, public, spec, hp).
+plan_nip_gnn.run_supplied = {"released": released_inputs}
