@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger
 from nodedp.cli import main
 from nodedp.verify import verify_run
+from tests._runs import forge, lay_out_workspace
 
 
 @pytest.fixture(scope="module")
 def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     """A workspace laid out as the workflow's, with one DP-MLP run and one MLP run."""
     root = tmp_path_factory.mktemp("verify")
-    shutil.copytree(tiny_graph_dir, root / "resources/graphs/csbm-tiny")
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    _, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     for method, eps, extra in (("dp-mlp", "2", '{"epochs": 2, "batch_size": 32}'), ("mlp", "inf", '{"epochs": 1}')):
         out = root / f"results/runs/csbm-tiny/{method}/eps~{eps}/seed~0"
         assert main(["train", "--graph", str(root / "resources/graphs/csbm-tiny"), "--split", str(split),
@@ -36,22 +32,8 @@ def _run(workspace: Path) -> Path:
 
 
 def _forged(workspace: Path, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> Path:
-    """A copy of the DP-MLP run edited, its ledger's derived fields recomputed and metrics' ε and δ matched."""
-    run = _run(workspace)
-    ledger = json.loads((run / "ledger.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    if edit_ledger:
-        edit_ledger(ledger)
-        ledger = Ledger.from_dict(ledger).to_dict()  # ε, δ and guarantee as the project's API derives them
-        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                       level=ledger["level"])
-    if edit_metrics:
-        edit_metrics(metrics)
-    forged = tmp_path / "forged"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of the DP-MLP run edited (``tests._runs.forge``)."""
+    return forge(_run(workspace), tmp_path / "forged", edit_ledger, edit_metrics)
 
 
 def _dpsgd(ledger: dict) -> dict:
@@ -139,7 +121,7 @@ def test_every_planner_resolves_and_imports_no_torch():
             "print(json.dumps({'planned': found, 'heavy': [m for m in ('torch', 'torch_geometric') "
             "if m in sys.modules]}))\n")
     src = Path(__file__).resolve().parents[1] / "src"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
                          env={**os.environ, "PYTHONPATH": str(src)})
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])

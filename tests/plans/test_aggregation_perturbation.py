@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger
 from nodedp.cli import main
 from nodedp.config import structure_bounds
 from nodedp.data import get_dataset
 from nodedp.methods import RunSpec, get_method
 from nodedp.plans import PublicInputs, planner_of
 from nodedp.verify import verify_run
+from tests._runs import forge, lay_out_workspace
 
 # (run name, method, ε, hyperparameters); the node-level ones read the out-degree artifact.
 CELLS = (
@@ -44,11 +43,7 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     """A workspace laid out as the workflow's: the graph, the seed's split, the out-degree artifact at the public
     bound the plan reads (``bound-degree``, as the workflow's rule builds it) and one run of every cell."""
     root = tmp_path_factory.mktemp("plans-ap")
-    graph = root / "resources/graphs/csbm-tiny"
-    shutil.copytree(tiny_graph_dir, graph)
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     bound = structure_bounds(get_dataset("csbm-tiny"), {})["out-degree"]
     artifact = root / "results/structure/csbm-tiny/out-degree.pt"
     artifact.parent.mkdir(parents=True)
@@ -171,20 +166,8 @@ FORGERIES = {
 
 
 def _forged(workspace: Path, tmp_path: Path, edit) -> Path:
-    """A copy of the GAP run edited, its ledger's derived fields recomputed and metrics' ε, δ, level and guarantee
-    matched: only the plan can tell."""
-    run = workspace / _run_dir("gap", "2")
-    ledger = json.loads((run / "ledger.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    edit(ledger)
-    ledger = Ledger.from_dict(ledger).to_dict()  # ε, δ and guarantee as the project's API derives them
-    metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                   level=ledger["level"], guarantee=ledger["guarantee"])
-    forged = tmp_path / "forged"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of the GAP run edited (``tests._runs.forge``): only the plan can tell."""
+    return forge(workspace / _run_dir("gap", "2"), tmp_path / "forged", edit)
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))

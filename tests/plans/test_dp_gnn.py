@@ -7,19 +7,18 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger
 from nodedp.cli import main
 from nodedp.methods import RunSpec, get_method
 from nodedp.plans import PublicInputs
 from nodedp.plans.dp_gnn import layer_names, plan_dp_gnn, stated_thresholds
 from nodedp.verify import _diff, verify_run
+from tests._runs import forge, lay_out_workspace
 
 K = 5  # csbm-tiny's public in-degree bound (the registry's), which the workflow builds the artifact at
 SMALL = {"epochs": 1, "batch_size": 32, "hidden_dim": 8}
@@ -41,11 +40,7 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     """A workspace laid out as the workflow's: the graph, the seed's split, the in-degree artifact built at the
     public K (``bound-degree``, as the workflow's rule does) and the DP-GNN runs of ``RUNS``."""
     root = tmp_path_factory.mktemp("verify-dp-gnn")
-    graph = root / "resources/graphs/csbm-tiny"
-    shutil.copytree(tiny_graph_dir, graph)
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     artifact = root / f"results/structure/csbm-tiny/transductive/in-degree~{K}/seed~0.pt"
     artifact.parent.mkdir(parents=True)
     assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "in-degree", "--bound",
@@ -63,21 +58,8 @@ def _read(run: Path) -> tuple[dict, dict]:
 
 
 def _forged(workspace: Path, tmp_path: Path, name: str, edit_ledger=None, edit_metrics=None) -> Path:
-    """A copy of run ``name`` edited, its ledger's derived fields recomputed and metrics' ε, δ, guarantee and claim
-    matched (what ``collect`` compares)."""
-    ledger, metrics = _read(workspace / _out(name))
-    if edit_ledger:
-        edit_ledger(ledger)
-        ledger = Ledger.from_dict(ledger).to_dict()  # ε, δ and guarantee as the project's API derives them
-        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                       level=ledger["level"], guarantee=ledger["guarantee"], claim=ledger["claim"])
-    if edit_metrics:
-        edit_metrics(metrics)
-    forged = tmp_path / "forged"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of run ``name`` edited (``tests._runs.forge``)."""
+    return forge(workspace / _out(name), tmp_path / "forged", edit_ledger, edit_metrics)
 
 
 def _params(ledger: dict) -> dict:

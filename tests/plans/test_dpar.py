@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from nodedp.accounting.ledger import Ledger
 from nodedp.cli import main
 from nodedp.verify import verify_run
+from tests._runs import forge, lay_out_workspace
 
 # A tiny graph: sample half the training nodes, 20 sources, 2 epochs.
 HPARAMS = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20, "k": 3, "max_rows": 2}
@@ -36,11 +36,7 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     """A workspace laid out as the workflow's, with a DP-APPR artifact and a run for dpar-em0 and its
     reference mode."""
     root = tmp_path_factory.mktemp("verify-dpar")
-    graph = root / "resources/graphs/csbm-tiny"
-    shutil.copytree(tiny_graph_dir, graph)
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     for name, (method, hparams) in RUNS.items():
         artifact = root / _artifact_path(name)
         artifact.parent.mkdir(parents=True)
@@ -83,19 +79,8 @@ def test_real_dpar_runs_verify_and_their_artifacts_hold_the_planned_ledger(works
 
 
 def _forged(workspace: Path, tmp_path: Path, name: str, edit_ledger) -> Path:
-    """A copy of a real run, its ledger edited and its derived fields recomputed, metrics' ε and δ matched."""
-    run = workspace / _run_dir(name)
-    ledger = json.loads((run / "ledger.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    edit_ledger(ledger)
-    ledger = Ledger.from_dict(ledger).to_dict()  # ε, δ and guarantee as the project's API derives them
-    metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                   level=ledger["level"])
-    forged = tmp_path / "forged"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of a real run, its ledger edited (``tests._runs.forge``)."""
+    return forge(workspace / _run_dir(name), tmp_path / "forged", edit_ledger)
 
 
 def _appr(ledger: dict) -> dict:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger
 from nodedp.cli import main
 from nodedp.verify import verify_run
+from tests._runs import forge, lay_out_workspace
 
 D = 10  # csbm-tiny's public out-degree bound
 SMALL = {"epochs": 1, "encoder_epochs": 1, "batch_size": 32, "hidden_dim": 8}
@@ -24,11 +23,7 @@ CELLS = {"dpdgc": "4", "dpdgc-nodp": "inf"}
 @pytest.fixture(scope="module")
 def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     root = tmp_path_factory.mktemp("plans-dpdgc")
-    graph = root / "resources/graphs/csbm-tiny"
-    shutil.copytree(tiny_graph_dir, graph)
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     for bound in (D, 4):
         assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "out-degree",
                      "--bound", str(bound), "--seed", "0", "--out", str(_artifact(root, bound))]) == 0
@@ -68,21 +63,8 @@ def test_an_artifact_bounded_to_another_d_is_refused_by_the_run(workspace, tmp_p
 
 
 def _forge(root: Path, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> Path:
-    run = _run(root, "dpdgc")
-    ledger = json.loads((run / "ledger.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    if edit_ledger:
-        edit_ledger(ledger)
-        ledger = Ledger.from_dict(ledger).to_dict()  # ε and δ as the project's API derives them
-        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                       level=ledger["level"])
-    if edit_metrics:
-        edit_metrics(metrics)
-    forged = tmp_path / "forged"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of the DPDGC run edited (``tests._runs.forge``)."""
+    return forge(_run(root, "dpdgc"), tmp_path / "forged", edit_ledger, edit_metrics)
 
 
 def _scale_noise(record: dict, factor: float) -> None:

@@ -4,12 +4,10 @@ values the plan cannot derive, from what the run released: NAP's budgets, D_p), 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.ledger import Ledger
 from nodedp.accounting.nip import worst_case_budget_ratio
 from nodedp.cli import main
 from nodedp.data import load_split
@@ -17,6 +15,7 @@ from nodedp.methods import RunSpec, get_method
 from nodedp.plans import PublicInputs
 from nodedp.plans.nip_gnn import NipReleased, plan_nip_gnn, released_inputs
 from nodedp.verify import _diff, verify_run
+from tests._runs import forge, lay_out_workspace
 
 D = 10  # csbm-tiny's public degree bound (the dataset's out_degree_bound)
 SMALL = {"epochs": 1, "batch_size": 32, "hidden_dim": 8}
@@ -35,11 +34,7 @@ CELLS = {
 def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     """A workspace laid out as the workflow's: the degree artifact at the public bound, one run per cell."""
     root = tmp_path_factory.mktemp("plans-nip")
-    graph = root / "resources/graphs/csbm-tiny"
-    shutil.copytree(tiny_graph_dir, graph)
-    split = root / "results/splits/csbm-tiny/transductive/seed~0.pt"
-    split.parent.mkdir(parents=True)
-    shutil.copy(tiny_split_path, split)
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     artifact = root / "results/structure/csbm-tiny/degree.pt"
     artifact.parent.mkdir(parents=True)
     assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "degree", "--bound", str(D),
@@ -117,23 +112,8 @@ def test_the_exact_parts_are_uncharged_reads_in_the_plan(workspace):
 # --- forgeries of the real runs ------------------------------------------------------------------------------------
 
 def _forge(root: Path, name: str, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> Path:
-    """A copy of a run edited, its ledger's derived fields recomputed (so it agrees with itself) and metrics' ε and
-    δ matched, as a forger with the project's own Ledger API would."""
-    run = _run(root, name)
-    ledger = json.loads((run / "ledger.json").read_text())
-    metrics = json.loads((run / "metrics.json").read_text())
-    if edit_ledger:
-        edit_ledger(ledger)
-        ledger = Ledger.from_dict(ledger).to_dict()
-        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                       level=ledger["level"])
-    if edit_metrics:
-        edit_metrics(metrics)
-    forged = tmp_path / f"forged-{name.replace('@', '-')}"
-    forged.mkdir()
-    (forged / "ledger.json").write_text(json.dumps(ledger))
-    (forged / "metrics.json").write_text(json.dumps(metrics))
-    return forged
+    """A copy of a run edited (``tests._runs.forge``), as a forger with the project's own Ledger API would."""
+    return forge(_run(root, name), tmp_path / f"forged-{name.replace('@', '-')}", edit_ledger, edit_metrics)
 
 
 def _nap(ledger: dict) -> dict:
