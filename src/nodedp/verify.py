@@ -116,9 +116,8 @@ def _close(a: Any, b: Any) -> bool:
 
 def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any],
             workspace: Path) -> tuple[bool, list[Refusal]]:
-    from nodedp.data import load_split
+    from nodedp.data import get_dataset, load_split
     from nodedp.data.preprocess import get_protocol
-    from nodedp.data import get_dataset
     from nodedp.methods import RunSpec, get_method
     from nodedp.plans import PublicInputs, planner_of
 

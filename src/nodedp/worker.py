@@ -20,6 +20,7 @@ what a cluster node needs) and serves only its own user (``SO_PEERCRED``).
 from __future__ import annotations
 
 import array
+import contextlib
 import hashlib
 import json
 import os
@@ -190,7 +191,7 @@ def serve(name: bytes, idle: float) -> int:
             return 0
         except InterruptedError:
             continue
-        pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                             struct.calcsize("3i")))
         if uid != os.getuid() or os.fork() != 0:
             conn.close()
@@ -299,15 +300,13 @@ def _run(request: dict, fds: list[int]) -> None:
             print(err.code, file=sys.stderr)
     except KeyboardInterrupt:
         status = 128 + signal.SIGINT
-    except BaseException:
+    except BaseException:  # noqa: BLE001 (the child is the command's process: whatever ends it, its status is 1)
         traceback.print_exc()
         status = 1
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):  # a closed or broken stream: nothing left to say
                 stream.flush()
-            except Exception:
-                pass
         os._exit(status)
 
 

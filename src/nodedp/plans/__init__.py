@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from nodedp.accounting import Ledger
     from nodedp.methods.base import MethodInfo, RunSpec
 
-__all__ = ["Plan", "PublicInputs", "planner_of", "plan_run"]
+__all__ = ["Plan", "PublicInputs", "plan_run", "planner_of"]
 
 
 @dataclass(frozen=True)
