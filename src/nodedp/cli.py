@@ -776,10 +776,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             print(f"REFUSED {run}: " + "; ".join(str(r) for r in check.refusals))
         elif not check.replanned:
             self_only.setdefault(check.method, []).append(run)
-    planned = len(runs) - refused - sum(len(v) for v in self_only.values())
-    print(f"{len(runs)} run(s): {planned} re-planned from public inputs and verified, {refused} refused, "
-          f"{sum(len(v) for v in self_only.values())} checked against themselves and their metrics only (no "
-          f"planner yet for {', '.join(sorted(self_only)) or 'none'})")
+    unplanned = sum(len(v) for v in self_only.values())
+    print(f"{len(runs)} run(s): {len(runs) - refused - unplanned} re-planned from public inputs and verified, "
+          f"{refused} refused" + (f", {unplanned} checked against themselves and their metrics only (no planner "
+                                  f"yet for {', '.join(sorted(self_only))})" if unplanned else ""))
     return 1 if refused else 2 if self_only else 0
 
 
