@@ -378,20 +378,17 @@ def test_refuses_a_malformed_count_or_reference(tmp_path: Path, extras: dict, ma
 
 @pytest.fixture(scope="module")
 def workspace(tiny_graph_dir: Path, tiny_split_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A workspace as the workflow lays it out: one dp-mlp run under results/runs, its graph's meta.json under
-    resources/graphs."""
-    import shutil
-
+    """A workspace as the workflow lays it out: one dp-mlp run under results/runs, its graph under
+    resources/graphs and the seed's split under results/splits (what a re-plan reads)."""
     from nodedp.cli import main
+    from tests._runs import lay_out_workspace
 
     root = tmp_path_factory.mktemp("workspace")
+    graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     out = root / "results" / "runs" / "csbm-tiny" / "dp-mlp" / "eps~2" / "seed~0"
-    assert main(["train", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--out", str(out),
+    assert main(["train", "--graph", str(graph), "--split", str(split), "--out", str(out),
                  "--no-progress", "--method", "dp-mlp", "--epsilon", "2", "--seed", "0",
                  "--hparams", '{"epochs": 2, "batch_size": 32, "clip_norm": 1.0}']) == 0
-    dataset = json.loads((out / "metrics.json").read_text())["dataset"]
-    (root / "resources" / "graphs" / dataset).mkdir(parents=True)
-    shutil.copy(tiny_graph_dir / "meta.json", root / "resources" / "graphs" / dataset / "meta.json")
     return root
 
 
@@ -417,6 +414,17 @@ def real_run(workspace: Path, tmp_path: Path, *, metrics: dict | None = None, le
 def test_an_unedited_real_run_is_accepted(workspace: Path, tmp_path: Path) -> None:
     runs = collect_runs([real_run(workspace, tmp_path)])
     assert runs.height == 1 and runs["epsilon"][0] <= 2.0
+
+
+def test_a_ledger_that_agrees_with_itself_and_its_metrics_but_not_its_plan_is_refused(workspace: Path,
+                                                                                       tmp_path: Path) -> None:
+    """A node sampling rate the run never had, ε recomputed and metrics matched: only the re-plan can tell."""
+    path = real_run(workspace, tmp_path, ledger=lambda d: d.update(node_sample_rate=0.01))
+    ledger = json.loads((path.parent / "ledger.json").read_text())
+    path.write_text(json.dumps({**json.loads(path.read_text()), "epsilon": ledger["epsilon"]}))
+    with pytest.raises(InvalidRunError, match="node_sample_rate"):
+        collect_runs([path])
+    assert collect_runs([path], replan=None).height == 1  # what the agreement checks alone would let through
 
 
 def refused_naming(path: Path, field: str, *values: Any) -> InvalidRunError:

@@ -106,14 +106,38 @@ def _read_json(path: Path, run_dir: Path) -> dict[str, Any]:
     return data
 
 
+def _workspace_root(run_dir: Path) -> Path | None:
+    """The workspace a run folder lies in, as the workflow lays it out (``<root>/results/runs/<dataset>/<method>/
+    eps~<ε>/seed~<s>``), or None outside that layout."""
+    parents = run_dir.absolute().parents  # not resolved: a results folder may be a link to other storage
+    if len(parents) < 6 or (parents[4].name, parents[3].name) != ("results", "runs"):
+        return None
+    return parents[5]
+
+
+def replan_run(run_dir: Path, metrics: dict[str, Any]) -> None:
+    """Re-derive the run's plan from public inputs and compare (``nodedp.verify``), where the run lies in a
+    workspace that holds its dataset's meta.json (as the workflow's do); refuse it, naming the field, if its ledger
+    is not that plan. Elsewhere (a run folder outside a workspace) nothing is re-planned."""
+    root = _workspace_root(run_dir)
+    if root is None or not (root / "resources" / "graphs" / str(metrics["dataset"]) / "meta.json").is_file():
+        return
+    from nodedp.verify import verify_run
+
+    check = verify_run(run_dir, workspace=root)
+    if check.refusals:
+        raise InvalidRunError(run_dir, "its ledger and metrics are not the plan re-derived from public inputs "
+                                       f"(`python -m nodedp verify`): {'; '.join(map(str, check.refusals[:3]))}")
+
+
 def _num_private_units(run_dir: Path, metrics: dict[str, Any]) -> int | None:
     """N of the run's dataset from its public meta.json, found as the workflow lays a workspace out
     (``<root>/results/runs/<dataset>/<method>/eps~<ε>/seed~<s>`` beside ``<root>/resources/graphs/<dataset>``);
     None for a run outside that layout or a workspace without the graph (δ < 1/N is then left unchecked)."""
-    parents = run_dir.absolute().parents  # not resolved: a results folder may be a link to other storage
-    if len(parents) < 6 or (parents[4].name, parents[3].name) != ("results", "runs"):
+    root = _workspace_root(run_dir)
+    if root is None:
         return None
-    meta_path = parents[5] / "resources" / "graphs" / str(metrics["dataset"]) / "meta.json"
+    meta_path = root / "resources" / "graphs" / str(metrics["dataset"]) / "meta.json"
     if not meta_path.is_file():
         return None
     from nodedp.accounting.agreement import private_units
@@ -129,6 +153,7 @@ def _run_row(
     metrics_path: Path,
     verify_ledger: Callable[[dict], float],
     check_agreement: Callable[..., None],
+    replan: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     run_dir = metrics_path.parent
     metrics = _read_json(metrics_path, run_dir)
@@ -188,6 +213,8 @@ def _run_row(
         raise InvalidRunError(run_dir, reason) from err
     except (KeyError, TypeError) as err:
         raise InvalidRunError(run_dir, f"metrics.json and its ledger cannot be compared: {err!r}") from err
+    if replan is not None:  # the plan re-derived from public inputs, as `nodedp verify` does
+        replan(run_dir, metrics)
 
     predicted = metrics["test"].get("predicted_classes")
     if predicted is not None and (isinstance(predicted, bool) or not isinstance(predicted, int) or predicted < 1):
@@ -234,6 +261,7 @@ def collect_runs(
     *,
     verify_ledger: Callable[[dict], float] | None = None,
     check_agreement: Callable[..., None] | None = None,
+    replan: Callable[[Path, dict[str, Any]], None] | None = replan_run,
 ) -> pl.DataFrame:
     """One row per run, read from each ``metrics.json`` and the ``ledger.json`` beside it.
 
@@ -243,6 +271,8 @@ def collect_runs(
     metrics.json states another ε, δ, target, level, accountant, guarantee, claim or hyperparameter than its
     ledger, or δ ≥ 1/N; it defaults to ``nodedp.accounting.agreement.check_run_agreement``, and N is read
     from the dataset's meta.json where the run lies in a workspace's ``results/runs`` (``_num_private_units``).
+    ``replan(run_dir, metrics)`` raises :class:`InvalidRunError` when the run's ledger is not the plan re-derived
+    from public inputs (``replan_run``, the check of `python -m nodedp verify`; None: not re-planned).
     Raises :class:`InvalidRunError` for the first run that is malformed, lacks its
     ledger, overspends its budget, disagrees with its ledger, or duplicates (dataset, method, target_epsilon,
     seed).
@@ -259,7 +289,7 @@ def collect_runs(
     rows = []
     seen: dict[tuple[Any, ...], Path] = {}
     for path in map(Path, metrics_paths):
-        row = _run_row(path, verify_ledger, check_agreement)
+        row = _run_row(path, verify_ledger, check_agreement, replan)
         key = tuple(row[k] for k in RUN_KEY)
         if key in seen:
             raise InvalidRunError(
