@@ -109,7 +109,8 @@ def test_an_untouched_copy_verifies_and_a_deep_copy_of_the_plan_is_stable(worksp
 
 
 def test_every_planner_resolves_and_imports_no_torch():
-    """A plan is a torch-free function of public inputs: importing every registered planner loads no torch."""
+    """A plan is a torch-free function of public inputs: every private method registers a planner, and importing
+    all of them loads no torch."""
     import os
     import subprocess
     import sys
@@ -125,4 +126,7 @@ def test_every_planner_resolves_and_imports_no_torch():
                          env={**os.environ, "PYTHONPATH": str(src)})
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "dp-mlp" in report["planned"] and report["heavy"] == [], report
+    from nodedp.methods import get_method, method_names
+
+    private = sorted(n for n in method_names() if get_method(n).private)
+    assert sorted(report["planned"]) == private and report["heavy"] == [], report  # every private method planned
