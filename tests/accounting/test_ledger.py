@@ -123,6 +123,16 @@ def test_round_trip_through_strict_json(calibrated, tmp_path):
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["ledger.json"]  # no temp files left
 
 
+def test_a_written_ledger_has_an_ordinary_files_permissions(calibrated, tmp_path):
+    """As every other JSON output (nodedp.io), not the 0600 of a temporary file."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    path = write_ledger(calibrated, tmp_path / "ledger.json")
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_to_dict_layout(calibrated):
     d = calibrated.to_dict()
     assert d["private"] is True and d["level"] == "node" and d["accountant"] == "rdp"

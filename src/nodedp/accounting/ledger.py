@@ -63,7 +63,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -651,19 +650,11 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
 
 
 def write_ledger(ledger: Ledger, path: str | os.PathLike[str]) -> Path:
-    """Write ``ledger.to_dict()`` as JSON atomically (temp file in the same directory, then ``os.replace``)."""
-    path = Path(path)
+    """Write ``ledger.to_dict()`` as JSON atomically, with an ordinary file's permissions (``nodedp.io``)."""
+    from nodedp.io import atomic_write
+
     text = json.dumps(ledger.to_dict(), indent=2, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def read_ledger(path: str | os.PathLike[str]) -> Ledger:
