@@ -20,6 +20,7 @@ reported so.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -116,7 +117,7 @@ def _close(a: Any, b: Any) -> bool:
 
 def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any],
             workspace: Path) -> tuple[bool, list[Refusal]]:
-    from nodedp.data import get_dataset, load_split
+    from nodedp.data import get_dataset
     from nodedp.data.preprocess import get_protocol
     from nodedp.methods import RunSpec, get_method
     from nodedp.plans import PublicInputs, planner_of
@@ -132,16 +133,15 @@ def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], me
     dataset, seed = str(metrics["dataset"]), int(metrics["seed"])
     try:
         setting = get_protocol(get_dataset(dataset).protocol).split.setting
-        split = load_split(workspace / "results/splits" / dataset / setting / f"seed~{seed}.pt",
-                           num_nodes=int(meta["num_nodes"]))
-    except (KeyError, ValueError) as err:
+        path = workspace / "results/splits" / dataset / setting / f"seed~{seed}.pt"
+        num_train, setting = _split_sizes(str(path), int(meta["num_nodes"]), path.stat().st_mtime_ns)
+    except (KeyError, ValueError, OSError) as err:
         return False, [Refusal("split", str(err), f"the seed's split of {dataset}")]
-    public = PublicInputs.of(meta, num_train=split.train.numel(), setting=split.setting)
-    target = ledger.get("target") or {}
+    public = PublicInputs.of(meta, num_train=num_train, setting=setting)
     spec = RunSpec(dataset=dataset, method=str(metrics["method"]), seed=seed,
                    target_epsilon=float(metrics["target_epsilon"]) if info.private else math.inf,
                    target_delta=float(metrics["target_delta"]) if info.private else 0.0,
-                   accountant=str(ledger.get("accountant") or target.get("accountant") or "rdp"))
+                   accountant=str(ledger.get("accountant") or "rdp"))
     try:
         planned = planner(public, spec, hp).ledger.to_dict()
     except ValueError as first:
@@ -154,6 +154,15 @@ def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], me
         except (ValueError, KeyError, TypeError) as err:
             return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
     return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(ledger, planned)]
+
+
+@functools.lru_cache(maxsize=64)
+def _split_sizes(path: str, num_nodes: int, mtime_ns: int) -> tuple[int, str]:
+    """(training-set size, setting) of a stored split, read once per file version: the runs of a seed share it."""
+    from nodedp.data import load_split
+
+    split = load_split(path, num_nodes=num_nodes)
+    return int(split.train.numel()), split.setting
 
 
 def _diff(stated: Any, expected: Any, where: str = "ledger") -> Iterator[tuple[str, Any, Any]]:
