@@ -4,12 +4,14 @@
 
 Reads the training jobs' wall times from Snakemake's benchmark files (``benchmarks/train/``, column ``s``) and
 the times each run records itself in ``metrics.json`` (``timings.train_s``: training; ``timings.total_s``: the
-cell from its first line to its output, i.e. loading, training and evaluation). A job trains several cells of one
-method in one process, so its wall time is shared by its cells (before, each cell was a job). Prints, over the
-cells:
+cell from its first line to its output, i.e. loading, training and evaluation). The workflow trains each cell in a
+job of its own (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``); workspaces of older checkouts, whose
+jobs trained several cells of one method in one process (``benchmarks/train/<method>/job~<study>-<k>.tsv``), are
+read too, a job's wall time shared by its cells. Prints, over the cells:
 
 * overhead per cell = (job wall − Σ train_s) / cells: start-up, imports, loading, evaluation, writing;
-* start-up per cell = (job wall − Σ total_s) / cells: the interpreter and its imports, outside every cell;
+* start-up per cell = (job wall − Σ total_s) / cells: Snakemake's job start and the process (a fork of the warm
+  worker, or an interpreter and its imports), outside every cell;
 * training jobs (processes) and cells per job; cells per minute of job time; the workspace's wall time (first
   to last line of its newest Snakemake log).
 
