@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,12 +39,9 @@ def test_a_command_in_the_worker_writes_what_it_writes_directly(tmp_path):
     direct = _nodedp(tmp_path, "datasets", worker_idle="0")
     first = _nodedp(tmp_path, "datasets", worker_idle="30")  # starts the worker
     assert _workers(), "a worker serves the next command"
-    started = time.perf_counter()
     warm = _nodedp(tmp_path, "datasets", worker_idle="30")
-    warm_seconds = time.perf_counter() - started
     assert direct.returncode == first.returncode == warm.returncode == 0
     assert direct.stdout == first.stdout == warm.stdout and "csbm-tiny" in warm.stdout
-    assert warm_seconds < 60  # no assertion on speed: benchmarks measure it
 
 
 def test_the_worker_keeps_the_callers_directory_environment_and_exit_status(tmp_path):
