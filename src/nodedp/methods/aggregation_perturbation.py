@@ -84,7 +84,7 @@ def plan_aggregation_perturbation(inputs: RunInputs, spec: RunSpec, hp: ApHparam
     At node level the out-degree artifact must carry the plan's public bound D and identity bound.
     """
     graph, split = inputs.graph, inputs.split
-    planned = planner(PublicInputs.from_run(inputs, spec), spec, hp, level=level)
+    planned = planner(PublicInputs.from_run(inputs, spec, direction=True), spec, hp, level=level)
     ledger, parts = planned.ledger, planned.parts
     edges = graph.edge_index
     max_degree = parts["max_degree"]

@@ -22,7 +22,7 @@ from nodedp.plans.edgerand import plan_edgerand
 
 def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
     graph = inputs.graph
-    planned = plan_edgerand(PublicInputs.from_run(inputs, spec), spec, hp)  # before reading any edge
+    planned = plan_edgerand(PublicInputs.from_run(inputs, spec, direction=True), spec, hp)  # before reading any edge
     ledger, undirected = planned.ledger, planned.parts["undirected"]
     if ledger.mechanisms[0].params["flip_probability"] != flip_probability(spec.target_epsilon):
         raise RuntimeError("the plan's flip probability is not the one randomized response draws with")

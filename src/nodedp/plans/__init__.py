@@ -39,7 +39,7 @@ class PublicInputs:
     num_features: int
     num_classes: int
     num_edges: int = 0  # as meta.json counts them (an undirected edge twice)
-    is_undirected: bool = True
+    is_undirected: bool | None = True  # None: not read (a plan that needs it refuses: ``undirected``)
     setting: str = "transductive"  # the split protocol's (inductive: cross-part edges removed)
 
     def __post_init__(self) -> None:
@@ -55,14 +55,22 @@ class PublicInputs:
                    num_edges=int(meta["num_edges"]), is_undirected=bool(meta["is_undirected"]), setting=setting)
 
     @classmethod
-    def from_run(cls, inputs: Any, spec: RunSpec) -> PublicInputs:
+    def from_run(cls, inputs: Any, spec: RunSpec, *, direction: bool = False) -> PublicInputs:
         """A run's public inputs (``RunInputs``): the sizes its graph and split show, which are the dataset's
-        public metadata; what the plan reads, and all it reads."""
+        public metadata; what the plan reads, and all it reads. ``direction``: also whether the graph is
+        undirected (a pass over every edge: only for the plans that read it, ``undirected``)."""
         graph, split = inputs.graph, inputs.split
         return cls(dataset=spec.dataset, num_nodes=int(graph.num_nodes), num_train=int(split.train.numel()),
                    num_features=int(graph.x.size(1)), num_classes=int(inputs.num_classes),
-                   num_edges=int(graph.edge_index.size(1)), is_undirected=bool(graph.is_undirected()),
-                   setting=split.setting)
+                   num_edges=int(graph.edge_index.size(1)),
+                   is_undirected=bool(graph.is_undirected()) if direction else None, setting=split.setting)
+
+    def undirected(self) -> bool:
+        """Whether the graph is undirected, for a plan that reads it (refused where it was not read)."""
+        if self.is_undirected is None:
+            raise ValueError(f"{self.dataset}: this plan reads whether the graph is undirected; build its public "
+                             "inputs with it (PublicInputs.of, or from_run(..., direction=True))")
+        return self.is_undirected
 
     def degree_bounds(self, hparams: Mapping[str, Any]) -> dict[str, int]:
         """The public degree bound of each structure kind for a method's hyperparameters (the dataset

@@ -51,7 +51,7 @@ def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, 
     ``stage_epochs``: epochs of each DP-SGD stage (GAP: encoder and classifier; ProGAP: K + 1 stages); node level
     only.
     """
-    undirected = bool(public.is_undirected)
+    undirected = public.undirected()
     max_degree, degree_bound = None, None
     if level == "node":
         max_degree = int(public.degree_bounds(dataclasses.asdict(hp))[OUT_DEGREE])

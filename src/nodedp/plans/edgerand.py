@@ -25,7 +25,7 @@ def flip_probability(epsilon: float) -> float:
 
 
 def plan_edgerand(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
-    undirected = bool(public.is_undirected)
+    undirected = public.undirected()
     record = MechanismRecord(
         name=f"edge-rr:{spec.method}",
         kind="randomized_response",
