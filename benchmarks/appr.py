@@ -62,8 +62,11 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.25)
     parser.add_argument("--rho", type=float, default=1e-4)
     parser.add_argument("--tol", type=float, default=1e-4)
-    parser.add_argument("--fresh-jit", action="store_true",
-                        help="compile appr_push's kernel into a temporary numba cache (times a full compile)")
+    parser.add_argument(
+        "--fresh-jit",
+        action="store_true",
+        help="compile appr_push's kernel into a temporary numba cache (times a full compile)",
+    )
     args = parser.parse_args()
     if args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
@@ -93,9 +96,19 @@ def main() -> None:
 
     if args.nodes:
         name = f"csbm-homophilous-like ({args.nodes} nodes)"
-        data = generate_csbm(CSBMSpec(num_nodes=args.nodes, num_classes=5, avg_degree=12.0, homophily=0.75,
-                                      num_features=5, feature_signal=2.0, degree_exponent=2.5,
-                                      class_weights=None, seed=0))
+        data = generate_csbm(
+            CSBMSpec(
+                num_nodes=args.nodes,
+                num_classes=5,
+                avg_degree=12.0,
+                homophily=0.75,
+                num_features=5,
+                feature_signal=2.0,
+                degree_exponent=2.5,
+                class_weights=None,
+                seed=0,
+            )
+        )
     else:
         with tempfile.TemporaryDirectory() as tmp:
             graph_dir = Path(args.graph_dir) if args.graph_dir else Path(tmp) / "graph"
@@ -109,8 +122,9 @@ def main() -> None:
     sample = sources[: args.reference_sample]
     params = {"alpha": args.alpha, "rho": args.rho, "tol": args.tol}
 
-    runs = [_timed(lambda: push(edge_index, num_nodes=n, sources=sources, **params))
-            for _ in range(max(args.repeat, 1))]
+    runs = [
+        _timed(lambda: push(edge_index, num_nodes=n, sources=sources, **params)) for _ in range(max(args.repeat, 1))
+    ]
     out, wall, cpu = min(runs, key=lambda run: run[1])
     median_wall = float(np.median([run[1] for run in runs]))
     reference, r_wall, r_cpu = _timed(lambda: appr_ista_reference(edge_index, num_nodes=n, sources=sample, **params))
@@ -118,22 +132,31 @@ def main() -> None:
 
     rate, r_rate = sources.numel() / wall, sample.numel() / r_wall
     # The sample's rows (the first of out) without densifying all of out.
-    rows = sp.csr_matrix((out.values().numpy(), out.col_indices().numpy(), out.crow_indices().numpy()),
-                         shape=tuple(out.shape))[: sample.numel()].toarray()
+    rows = sp.csr_matrix(
+        (out.values().numpy(), out.col_indices().numpy(), out.crow_indices().numpy()), shape=tuple(out.shape)
+    )[: sample.numel()].toarray()
     gap = np.linalg.norm((rows - reference) / sqrt_d, axis=1).max()
     bound = 2 * args.tol * args.rho * np.linalg.norm(sqrt_d)
-    print(f"{name}: {n} nodes, {edge_index.size(1)} directed edges; α={args.alpha} ρ={args.rho} tol={args.tol}; "
-          f"{args.threads} thread(s), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"{name}: {n} nodes, {edge_index.size(1)} directed edges; α={args.alpha} ρ={args.rho} tol={args.tol}; "
+        f"{args.threads} thread(s), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(jit_line)
-    print(f"  {'push:':11s} {sources.numel():6d} sources in {wall:8.3f} s wall ({cpu:8.3f} s CPU): "
-          f"{rate:9.1f} sources/s (best of {len(runs)}; median {sources.numel() / median_wall:.1f}); "
-          f"{out.values().numel() / max(sources.numel(), 1):.1f} non-zeros per row")
-    print(f"  {'reference:':11s} {sample.numel():6d} sources in {r_wall:8.3f} s wall ({r_cpu:8.3f} s CPU): "
-          f"{r_rate:9.1f} sources/s (extrapolated from this sample to all {sources.numel()})")
-    print(f"  speed-up of push vs reference: {rate / r_rate:.1f}× (wall), "
-          f"{(r_cpu / max(sample.numel(), 1)) / (cpu / max(sources.numel(), 1)):.1f}× (CPU time per source); "
-          f"max ‖Δq‖₂ on the sample {gap:.1e} ({'within' if gap <= bound else 'EXCEEDS'} the bound "
-          f"2·tol·ρ‖√d‖₂ = {bound:.1e})")
+    print(
+        f"  {'push:':11s} {sources.numel():6d} sources in {wall:8.3f} s wall ({cpu:8.3f} s CPU): "
+        f"{rate:9.1f} sources/s (best of {len(runs)}; median {sources.numel() / median_wall:.1f}); "
+        f"{out.values().numel() / max(sources.numel(), 1):.1f} non-zeros per row"
+    )
+    print(
+        f"  {'reference:':11s} {sample.numel():6d} sources in {r_wall:8.3f} s wall ({r_cpu:8.3f} s CPU): "
+        f"{r_rate:9.1f} sources/s (extrapolated from this sample to all {sources.numel()})"
+    )
+    print(
+        f"  speed-up of push vs reference: {rate / r_rate:.1f}× (wall), "
+        f"{(r_cpu / max(sample.numel(), 1)) / (cpu / max(sources.numel(), 1)):.1f}× (CPU time per source); "
+        f"max ‖Δq‖₂ on the sample {gap:.1e} ({'within' if gap <= bound else 'EXCEEDS'} the bound "
+        f"2·tol·ρ‖√d‖₂ = {bound:.1e})"
+    )
     if jit_cache is not None:
         jit_cache.cleanup()
 

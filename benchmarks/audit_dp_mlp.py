@@ -28,24 +28,26 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from nodedp.audit.canaries import plant_canaries  # noqa: E402
-from nodedp.audit.statistics import attack_auc, epsilon_one_run, tpr_at_fpr  # noqa: E402
-from nodedp.data import load_graph  # noqa: E402
-from nodedp.data.registry import build_dataset, get_dataset, make_split  # noqa: E402
-from nodedp.io import read_json  # noqa: E402
-from nodedp.methods import RunInputs, get_method  # noqa: E402
-from nodedp.plans import mlp as mlp_module  # noqa: E402  (DP-MLP plans its DP-SGD there)
-from nodedp.methods.base import RunSpec  # noqa: E402
+from nodedp.audit.canaries import plant_canaries
+from nodedp.audit.statistics import attack_auc, epsilon_one_run, tpr_at_fpr
+from nodedp.data import load_graph
+from nodedp.data.registry import build_dataset, get_dataset, make_split
+from nodedp.io import read_json
+from nodedp.methods import RunInputs, get_method
+from nodedp.methods.base import RunSpec
+from nodedp.plans import mlp as mlp_module
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="csbm-homophilous",
-                        help="a synthetic dataset id (default: csbm-homophilous)")
+    parser.add_argument(
+        "--dataset", default="csbm-homophilous", help="a synthetic dataset id (default: csbm-homophilous)"
+    )
     parser.add_argument("--epsilon", type=float, default=1.0, help="the claimed ε (default: 1)")
     parser.add_argument("--delta", type=float, default=1e-4, help="δ of the ledger and of the bound (default: 1e-4)")
-    parser.add_argument("--noise-divisor", type=float, default=10.0,
-                        help="the broken run's noise divisor (default: 10)")
+    parser.add_argument(
+        "--noise-divisor", type=float, default=10.0, help="the broken run's noise divisor (default: 10)"
+    )
     parser.add_argument("--canaries", type=int, default=750, help="number of canaries m (default: 750)")
     parser.add_argument("--epochs", type=int, default=100, help="DP-MLP epochs (default: 100)")
     parser.add_argument("--design", choices=["onehot", "shuffled"], default="onehot", help="canary design")
@@ -64,30 +66,49 @@ def main() -> None:
     graph, meta = load_graph(folder), read_json(folder / "meta.json")
     split = make_split(folder, seed=args.seed)
     m = args.canaries
-    plan = plant_canaries(graph, split, m=m, degree_bound=get_dataset(args.dataset).out_degree_bound or 10,
-                          num_classes=meta["num_classes"], seed=args.seed,
-                          own_column=args.scale if args.design == "onehot" else 0.0)
+    plan = plant_canaries(
+        graph,
+        split,
+        m=m,
+        degree_bound=get_dataset(args.dataset).out_degree_bound or 10,
+        num_classes=meta["num_classes"],
+        seed=args.seed,
+        own_column=args.scale if args.design == "onehot" else 0.0,
+    )
     n = graph.num_nodes
     baseline = plan.baseline_graph() if args.design == "onehot" else None
     private_graph, private_split, _ = plan.private_graph()
     inputs = RunInputs(graph=private_graph, split=private_split, num_classes=meta["num_classes"])
-    hp = get_method("dp-mlp").parse_hparams({"epochs": args.epochs, "batch_size": 64, "hidden_dim": 64,
-                                             "lr": args.lr, "num_layers": args.layers, "optimizer": args.optimizer})
-    spec = RunSpec(dataset=args.dataset, method="dp-mlp", seed=args.seed, target_epsilon=args.epsilon,
-                   target_delta=args.delta)
+    hp = get_method("dp-mlp").parse_hparams(
+        {
+            "epochs": args.epochs,
+            "batch_size": 64,
+            "hidden_dim": 64,
+            "lr": args.lr,
+            "num_layers": args.layers,
+            "optimizer": args.optimizer,
+        }
+    )
+    spec = RunSpec(
+        dataset=args.dataset, method="dp-mlp", seed=args.seed, target_epsilon=args.epsilon, target_delta=args.delta
+    )
     included = plan.included.numpy()
     correct_plan = mlp_module.plan_dpsgd
-    print(f"{args.dataset}: {n} nodes, m = {m} canaries ({int(included.sum())} included), design {args.design}, "
-          f"{args.epochs} epochs, {args.layers} layer(s), {args.optimizer} lr {args.lr:g}, claimed ε = "
-          f"{args.epsilon:g}, δ = {args.delta:g}")
+    print(
+        f"{args.dataset}: {n} nodes, m = {m} canaries ({int(included.sum())} included), design {args.design}, "
+        f"{args.epochs} epochs, {args.layers} layer(s), {args.optimizer} lr {args.lr:g}, claimed ε = "
+        f"{args.epsilon:g}, δ = {args.delta:g}"
+    )
     print("| run | noise std | ledger ε | one-run ε lower bound (95%) | guesses r | right v | AUC | TPR@1%FPR | s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, divisor in (("correct", 1.0), (f"noise / {args.noise_divisor:g}", args.noise_divisor)):
+
         def broken(divisor=divisor, **kwargs):
             plan_ = correct_plan(**kwargs)
             config = plan_.privacy_config
-            object.__setattr__(plan_, "privacy_config",
-                               lambda: dataclasses.replace(config(), noise_std=config().noise_std / divisor))
+            object.__setattr__(
+                plan_, "privacy_config", lambda: dataclasses.replace(config(), noise_std=config().noise_std / divisor)
+            )
             return plan_
 
         mlp_module.plan_dpsgd = broken
@@ -101,9 +122,11 @@ def main() -> None:
             scores = scores - torch.log_softmax(result.predict(baseline), 1)[plan.canaries, plan.labels]
         scores = scores.numpy()
         bound = epsilon_one_run(scores, included, delta=args.delta, seed=args.seed)
-        print(f"| {name} | {result.details['noise_std']:.3g} | {result.ledger.composed()[0]:.3g} | {bound.epsilon:.3f} "
-              f"| {bound.guesses} | {bound.correct} | {attack_auc(scores, included):.3f} "
-              f"| {tpr_at_fpr(scores, included, 0.01):.3f} | {time.perf_counter() - start:.1f} |")
+        print(
+            f"| {name} | {result.details['noise_std']:.3g} | {result.ledger.composed()[0]:.3g} | {bound.epsilon:.3f} "
+            f"| {bound.guesses} | {bound.correct} | {attack_auc(scores, included):.3f} "
+            f"| {tpr_at_fpr(scores, included, 0.01):.3f} | {time.perf_counter() - start:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -51,9 +51,17 @@ def main() -> None:
         edges = remove_cross_split_edges(graph.edge_index, split) if split.setting == "inductive" else graph.edge_index
         k = args.in_degree_bound or info.in_degree_bound
         start = time.perf_counter()
-        report = bounding_report(edges, num_nodes=graph.num_nodes, train_nodes=split.train, in_degree_bound=k,
-                                 out_degree_bound=info.out_degree_bound, seed=args.seed, sample=args.sample,
-                                 sample_seed=args.seed, hubs=args.hubs)
+        report = bounding_report(
+            edges,
+            num_nodes=graph.num_nodes,
+            train_nodes=split.train,
+            in_degree_bound=k,
+            out_degree_bound=info.out_degree_bound,
+            seed=args.seed,
+            sample=args.sample,
+            sample_seed=args.seed,
+            hubs=args.hubs,
+        )
         seconds = time.perf_counter() - start
         reports[meta["name"]] = report
         out, inn, und = report["out-degree"], report["in-degree"], report.get("degree")
@@ -61,12 +69,17 @@ def main() -> None:
             f"| {meta['name']} | {info.out_degree_bound} | {100 * out['frac_over_bound']:.1f} | {_cell(out['rows'])} "
             f"| {_cell(out['l2'])} | {k} | {100 * inn['frac_over_bound']:.1f} ({100 * inn['frac_sampled']:.1f}) "
             f"| {_cell(inn['subgraphs_r1'])} | {_cell(inn['subgraphs_r2'])} "
-            + (f"| {100 * und['frac_over_bound']:.1f} | {_cell(und['pairs'])} | {_cell(und['l1'])} |" if und
-               else "| – | – | – |")
+            + (
+                f"| {100 * und['frac_over_bound']:.1f} | {_cell(und['pairs'])} | {_cell(und['l1'])} |"
+                if und
+                else "| – | – | – |"
+            )
             + f" {seconds:.0f} s |"
         )
-    print("| dataset | D | % out-deg > D | NAP rows | NAP ℓ2 (R = √D) | K | % in-deg > K (> K/2) "
-          "| DP-GNN subgraphs r=1 | r=2 | % deg > D | NIP pairs | NIP ‖ΔH‖₁ | time |")
+    print(
+        "| dataset | D | % out-deg > D | NAP rows | NAP ℓ2 (R = √D) | K | % in-deg > K (> K/2) "
+        "| DP-GNN subgraphs r=1 | r=2 | % deg > D | NIP pairs | NIP ‖ΔH‖₁ | time |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(f"\ncells: max (mean) over {args.sample} uniform removals + {args.hubs} hubs (max only) / accountant's count")

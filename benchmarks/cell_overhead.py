@@ -60,9 +60,12 @@ def _timings(workspace: Path, dataset: str, method: str, spec: dict | None) -> d
     timings = {}
     for metrics_path in (workspace / "results/runs").glob(f"{dataset}/{method}/eps~*/seed~*/metrics.json"):
         d, eps, seed = metrics_path.parts[-5], metrics_path.parts[-3], metrics_path.parts[-2]
-        if spec is not None and (d not in spec["datasets"] or method not in spec["methods"]
-                                 or int(seed.removeprefix("seed~")) not in spec["seeds"]
-                                 or (eps != "eps~inf" and float(eps.removeprefix("eps~")) not in spec["epsilons"])):
+        if spec is not None and (
+            d not in spec["datasets"]
+            or method not in spec["methods"]
+            or int(seed.removeprefix("seed~")) not in spec["seeds"]
+            or (eps != "eps~inf" and float(eps.removeprefix("eps~")) not in spec["epsilons"])
+        ):
             continue
         t = json.loads(metrics_path.read_text())["timings"]
         timings[(d, eps, seed)] = (float(t["train_s"]), float(t["total_s"]))
@@ -78,8 +81,11 @@ def wall_time(workspace: Path) -> float | None:
     logs = sorted((workspace / ".snakemake/log").glob("*.snakemake.log"))
     if not logs:
         return None
-    stamps = [datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
-              for line in logs[-1].read_text().splitlines() if (m := _STAMP.match(line))]
+    stamps = [
+        datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
+        for line in logs[-1].read_text().splitlines()
+        if (m := _STAMP.match(line))
+    ]
     return (stamps[-1] - stamps[0]).total_seconds() if len(stamps) > 1 else None
 
 
@@ -103,8 +109,10 @@ def main() -> None:
     processes = sum(n for _, n, _ in rows)
     overhead = job_time - sum(train for train, _ in cells)
     startup = job_time - sum(total for _, total in cells)
-    print(f"{len(cells)} training cells in {processes} training jobs (processes) in {workspace}: "
-          f"{len(cells) / processes:.2f} cells per job")
+    print(
+        f"{len(cells)} training cells in {processes} training jobs (processes) in {workspace}: "
+        f"{len(cells) / processes:.2f} cells per job"
+    )
     print(f"overhead per cell (job wall - train_s): {overhead / len(cells):.2f} s")
     print(f"start-up per cell (job wall - total_s): {startup / len(cells):.2f} s")
     print(f"training per cell (train_s): {statistics.mean(t for t, _ in cells):.2f} s")

@@ -79,14 +79,20 @@ def split_train(num_nodes: int) -> int:
 # DPAR Table 1: Cora-ML, 2995 nodes, 80% of them training nodes.
 CORA_ML = Setting("cora-ml", "DPAR Tab. 1, Cora-ML (2995 nodes, 80% train)", 2995, 2396, (1.0, 8.0))
 # ProGAP Table 2 (node level) on "Facebook": Table 1's 26,406 nodes, the 75/10/15 split of §5.3.
-FACEBOOK = Setting("facebook", "ProGAP Tab. 2 node level, Facebook (26,406 nodes, 75% train)", 26_406,
-                   split_train(26_406), (1.0, 4.0, 8.0))
+FACEBOOK = Setting(
+    "facebook",
+    "ProGAP Tab. 2 node level, Facebook (26,406 nodes, 75% train)",
+    26_406,
+    split_train(26_406),
+    (1.0, 4.0, 8.0),
+)
 # ProGAP §5.3: the batch size per dataset (Facebook 256).
 PROGAP_BATCH_SIZE = {"facebook": 256}
 # DP-GNN on ogbn-arxiv (OGB's 169,343 nodes, 90,941 training), 1 layer; OGB's 128 features and 40 classes
 # only build the model whose layers the public code clips one by one (their count L does not depend on them).
-ARXIV = Setting("ogbn-arxiv", "DP-GNN, ogbn-arxiv 1-layer (169,343 nodes, 90,941 train)", 169_343, 90_941,
-                (1.0, 4.0, 8.0, 12.0))
+ARXIV = Setting(
+    "ogbn-arxiv", "DP-GNN, ogbn-arxiv 1-layer (169,343 nodes, 90,941 train)", 169_343, 90_941, (1.0, 4.0, 8.0, 12.0)
+)
 ARXIV_FEATURES, ARXIV_CLASSES = 128, 40
 # DPDGC and NIP-GNN on Cora (Planetoid's 2708 nodes, 7 classes), the 75/10/15 split.
 CORA_DPDGC = Setting("cora", "DPDGC, Cora (2708 nodes, 75% train)", 2708, split_train(2708), (1.0, 4.0, 8.0))
@@ -145,24 +151,37 @@ def suite_delta(setting: Setting) -> float:
 
 # --- one section per method ------------------------------------------------------------------------------------
 
+
 def dpar_rows(config: Mapping[str, Any], names: Sequence[str], report: Report) -> None:
     s = CORA_ML
     for name in names:
         info, _, hp = reference_hparams(config, name)
         claimed_delta = dpar_accounting.paper_delta(s.dataset, num_train=s.num_train, sample_rate=hp.sample_rate)
-        label = (f"{s.label}, q' = {hp.sample_rate:g}, M = {hp.num_sources}, K = {hp.k}, "
-                 f"{hp.epochs} epochs, batch {hp.batch_size}")
+        label = (
+            f"{s.label}, q' = {hp.sample_rate:g}, M = {hp.num_sources}, K = {hp.k}, "
+            f"{hp.epochs} epochs, batch {hp.batch_size}"
+        )
         for eps in s.epsilons:
-            ledger = dpar.reference_ledger(info.name, hp, num_train=s.num_train, target_epsilon=eps,
-                                           target_delta=suite_delta(s), claimed_delta=claimed_delta,
-                                           accountant=info.auto_accountant)
-            report.rows.append(Row(name, label, eps, claimed_delta, suite_delta(s),
-                                   ledger.actual_claim_epsilon(), ledger.composed()[0]))
+            ledger = dpar.reference_ledger(
+                info.name,
+                hp,
+                num_train=s.num_train,
+                target_epsilon=eps,
+                target_delta=suite_delta(s),
+                claimed_delta=claimed_delta,
+                accountant=info.auto_accountant,
+            )
+            report.rows.append(
+                Row(
+                    name, label, eps, claimed_delta, suite_delta(s), ledger.actual_claim_epsilon(), ledger.composed()[0]
+                )
+            )
     report.notes.append(
         f"DPAR ({', '.join(names)}): accountant {get_method(names[0]).auto_accountant!r}; the claim is Table 1's "
         "δ with the paper's rule (each part × q', never composed); the actual ε composes DP-APPR with DP-SGD at "
         "d = max_rows + 2 occurrences on the node sample (dpar-features, §4's Features: no DP-APPR, d = 1, all of "
-        "ε and δ on DP-SGD) and amplifies by q' (nodedp.methods.dpar.reference_ledger).")
+        "ε and δ on DP-SGD) and amplifies by q' (nodedp.methods.dpar.reference_ledger)."
+    )
 
 
 def gap_rows(config: Mapping[str, Any], names: Sequence[str], report: Report) -> None:
@@ -172,8 +191,10 @@ def gap_rows(config: Mapping[str, Any], names: Sequence[str], report: Report) ->
         info, raw, hp = reference_hparams(config, name)
         paper_batch = PROGAP_BATCH_SIZE[s.dataset]
         if hp.batch_size != paper_batch:
-            report.notes.append(f"{name}: batch size {hp.batch_size} of config.yaml replaced by ProGAP §5.3's "
-                                f"{paper_batch} for {s.dataset}.")
+            report.notes.append(
+                f"{name}: batch size {hp.batch_size} of config.yaml replaced by ProGAP §5.3's "
+                f"{paper_batch} for {s.dataset}."
+            )
             hp = dataclasses.replace(hp, batch_size=paper_batch)
         d = public_bound(s.dataset, "out-degree", raw)
         q = hp.batch_size / s.num_train
@@ -181,19 +202,41 @@ def gap_rows(config: Mapping[str, Any], names: Sequence[str], report: Report) ->
         stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
         row_clip = hp.row_clip or math.sqrt(d)
         sensitivity = nap_sensitivity(level="node", max_degree=d, row_clip=row_clip, undirected=True)
-        label = (f"{s.label}, D = {d}, K = {hp.hops}, batch {hp.batch_size}, "
-                 f"epochs {'/'.join(map(str, stage_epochs))}")
+        label = f"{s.label}, D = {d}, K = {hp.hops}, batch {hp.batch_size}, epochs {'/'.join(map(str, stage_epochs))}"
         for eps in s.epsilons:
-            noise = gap_paper_noise(target_epsilon=eps, delta=claimed_delta, hops=hp.hops, stage_steps=stage_steps,
-                                    sampling_rate=q, max_degree=d)
-            actual = functools.partial(gap_reference_epsilon, noise=noise, nap_sensitivity=sensitivity, hops=hp.hops,
-                                       stage_steps=stage_steps, sampling_rate=q, accountant=info.auto_accountant)
-            report.rows.append(Row(name, label, eps, claimed_delta, suite_delta(s), actual(delta=claimed_delta),
-                                   actual(delta=suite_delta(s))))
+            noise = gap_paper_noise(
+                target_epsilon=eps,
+                delta=claimed_delta,
+                hops=hp.hops,
+                stage_steps=stage_steps,
+                sampling_rate=q,
+                max_degree=d,
+            )
+            actual = functools.partial(
+                gap_reference_epsilon,
+                noise=noise,
+                nap_sensitivity=sensitivity,
+                hops=hp.hops,
+                stage_steps=stage_steps,
+                sampling_rate=q,
+                accountant=info.auto_accountant,
+            )
+            report.rows.append(
+                Row(
+                    name,
+                    label,
+                    eps,
+                    claimed_delta,
+                    suite_delta(s),
+                    actual(delta=claimed_delta),
+                    actual(delta=suite_delta(s)),
+                )
+            )
     report.notes.append(
         f"GAP/ProGAP ({', '.join(names)}): accountant {get_method(names[0]).auto_accountant!r}; the papers draw "
         "NAP noise z·√D (sensitivity √D), charged here at Δ = √(D + R²) with R = √D "
-        "(nodedp.accounting.gap.gap_reference_epsilon).")
+        "(nodedp.accounting.gap.gap_reference_epsilon)."
+    )
 
 
 def dp_mlp_rows(config: Mapping[str, Any], report: Report) -> None:
@@ -201,25 +244,50 @@ def dp_mlp_rows(config: Mapping[str, Any], report: Report) -> None:
     info, _, hp = reference_hparams(config, "dp-mlp")
     paper_batch = PROGAP_BATCH_SIZE[s.dataset]
     if hp.batch_size != paper_batch:
-        report.notes.append(f"dp-mlp: batch size {hp.batch_size} of config.yaml replaced by ProGAP §5.3's "
-                            f"{paper_batch} for {s.dataset}.")
+        report.notes.append(
+            f"dp-mlp: batch size {hp.batch_size} of config.yaml replaced by ProGAP §5.3's "
+            f"{paper_batch} for {s.dataset}."
+        )
         hp = dataclasses.replace(hp, batch_size=paper_batch)
     claimed_delta = gap_paper_delta(s.num_nodes)
     label = f"{s.label}, batch {hp.batch_size}, {hp.epochs} epochs"
     for eps in s.epsilons:
         # As run_mlp plans a dp-mlp@paper run: RDP at the papers' δ, the ledger at the suite's accountant.
-        plan = plan_dpsgd(name="dp-sgd:dp-mlp@paper", num_examples=s.num_train, batch_size=hp.batch_size,
-                          epochs=hp.epochs, clip_norm=hp.clip_norm, target_epsilon=eps, target_delta=claimed_delta,
-                          accountant="rdp", touches=("features", "labels"),
-                          sensitivity_reason="each training node is exactly one example (no edges): ≤ C")
-        claim = Claim(epsilon=eps, delta=claimed_delta, rule="Poisson DP-SGD calibrated by RDP at the papers' δ",
-                      source="GAP/ProGAP DP-MLP baseline (ProGAP §5.3)")
-        ledger = Ledger(level="node", target_epsilon=eps, target_delta=suite_delta(s), mechanisms=(plan.record,),
-                        accountant=info.auto_accountant, claim=claim)
-        report.rows.append(Row("dp-mlp", label, eps, claimed_delta, suite_delta(s), ledger.actual_claim_epsilon(),
-                               ledger.composed()[0]))
-    report.notes.append(f"dp-mlp: accountant {info.auto_accountant!r}; only δ is the papers', so the actual ε at "
-                        "their δ is the claimed one.")
+        plan = plan_dpsgd(
+            name="dp-sgd:dp-mlp@paper",
+            num_examples=s.num_train,
+            batch_size=hp.batch_size,
+            epochs=hp.epochs,
+            clip_norm=hp.clip_norm,
+            target_epsilon=eps,
+            target_delta=claimed_delta,
+            accountant="rdp",
+            touches=("features", "labels"),
+            sensitivity_reason="each training node is exactly one example (no edges): ≤ C",
+        )
+        claim = Claim(
+            epsilon=eps,
+            delta=claimed_delta,
+            rule="Poisson DP-SGD calibrated by RDP at the papers' δ",
+            source="GAP/ProGAP DP-MLP baseline (ProGAP §5.3)",
+        )
+        ledger = Ledger(
+            level="node",
+            target_epsilon=eps,
+            target_delta=suite_delta(s),
+            mechanisms=(plan.record,),
+            accountant=info.auto_accountant,
+            claim=claim,
+        )
+        report.rows.append(
+            Row(
+                "dp-mlp", label, eps, claimed_delta, suite_delta(s), ledger.actual_claim_epsilon(), ledger.composed()[0]
+            )
+        )
+    report.notes.append(
+        f"dp-mlp: accountant {info.auto_accountant!r}; only δ is the papers', so the actual ε at "
+        "their δ is the claimed one."
+    )
 
 
 def dp_gnn_rows(config: Mapping[str, Any], report: Report) -> None:
@@ -230,46 +298,74 @@ def dp_gnn_rows(config: Mapping[str, Any], report: Report) -> None:
     steps = max(1, math.ceil(hp.epochs * n / hp.batch_size))
     occurrences = max_occurrences(max_degree=k, num_layers=hp.num_layers)
     # The layers the run clips one by one (reference mode: C_l = C/√L each), from the same model it builds.
-    gnn = SubgraphGNN(ARXIV_FEATURES, hp.hidden_dim, ARXIV_CLASSES, layer=info.name.removeprefix("dp-"),
-                      num_layers=hp.num_layers)
+    gnn = SubgraphGNN(
+        ARXIV_FEATURES, hp.hidden_dim, ARXIV_CLASSES, layer=info.name.removeprefix("dp-"), num_layers=hp.num_layers
+    )
     model = GraphReadout(gnn, torch.zeros(0, ARXIV_FEATURES), torch.zeros(2, 0, dtype=torch.long))
     layers = trainable_layer_names(model)
     layer_clips = {layer: hp.clip_norm / math.sqrt(len(layers)) for layer in layers}
     clip = total_clip_norm(layer_clips)
     claimed_delta = dp_gnn.paper_delta(n)
-    label = (f"{s.label}, K = {k}, r = {hp.num_layers}, batch {hp.batch_size}, {hp.epochs} epochs, "
-             f"L = {len(layers)}")
+    label = f"{s.label}, K = {k}, r = {hp.num_layers}, batch {hp.batch_size}, {hp.epochs} epochs, L = {len(layers)}"
     for eps in s.epsilons:
         row = Row(DP_GNN_METHOD, label, eps, claimed_delta, suite_delta(s))
         report.rows.append(row)
         try:
-            z = dp_gnn.paper_reference_noise_multiplier(target_epsilon=eps, num_examples=n, max_degree=k,
-                                                        num_layers=hp.num_layers, batch_size=hp.batch_size,
-                                                        steps=steps, num_groups=len(layers))
+            z = dp_gnn.paper_reference_noise_multiplier(
+                target_epsilon=eps,
+                num_examples=n,
+                max_degree=k,
+                num_layers=hp.num_layers,
+                batch_size=hp.batch_size,
+                steps=steps,
+                num_groups=len(layers),
+            )
         except ValueError as err:
             row.refused = str(err)
             continue
         # The record run_dp_gnn writes for a reference run (its record_of), and its ledger.
-        params = hypergeometric_gaussian_params(num_examples=n, max_degree=k, num_layers=hp.num_layers,
-                                                batch_size=hp.batch_size, noise_multiplier=z, clip_norm=clip,
-                                                steps=steps)
+        params = hypergeometric_gaussian_params(
+            num_examples=n,
+            max_degree=k,
+            num_layers=hp.num_layers,
+            batch_size=hp.batch_size,
+            noise_multiplier=z,
+            clip_norm=clip,
+            steps=steps,
+        )
         params["layer_clip_norms"] = layer_clips
         record = MechanismRecord(
-            name=f"dp-sgd:{DP_GNN_METHOD}@paper", kind="hypergeometric_gaussian",
-            touches=("features", "labels", "edges"), params=params, sensitivity=2 * clip * occurrences,
-            sensitivity_reason=(f"one node is in ≤ N(K,r) = {occurrences} training subgraphs, each gradient "
-                                "clipped to C: the sum moves by ≤ 2·C·ρ, ρ hypergeometric (Theorem 1)"),
-            dp_event=None)
-        claim = Claim(epsilon=eps, delta=claimed_delta,
-                      rule="Theorem 1's RDP at orders 1.1-9.9, δ = 1/(10 N); noise z·C_l per layer",
-                      source="Daigavane et al., Theorem 1; public code privacy_accountants.py, optimizers.py")
-        ledger = Ledger(level="node", target_epsilon=eps, target_delta=suite_delta(s), mechanisms=(record,),
-                        accountant=info.auto_accountant, claim=claim)
+            name=f"dp-sgd:{DP_GNN_METHOD}@paper",
+            kind="hypergeometric_gaussian",
+            touches=("features", "labels", "edges"),
+            params=params,
+            sensitivity=2 * clip * occurrences,
+            sensitivity_reason=(
+                f"one node is in ≤ N(K,r) = {occurrences} training subgraphs, each gradient "
+                "clipped to C: the sum moves by ≤ 2·C·ρ, ρ hypergeometric (Theorem 1)"
+            ),
+            dp_event=None,
+        )
+        claim = Claim(
+            epsilon=eps,
+            delta=claimed_delta,
+            rule="Theorem 1's RDP at orders 1.1-9.9, δ = 1/(10 N); noise z·C_l per layer",
+            source="Daigavane et al., Theorem 1; public code privacy_accountants.py, optimizers.py",
+        )
+        ledger = Ledger(
+            level="node",
+            target_epsilon=eps,
+            target_delta=suite_delta(s),
+            mechanisms=(record,),
+            accountant=info.auto_accountant,
+            claim=claim,
+        )
         row.actual_paper, row.actual_suite = ledger.actual_claim_epsilon(), ledger.composed()[0]
     report.notes.append(
         f"{DP_GNN_METHOD}: accountant {info.auto_accountant!r}; the public code's z is applied per layer at "
         f"C_l = C/√L, so the whole gradient carries multiplier z/√L (L = {len(layers)}), accounted by Theorem 1's "
-        "hypergeometric mixture; the paper states no δ (its code's is 1/(10 N)).")
+        "hypergeometric mixture; the paper states no δ (its code's is 1/(10 N))."
+    )
 
 
 def dpdgc_rows(config: Mapping[str, Any], report: Report) -> None:
@@ -279,29 +375,56 @@ def dpdgc_rows(config: Mapping[str, Any], report: Report) -> None:
     # plan_dpdgc reads sizes only: the training-node count, the split setting and the bound D. The
     # placeholder structure has no edges; its public bound names the guarantee, never the ε.
     split = SimpleNamespace(train=torch.arange(s.num_train), setting="transductive")
-    bounded = {"kind": "out-degree", "bound": d, "identity_bound": d, "seed": 0,
-               "edge_index": torch.zeros(2, 0, dtype=torch.long)}
+    bounded = {
+        "kind": "out-degree",
+        "bound": d,
+        "identity_bound": d,
+        "seed": 0,
+        "edge_index": torch.zeros(2, 0, dtype=torch.long),
+    }
     inputs = RunInputs(graph=None, split=split, num_classes=CORA_CLASSES, structure={"out-degree": bounded})
-    label = (f"{s.label}, D = {d}, batch {hp.batch_size}, {hp.encoder_epochs} + {hp.epochs} epochs")
+    label = f"{s.label}, D = {d}, batch {hp.batch_size}, {hp.encoder_epochs} + {hp.epochs} epochs"
     without_emb = []
     accountants = set()
     for eps in s.epsilons:
-        spec = RunSpec(dataset=s.dataset, method=f"dpdgc{REFERENCE_SUFFIX}", seed=0, target_epsilon=eps,
-                       target_delta=suite_delta(s), accountant=info.auto_accountant)
+        spec = RunSpec(
+            dataset=s.dataset,
+            method=f"dpdgc{REFERENCE_SUFFIX}",
+            seed=0,
+            target_epsilon=eps,
+            target_delta=suite_delta(s),
+            accountant=info.auto_accountant,
+        )
         ledger = plan_dpdgc(inputs, spec, hp, private=True).ledger
         accountants.add(ledger.accountant)
-        report.rows.append(Row("dpdgc", label, eps, ledger.claim.delta, suite_delta(s),
-                               ledger.actual_claim_epsilon(), ledger.composed()[0]))
+        report.rows.append(
+            Row(
+                "dpdgc",
+                label,
+                eps,
+                ledger.claim.delta,
+                suite_delta(s),
+                ledger.actual_claim_epsilon(),
+                ledger.composed()[0],
+            )
+        )
         # The two DP-SGD stages alone (without DP-Emb's ~1e-8·σ release), under the method's own accountant.
         sgd = tuple(r for r in ledger.mechanisms if r.name.startswith("dp-sgd:"))
-        alone = Ledger(level="node", target_epsilon=eps, target_delta=suite_delta(s), mechanisms=sgd,
-                       accountant=info.auto_accountant, claim=ledger.claim)
+        alone = Ledger(
+            level="node",
+            target_epsilon=eps,
+            target_delta=suite_delta(s),
+            mechanisms=sgd,
+            accountant=info.auto_accountant,
+            claim=ledger.claim,
+        )
         without_emb.append(f"ε = {eps:g}: {fmt(alone.actual_claim_epsilon())}")
     report.notes.append(
         f"dpdgc: accountant {info.auto_accountant!r} falls back to {'/'.join(sorted(accountants))!r} as "
         "plan_dpdgc's reference path does (DP-Emb's noise multiplier ~1e-8·σ has no PLD); the ledger is plan_dpdgc's "
         f"own. Encoder + classifier alone, without DP-Emb, at the paper's δ under {info.auto_accountant!r}: "
-        f"{'; '.join(without_emb)}.")
+        f"{'; '.join(without_emb)}."
+    )
 
 
 def nip_rows(config: Mapping[str, Any], report: Report) -> None:
@@ -311,8 +434,9 @@ def nip_rows(config: Mapping[str, Any], report: Report) -> None:
     shares = (hp.share_a, hp.share_b, hp.share_c)
     label = f"{s.label}, D_max = D_p = {d}, shares {'/'.join(f'{x:g}' for x in shares)}, β uniform"
     for eps in s.epsilons:
-        actual = nip_reference_epsilon(eps, shares, paper_max_degree=d, enforced_bound=d,
-                                       largest_budget_weights=[1.0] * (d + 1))
+        actual = nip_reference_epsilon(
+            eps, shares, paper_max_degree=d, enforced_bound=d, largest_budget_weights=[1.0] * (d + 1)
+        )
         # Pure ε: the same at every δ.
         report.rows.append(Row("nip-gnn", label, eps, 0.0, suite_delta(s), actual.total, actual.total))
     report.notes.append(
@@ -320,10 +444,12 @@ def nip_rows(config: Mapping[str, Any], report: Report) -> None:
         "private maximum degree D_p taken equal to the public bound D. Eq. 11's budgets are computed on the released "
         "graph, so a run adds ε_A·(ratio − 1), its ratio measured per run; and D_p (the noise scales and s) and "
         "Eq. 12's private degrees are uncharged reads with no finite ε, so a reference run as a whole has no DP "
-        "bound.")
+        "bound."
+    )
 
 
 # --- output ----------------------------------------------------------------------------------------------------
+
 
 def fmt(x: float | None) -> str:
     if x is None:
@@ -336,8 +462,16 @@ def fmt(x: float | None) -> str:
 
 
 def markdown(report: Report) -> str:
-    header = ("method", "paper setting", "claimed ε", "paper δ", "actual ε at paper δ", "suite δ",
-              "actual ε at suite δ", "actual/claimed")
+    header = (
+        "method",
+        "paper setting",
+        "claimed ε",
+        "paper δ",
+        "actual ε at paper δ",
+        "suite δ",
+        "actual ε at suite δ",
+        "actual/claimed",
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     refusals = []
     for row in report.rows:
@@ -347,8 +481,9 @@ def markdown(report: Report) -> str:
         else:
             ratio = row.actual_paper / row.claimed
             cells = (fmt(row.actual_paper), fmt(row.suite_delta), fmt(row.actual_suite), fmt(ratio))
-        lines.append("| " + " | ".join((row.method, row.setting, f"{row.claimed:g}", fmt(row.paper_delta),
-                                        *cells)) + " |")
+        lines.append(
+            "| " + " | ".join((row.method, row.setting, f"{row.claimed:g}", fmt(row.paper_delta), *cells)) + " |"
+        )
     notes = [*refusals, *report.notes]
     if notes:
         lines += ["", "Notes:", *(f"* {note}" for note in notes)]
@@ -391,13 +526,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             "Print a Markdown table: for each private method's paper headline setting, the ε the paper's own "
             "accounting claims for its noise (and the paper's δ), the ε that noise actually spends under the "
             "suite's accountant at the paper's δ and at the suite's δ, and actual/claimed. Data-free: public "
-            "sizes and config.yaml hyperparameters only; every number is computed, none is stored."),
-        epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--methods", nargs="+", choices=list(SECTIONS), default=list(SECTIONS), metavar="METHOD",
-                        help=f"restrict to these rows (default: all): {', '.join(SECTIONS)}")
-    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
-                        help="the config whose method blocks give the hyperparameters (default: the repository's "
-                             "config.yaml)")
+            "sizes and config.yaml hyperparameters only; every number is computed, none is stored."
+        ),
+        epilog=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(SECTIONS),
+        default=list(SECTIONS),
+        metavar="METHOD",
+        help=f"restrict to these rows (default: all): {', '.join(SECTIONS)}",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the config whose method blocks give the hyperparameters (default: the repository's config.yaml)",
+    )
     args = parser.parse_args(argv)
     config = yaml.safe_load(args.config.read_text())
     start = time.perf_counter()

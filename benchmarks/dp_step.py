@@ -139,8 +139,12 @@ def _opacus_hooks_step(model: nn.Module, x: Tensor, y: Tensor, batch: int) -> Ca
     from opacus.optimizers import DPOptimizer
 
     module = GradSampleModule(model)
-    optimizer = DPOptimizer(torch.optim.SGD(module.parameters(), lr=0.01), noise_multiplier=1.0,
-                            max_grad_norm=1.0, expected_batch_size=batch)
+    optimizer = DPOptimizer(
+        torch.optim.SGD(module.parameters(), lr=0.01),
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        expected_batch_size=batch,
+    )
 
     def step() -> None:
         optimizer.zero_grad()
@@ -155,8 +159,13 @@ def _opacus_ghost_step(model: nn.Module, x: Tensor, y: Tensor, batch: int) -> Ca
 
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch)
     module, optimizer, criterion, _ = PrivacyEngine().make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.01), data_loader=loader,
-        noise_multiplier=1.0, max_grad_norm=1.0, criterion=nn.CrossEntropyLoss(), grad_sample_mode="ghost",
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.01),
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        criterion=nn.CrossEntropyLoss(),
+        grad_sample_mode="ghost",
     )
 
     def step() -> None:
@@ -207,15 +216,18 @@ def main() -> None:
             times[name] += run(min(_ROUND, args.repeats - done))
 
     base = times["non-private (nodedp)"]
-    print(f"MLP {args.in_dim}-{args.hidden}-{args.classes}, batch {args.batch}, "
-          f"{torch.get_num_threads()} threads, {args.repeats} steps each")
+    print(
+        f"MLP {args.in_dim}-{args.hidden}-{args.classes}, batch {args.batch}, "
+        f"{torch.get_num_threads()} threads, {args.repeats} steps each"
+    )
     print(f"{'':22s} {'median':>10s} {'ratio':>7s} {'fastest':>10s} {'ratio':>7s}")
     for name, ts in times.items():
         median, fastest = statistics.median(ts), min(ts)
-        print(f"{name:22s} {median * 1e3:7.3f} ms {median / statistics.median(base):6.2f}x "
-              f"{fastest * 1e3:7.3f} ms {fastest / min(base):6.2f}x")
-    print("ratios are to the non-private step of the same engine; 'fastest' is the least "
-          "disturbed by background load")
+        print(
+            f"{name:22s} {median * 1e3:7.3f} ms {median / statistics.median(base):6.2f}x "
+            f"{fastest * 1e3:7.3f} ms {fastest / min(base):6.2f}x"
+        )
+    print("ratios are to the non-private step of the same engine; 'fastest' is the least disturbed by background load")
     ratio = statistics.median(times["DP (nodedp)"]) / statistics.median(base)
     print(f"DP/non-private ratio: {ratio:.2f} (goal <= 1.3)")
 

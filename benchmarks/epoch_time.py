@@ -50,8 +50,9 @@ def main() -> None:
         meta = read_json(graph_dir / "meta.json")
         graph = load_graph(graph_dir)
         split = make_split(graph_dir, seed=0)
-    kept = bound_in_degree(graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train,
-                           max_degree=args.in_degree_bound, seed=0)
+    kept = bound_in_degree(
+        graph.edge_index, num_nodes=graph.num_nodes, train_nodes=split.train, max_degree=args.in_degree_bound, seed=0
+    )
     structure = {"in-degree": {"kind": "in-degree", "bound": args.in_degree_bound, "seed": 0, "edge_index": kept}}
     inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"], structure=structure)
 
@@ -59,10 +60,13 @@ def main() -> None:
     for round_ in range(args.rounds):
         for name in per_epoch:
             info = get_method(name)
-            hp = info.parse_hparams({"epochs": args.epochs, **({"in_degree_bound": args.in_degree_bound}
-                                                               if info.private else {})})
+            hp = info.parse_hparams(
+                {"epochs": args.epochs, **({"in_degree_bound": args.in_degree_bound} if info.private else {})}
+            )
             spec = RunSpec(
-                dataset=meta["name"], method=name, seed=round_,
+                dataset=meta["name"],
+                method=name,
+                seed=round_,
                 target_epsilon=args.epsilon if info.private else float("inf"),
                 target_delta=resolve_delta("auto", num_private_units=graph.num_nodes) if info.private else 0.0,
                 device="cpu" if not torch.cuda.is_available() else "cuda",
@@ -71,11 +75,15 @@ def main() -> None:
             per_epoch[name].append(result.train_seconds / args.epochs)
 
     medians = {name: statistics.median(times) for name, times in per_epoch.items()}
-    print(f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training nodes, "
-          f"{args.epochs} epochs × {args.rounds} rounds, {args.threads} threads")
+    print(
+        f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training nodes, "
+        f"{args.epochs} epochs × {args.rounds} rounds, {args.threads} threads"
+    )
     for name, median in medians.items():
-        print(f"  {name:>10}: {median * 1000:8.1f} ms/epoch (median; rounds: "
-              f"{', '.join(f'{t * 1000:.1f}' for t in per_epoch[name])})")
+        print(
+            f"  {name:>10}: {median * 1000:8.1f} ms/epoch (median; rounds: "
+            f"{', '.join(f'{t * 1000:.1f}' for t in per_epoch[name])})"
+        )
     print(f"  ratio {args.private}/{args.twin}: {medians[args.private] / medians[args.twin]:.1f}×")
 
 

@@ -51,8 +51,9 @@ def revealed_z(d, gamma, steps, target, unit):
     rho = np.arange(d + 1)
 
     def eps(scale):
-        one = revealed_gaussian_mixture_pld(shifts=2.0 * rho / (unit * scale), weights=binom.pmf(rho, d, gamma),
-                                            value_discretization_interval=1e-3)
+        one = revealed_gaussian_mixture_pld(
+            shifts=2.0 * rho / (unit * scale), weights=binom.pmf(rho, d, gamma), value_discretization_interval=1e-3
+        )
         return one.self_compose(steps).get_epsilon_for_delta(DELTA)
 
     return unit * calibrate(target_epsilon=target, epsilon_of_sigma=eps)
@@ -63,16 +64,23 @@ def main() -> None:
     columns = " ".join(f"{name:>13}" for name in ("RDP", "PLD revealed", "PLD hybrid", "plain C"))
     print(f"{'d':>3} {'γ':>6} {'T':>5} {'ε':>4} | {columns}")
     for d, gamma, steps, target in ROWS:
-        params = poisson_occurrence_gaussian_params(sampling_rate=gamma, max_rows=d - 1, noise_multiplier=1.0,
-                                                    clip_norm=1.0, steps=steps)
+        params = poisson_occurrence_gaussian_params(
+            sampling_rate=gamma, max_rows=d - 1, noise_multiplier=1.0, clip_norm=1.0, steps=steps
+        )
         rdp = timed(lambda: rdp_z(poisson_occurrence_gaussian_rdp_of_params, params, target))
         cells = [
             rdp,
             timed(lambda: revealed_z(d, gamma, steps, target, rdp[0])),
-            timed(lambda: calibrate_mixture_pld("poisson_occurrence_gaussian", params, target_epsilon=target,
-                                                target_delta=DELTA)),
-            timed(lambda: calibrate_dpsgd(target_epsilon=target, target_delta=DELTA, sampling_rate=gamma,
-                                          steps=steps, accountant="pld")),
+            timed(
+                lambda: calibrate_mixture_pld(
+                    "poisson_occurrence_gaussian", params, target_epsilon=target, target_delta=DELTA
+                )
+            ),
+            timed(
+                lambda: calibrate_dpsgd(
+                    target_epsilon=target, target_delta=DELTA, sampling_rate=gamma, steps=steps, accountant="pld"
+                )
+            ),
         ]
         text = " ".join(f"{z:6.2f} [{s:4.1f}]" for z, s in cells)
         print(f"{d:>3} {gamma:>6} {steps:>5} {target:>4g} | {text}")
@@ -80,12 +88,16 @@ def main() -> None:
     print("\nDP-GNN (fixed-size batches, revealed ρ ~ Hypergeometric(N, N(K, r), m)):")
     print(f"{'N':>6} {'m':>5} {'K':>2} {'r':>2} {'T':>5} {'ε':>4} | {'RDP':>13} {'PLD revealed':>13}")
     for n, m, k, r, steps, target in [(10000, 1000, 2, 2, 500, 4.0), (2000, 200, 3, 1, 300, 1.0)]:
-        params = hypergeometric_gaussian_params(num_examples=n, max_degree=k, num_layers=r, batch_size=m,
-                                                noise_multiplier=1.0, clip_norm=1.0, steps=steps)
+        params = hypergeometric_gaussian_params(
+            num_examples=n, max_degree=k, num_layers=r, batch_size=m, noise_multiplier=1.0, clip_norm=1.0, steps=steps
+        )
         cells = [
             timed(lambda: rdp_z(hypergeometric_gaussian_rdp_of_params, params, target)),
-            timed(lambda: calibrate_mixture_pld("hypergeometric_gaussian", params, target_epsilon=target,
-                                                target_delta=DELTA)),
+            timed(
+                lambda: calibrate_mixture_pld(
+                    "hypergeometric_gaussian", params, target_epsilon=target, target_delta=DELTA
+                )
+            ),
         ]
         text = " ".join(f"{z:6.2f} [{s:4.1f}]" for z, s in cells)
         print(f"{n:>6} {m:>5} {k:>2} {r:>2} {steps:>5} {target:>4g} | {text}")

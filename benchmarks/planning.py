@@ -45,8 +45,10 @@ def snakemake_exe() -> str:
     beside = Path(sys.executable).with_name("snakemake")
     found = str(beside) if beside.is_file() else shutil.which("snakemake")
     if found is None:
-        raise SystemExit("benchmarks/planning.py: no snakemake found (beside this python or on PATH); "
-                         "run it with the project's venv: .venv/bin/python benchmarks/planning.py")
+        raise SystemExit(
+            "benchmarks/planning.py: no snakemake found (beside this python or on PATH); "
+            "run it with the project's venv: .venv/bin/python benchmarks/planning.py"
+        )
     return found
 
 
@@ -97,8 +99,12 @@ def timed(command: list[str], cwd: Path, env: dict) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workspace", type=Path, default=Path(__file__).resolve().parents[1],
-                        help="the workflow's directory (default: this checkout)")
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the workflow's directory (default: this checkout)",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of each workflow (default 5)")
     parser.add_argument("--without-logs", action="store_true", help="leave the log files out of the skeleton")
     parser.add_argument("snakemake_args", nargs="*", help="after --: targets and options for the dry run")
@@ -122,8 +128,10 @@ def main() -> None:
     no_output = [job["rule"] for job in jobs if not job["output"]]
     target = no_output[0] if len(no_output) == 1 else None
     if target is None:
-        raise SystemExit("benchmarks/planning.py: expected one target job without outputs (a rule like `all`), "
-                         f"got {no_output or 'none'}; pass one target rule after --")
+        raise SystemExit(
+            "benchmarks/planning.py: expected one target job without outputs (a rule like `all`), "
+            f"got {no_output or 'none'}; pass one target rule after --"
+        )
     files = {field: sum(len(job[field]) for job in jobs) for field in _FIELDS}
 
     with tempfile.TemporaryDirectory(prefix="nodedp-planning-") as tmp:
@@ -143,20 +151,28 @@ def main() -> None:
         for r in range(args.repeat):
             for name, (command, cwd) in runs.items():
                 walls[name].append(timed(command, cwd, env))
-            print(f"run {r + 1}/{args.repeat}: " + ", ".join(f"{n} {w[-1]:.2f} s" for n, w in walls.items()),
-                  file=sys.stderr)
+            print(
+                f"run {r + 1}/{args.repeat}: " + ", ".join(f"{n} {w[-1]:.2f} s" for n, w in walls.items()),
+                file=sys.stderr,
+            )
 
     logs = "" if not args.without_logs else " (skeleton without logs)"
-    print(f"jobs planned: {len(jobs)}; files: {files['input']} input, {files['output']} output, {files['log']} log"
-          f"{logs}")
+    print(
+        f"jobs planned: {len(jobs)}; files: {files['input']} input, {files['output']} output, {files['log']} log{logs}"
+    )
     print("| | best | median |\n|---|---|---|")
-    labels = {"workflow": "this workflow", "skeleton": "skeleton: the same jobs and files, no workflow code",
-              "empty": "empty workflow (Snakemake's start-up)"}
+    labels = {
+        "workflow": "this workflow",
+        "skeleton": "skeleton: the same jobs and files, no workflow code",
+        "empty": "empty workflow (Snakemake's start-up)",
+    }
     for name, label in labels.items():
         print(f"| {label} | {min(walls[name]):.2f} s | {statistics.median(walls[name]):.2f} s |")
     work, skel, empty = (statistics.median(walls[n]) for n in ("workflow", "skeleton", "empty"))
-    print(f"workflow / skeleton (medians): {work / skel:.2f}; workflow beyond the skeleton: {work - skel:+.2f} s; "
-          f"skeleton beyond Snakemake's start-up: {skel - empty:.2f} s")
+    print(
+        f"workflow / skeleton (medians): {work / skel:.2f}; workflow beyond the skeleton: {work - skel:+.2f} s; "
+        f"skeleton beyond Snakemake's start-up: {skel - empty:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -76,9 +76,17 @@ def make_graph(args: argparse.Namespace) -> None:
 
     spec = standin_spec(args.shape, num_nodes=args.nodes[0])
     with StageRecorder() as recorder:
-        save_graph(generate_csbm(spec), Path(args.out), name=standin_name(args.shape),
-                   source={"kind": "synthetic", "protocol": f"stand-in-{args.shape}", "generator": "csbm",
-                           "params": asdict(spec)})
+        save_graph(
+            generate_csbm(spec),
+            Path(args.out),
+            name=standin_name(args.shape),
+            source={
+                "kind": "synthetic",
+                "protocol": f"stand-in-{args.shape}",
+                "generator": "csbm",
+                "params": asdict(spec),
+            },
+        )
     timing = recorder.totals()["structure"]
     Path(args.stage_timings).write_text(json.dumps({"stages": {"graph": asdict(timing)}}))
 
@@ -114,8 +122,10 @@ class Bench:
             self.say(f"  {what}: FAILED, {problem} after {wall:.1f} s (log: {log})")
             return None
         stages = json.loads(timings.read_text())["stages"]
-        self.say(f"  {what}: {wall:.1f} s in all, process peak {peak:.0f} MiB; "
-                 + ", ".join(f"{k} {v['seconds']:.2f} s / {v['peak_mib']:.0f} MiB" for k, v in stages.items()))
+        self.say(
+            f"  {what}: {wall:.1f} s in all, process peak {peak:.0f} MiB; "
+            + ", ".join(f"{k} {v['seconds']:.2f} s / {v['peak_mib']:.0f} MiB" for k, v in stages.items())
+        )
         return stages
 
     def size(self, nodes: int) -> None:
@@ -127,16 +137,34 @@ class Bench:
         here.mkdir(parents=True, exist_ok=True)
         graph, split = here / "graph", here / "split.pt"
         self.say(f"[{nodes:,} nodes] stand-in of {args.shape}")
-        data = self.step("graph", [sys.executable, __file__, "--make-graph", "--shape", args.shape, "--nodes",
-                                   str(nodes), "--out", str(graph), "--stage-timings", str(here / "graph.json")],
-                         here / "graph.json", here / "graph.log")
+        data = self.step(
+            "graph",
+            [
+                sys.executable,
+                __file__,
+                "--make-graph",
+                "--shape",
+                args.shape,
+                "--nodes",
+                str(nodes),
+                "--out",
+                str(graph),
+                "--stage-timings",
+                str(here / "graph.json"),
+            ],
+            here / "graph.json",
+            here / "graph.log",
+        )
         if data is None:
             return
         meta = load_graph_meta(graph)
         edges = meta["num_edges"] // 2 if meta["is_undirected"] else meta["num_edges"]
         self._row("(data)", "graph", nodes, edges, data["graph"])
-        code, _, _ = _run([sys.executable, "-m", "nodedp", "split", "--graph", str(graph), "--seed", "0",
-                           "--out", str(split)], log=here / "split.log", timeout=args.timeout)
+        code, _, _ = _run(
+            [sys.executable, "-m", "nodedp", "split", "--graph", str(graph), "--seed", "0", "--out", str(split)],
+            log=here / "split.log",
+            timeout=args.timeout,
+        )
         if code != 0:
             self.failures.append(f"split at {nodes}: exit {code} ({_tail(here / 'split.log')})")
             return
@@ -145,8 +173,9 @@ class Bench:
         for method in args.methods:
             self.method(method, nodes, edges, here, graph, split, dataset, artifacts)
 
-    def method(self, method: str, nodes: int, edges: int, here: Path, graph: Path, split: Path, dataset: Any,
-               artifacts: dict) -> None:
+    def method(
+        self, method: str, nodes: int, edges: int, here: Path, graph: Path, split: Path, dataset: Any, artifacts: dict
+    ) -> None:
         import dataclasses
 
         from nodedp.config import resolve_method, structure_bounds
@@ -173,9 +202,27 @@ class Bench:
             if key not in artifacts:
                 out = here / f"{name}.pt"
                 timings = here / f"{name}.json"
-                stages = self.step(name, [sys.executable, "-m", "nodedp", *cmd, "--graph", str(graph), "--split",
-                                          str(split), "--seed", "0", "--out", str(out), "--stage-timings",
-                                          str(timings)], timings, here / f"{name}.log")
+                stages = self.step(
+                    name,
+                    [
+                        sys.executable,
+                        "-m",
+                        "nodedp",
+                        *cmd,
+                        "--graph",
+                        str(graph),
+                        "--split",
+                        str(split),
+                        "--seed",
+                        "0",
+                        "--out",
+                        str(out),
+                        "--stage-timings",
+                        str(timings),
+                    ],
+                    timings,
+                    here / f"{name}.log",
+                )
                 artifacts[key] = None if stages is None else (out, stages["structure"])
             if artifacts[key] is None:
                 self.failures.append(f"{method} at {nodes}: its {kind} artifact failed")
@@ -183,9 +230,32 @@ class Bench:
             paths.append(str(artifacts[key][0]))
             parts.append(artifacts[key][1])
         run_dir, timings = here / "runs" / method, here / f"{method}.json"
-        cmd = [sys.executable, "-m", "nodedp", "train", "--method", base, "--name", method, "--hparams", hjson,
-               "--graph", str(graph), "--split", str(split), "--epsilon", str(eps), "--seed", "0",
-               "--device", args.device, "--out", str(run_dir), "--stage-timings", str(timings)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "nodedp",
+            "train",
+            "--method",
+            base,
+            "--name",
+            method,
+            "--hparams",
+            hjson,
+            "--graph",
+            str(graph),
+            "--split",
+            str(split),
+            "--epsilon",
+            str(eps),
+            "--seed",
+            "0",
+            "--device",
+            args.device,
+            "--out",
+            str(run_dir),
+            "--stage-timings",
+            str(timings),
+        ]
         if paths:
             cmd += ["--structure", *paths]
         if args.threads:
@@ -194,12 +264,18 @@ class Bench:
         if stages is None:
             return
         structure = [stages["structure"], *parts]
-        self._row(method, "structure", nodes, edges, {
-            "seconds": sum(p["seconds"] for p in structure),
-            "peak_mib": max(p["peak_mib"] for p in structure),
-            "added_mib": max(_added(p) for p in structure),
-            "gpu_peak_mib": _max_gpu(structure),
-        })
+        self._row(
+            method,
+            "structure",
+            nodes,
+            edges,
+            {
+                "seconds": sum(p["seconds"] for p in structure),
+                "peak_mib": max(p["peak_mib"] for p in structure),
+                "added_mib": max(_added(p) for p in structure),
+                "gpu_peak_mib": _max_gpu(structure),
+            },
+        )
         if "training" in stages:
             t = stages["training"]
             self._row(method, "epoch", nodes, edges, {**t, "seconds": t["seconds"] / args.epochs})
@@ -207,22 +283,37 @@ class Bench:
             self._row(method, "evaluation", nodes, edges, stages["evaluation"])
 
     def _row(self, method: str, stage: str, nodes: int, edges: int, t: dict[str, Any]) -> None:
-        self.rows.append({"method": method, "stage": stage, "nodes": nodes, "edges": edges,
-                          "seconds": t["seconds"], "peak_mib": t["peak_mib"],
-                          "added_mib": t.get("added_mib", _added(t)), "gpu_peak_mib": t.get("gpu_peak_mib")})
+        self.rows.append(
+            {
+                "method": method,
+                "stage": stage,
+                "nodes": nodes,
+                "edges": edges,
+                "seconds": t["seconds"],
+                "peak_mib": t["peak_mib"],
+                "added_mib": t.get("added_mib", _added(t)),
+                "gpu_peak_mib": t.get("gpu_peak_mib"),
+            }
+        )
 
     def exponents(self) -> list[dict[str, Any]]:
         out = []
         for method in dict.fromkeys(r["method"] for r in self.rows):
             for stage in ("graph", *STAGES):
-                rows = sorted((r for r in self.rows if r["method"] == method and r["stage"] == stage),
-                              key=lambda r: r["edges"])
+                rows = sorted(
+                    (r for r in self.rows if r["method"] == method and r["stage"] == stage), key=lambda r: r["edges"]
+                )
                 if len(rows) < 2:
                     continue
                 edges = [r["edges"] for r in rows]
-                out.append({"method": method, "stage": stage,
-                            "exponent_time": fit_exponent(edges, [r["seconds"] for r in rows]),
-                            "exponent_memory": fit_exponent(edges, [r["added_mib"] for r in rows])})
+                out.append(
+                    {
+                        "method": method,
+                        "stage": stage,
+                        "exponent_time": fit_exponent(edges, [r["seconds"] for r in rows]),
+                        "exponent_memory": fit_exponent(edges, [r["added_mib"] for r in rows]),
+                    }
+                )
         return out
 
 
@@ -250,20 +341,26 @@ def markdown(bench: Bench, args: argparse.Namespace) -> str:
             got = [cell.get((method, stage, n)) for n, _ in sizes]
             if not any(got):
                 continue
-            text = ["–" if r is None else f"{r['seconds']:.2f} s, {r['peak_mib'] / 1024:.2f} GiB"
-                    + ("" if r["gpu_peak_mib"] is None else f" (GPU {r['gpu_peak_mib'] / 1024:.2f} GiB)")
-                    for r in got]
+            text = [
+                "–"
+                if r is None
+                else f"{r['seconds']:.2f} s, {r['peak_mib'] / 1024:.2f} GiB"
+                + ("" if r["gpu_peak_mib"] is None else f" (GPU {r['gpu_peak_mib'] / 1024:.2f} GiB)")
+                for r in got
+            ]
             lines.append(f"| {method} | {stage} | " + " | ".join(text) + " |")
     lines += ["", "| method | stage | exponent of time | exponent of added memory |", "|---|---|---|---|"]
     for e in bench.exponents():
-        lines.append(f"| {e['method']} | {e['stage']} | {_fmt_exp(e['exponent_time'])} | "
-                     f"{_fmt_exp(e['exponent_memory'])} |")
+        lines.append(
+            f"| {e['method']} | {e['stage']} | {_fmt_exp(e['exponent_time'])} | {_fmt_exp(e['exponent_memory'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--methods", nargs="+", help="method ids or config.yaml variants (e.g. dpdgc-fast)")
     p.add_argument("--nodes", nargs="+", type=int, required=True, help="stand-in sizes in nodes")
     p.add_argument("--shape", default="arxiv", help="which headline graph's shape: arxiv (default), reddit, products")
@@ -271,12 +368,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epsilon", type=float, default=8.0, help="target ε of the private methods (default 8)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where training runs")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads per process (0: torch's default)")
-    p.add_argument("--config", default=str(ROOT / "config.yaml"),
-                   help="hyperparameters from this config's methods: block ('' for the methods' defaults)")
+    p.add_argument(
+        "--config",
+        default=str(ROOT / "config.yaml"),
+        help="hyperparameters from this config's methods: block ('' for the methods' defaults)",
+    )
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per step before it is killed")
     p.add_argument("--workdir", help="keep graphs, artifacts, runs and logs here (default: a temporary folder)")
-    p.add_argument("--json", help="write the figures here: rows (method, stage, nodes, edges, seconds, peak_mib, "
-                                  "added_mib, gpu_peak_mib) and exponents (exponent_time, exponent_memory)")
+    p.add_argument(
+        "--json",
+        help="write the figures here: rows (method, stage, nodes, edges, seconds, peak_mib, "
+        "added_mib, gpu_peak_mib) and exponents (exponent_time, exponent_memory)",
+    )
     p.add_argument("--markdown", help="write the tables (as printed) to this Markdown file")
     p.add_argument("--make-graph", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
@@ -310,13 +413,26 @@ def main(argv: list[str] | None = None) -> int:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     table = markdown(bench, args)
-    print(f"\nShape {args.shape}, ε = {args.epsilon:g}, {args.epochs} epoch(s), device {args.device}; "
-          "each cell: seconds, process peak resident memory\n")
+    print(
+        f"\nShape {args.shape}, ε = {args.epsilon:g}, {args.epochs} epoch(s), device {args.device}; "
+        "each cell: seconds, process peak resident memory\n"
+    )
     print(table)
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "shape": args.shape, "epochs": args.epochs, "epsilon": args.epsilon, "device": args.device,
-            "rows": bench.rows, "exponents": bench.exponents(), "failures": bench.failures}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "shape": args.shape,
+                    "epochs": args.epochs,
+                    "epsilon": args.epsilon,
+                    "device": args.device,
+                    "rows": bench.rows,
+                    "exponents": bench.exponents(),
+                    "failures": bench.failures,
+                },
+                indent=1,
+            )
+        )
     if args.markdown:
         Path(args.markdown).write_text(table)
     for failure in bench.failures:

@@ -28,10 +28,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def snakemake(workdir: Path, *targets: str, cores: int, worker: str) -> float:
-    env = dict(os.environ, NODEDP_WORKER=worker,
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--cores", str(cores), *targets, "--configfile", str(workdir / "config.yaml")]
+    env = dict(os.environ, NODEDP_WORKER=worker, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        str(cores),
+        *targets,
+        "--configfile",
+        str(workdir / "config.yaml"),
+    ]
     started = time.perf_counter()
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     seconds = time.perf_counter() - started
@@ -53,9 +64,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.rounds < 1 or args.cores < 1:
         parser.error("--seeds, --rounds and --cores must be at least 1")
-    grid = {"studies": {"bench": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"], "epsilons": [1, 8],
-                                  "seeds": list(range(args.seeds))}},
-            "methods": {"mlp": {"epochs": 1}, "dp-mlp": {"epochs": 1, "batch_size": 32}}}
+    grid = {
+        "studies": {
+            "bench": {
+                "datasets": ["csbm-tiny"],
+                "methods": ["mlp", "dp-mlp"],
+                "epsilons": [1, 8],
+                "seeds": list(range(args.seeds)),
+            }
+        },
+        "methods": {"mlp": {"epochs": 1}, "dp-mlp": {"epochs": 1, "batch_size": 32}},
+    }
     cells = args.seeds * 3
     with tempfile.TemporaryDirectory(prefix="nodedp-warm-worker-") as tmp:
         base = Path(tmp) / "base"
@@ -73,13 +92,18 @@ def main(argv: list[str] | None = None) -> int:
                 mode = "warm" if worker != "0" else "cold"
                 rows.append({"round": round_, "mode": mode, "seconds": seconds, "cells": cells})
                 written.setdefault(mode, ledgers(workdir))
-                print(f"round {round_ + 1}: {mode:4} {seconds:7.1f} s for {cells} cells "
-                      f"({seconds / cells:.2f} s per cell)", flush=True)
+                print(
+                    f"round {round_ + 1}: {mode:4} {seconds:7.1f} s for {cells} cells "
+                    f"({seconds / cells:.2f} s per cell)",
+                    flush=True,
+                )
         same = written["warm"] == written["cold"] and len(written["warm"]) == cells
     warm = sorted(r["seconds"] for r in rows if r["mode"] == "warm")
     cold = sorted(r["seconds"] for r in rows if r["mode"] == "cold")
-    print(f"\n{cells} cells, --cores {args.cores}: warm {warm[0]:.1f}–{warm[-1]:.1f} s, cold {cold[0]:.1f}–{cold[-1]:.1f} s;"
-          f" cold / warm (medians) = {_median(cold) / _median(warm):.2f}")
+    print(
+        f"\n{cells} cells, --cores {args.cores}: warm {warm[0]:.1f}–{warm[-1]:.1f} s, cold {cold[0]:.1f}–{cold[-1]:.1f} s;"
+        f" cold / warm (medians) = {_median(cold) / _median(warm):.2f}"
+    )
     print(f"ledgers of the two ways: {'byte for byte the same' if same else 'DIFFERENT'} ({cells} cells)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "same_ledgers": same}, indent=2))

@@ -9,8 +9,15 @@ from pathlib import Path
 from nodedp.accounting.ledger import Ledger
 
 
-def lay_out_workspace(root: Path, graph_dir: Path, split_path: Path, *, dataset: str = "csbm-tiny",
-                      setting: str = "transductive", seed: int = 0) -> tuple[Path, Path]:
+def lay_out_workspace(
+    root: Path,
+    graph_dir: Path,
+    split_path: Path,
+    *,
+    dataset: str = "csbm-tiny",
+    setting: str = "transductive",
+    seed: int = 0,
+) -> tuple[Path, Path]:
     """Copy a built graph and its split where the workflow keeps them under ``root``: (graph folder, split file)."""
     graph = root / "resources/graphs" / dataset
     shutil.copytree(graph_dir, graph)
@@ -29,8 +36,14 @@ def forge(run: Path, into: Path, edit_ledger=None, edit_metrics=None) -> Path:
     if edit_ledger:
         edit_ledger(ledger)
         ledger = Ledger.from_dict(ledger).to_dict()
-        metrics.update(epsilon=ledger["epsilon"], delta=ledger["delta"], target_delta=ledger["target"]["delta"],
-                       level=ledger["level"], guarantee=ledger["guarantee"], claim=ledger["claim"])
+        metrics.update(
+            epsilon=ledger["epsilon"],
+            delta=ledger["delta"],
+            target_delta=ledger["target"]["delta"],
+            level=ledger["level"],
+            guarantee=ledger["guarantee"],
+            claim=ledger["claim"],
+        )
     if edit_metrics:
         edit_metrics(metrics)
     into.mkdir(parents=True)

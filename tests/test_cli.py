@@ -11,11 +11,20 @@ from nodedp.cli import format_epsilon, main
 
 
 def test_help_lists_the_verbs_the_rules_call():
-    out = subprocess.run(
-        [sys.executable, "-m", "nodedp", "--help"], capture_output=True, text=True, check=True
-    ).stdout
-    for verb in ("datasets", "methods", "graph", "split", "bound-degree", "stability", "train", "collect", "summarize",
-                 "tables", "figures"):
+    out = subprocess.run([sys.executable, "-m", "nodedp", "--help"], capture_output=True, text=True, check=True).stdout
+    for verb in (
+        "datasets",
+        "methods",
+        "graph",
+        "split",
+        "bound-degree",
+        "stability",
+        "train",
+        "collect",
+        "summarize",
+        "tables",
+        "figures",
+    ):
         assert verb in out
 
 
@@ -30,8 +39,17 @@ def train_args(graph, split, out, *extra):
 def test_train_one_cell_writes_metrics_and_a_ledger_within_target(tiny_graph_dir, tiny_split_path, tmp_path):
     out = tmp_path / "run"
     args = train_args(
-        tiny_graph_dir, tiny_split_path, out,
-        "--method", "dp-mlp", "--epsilon", "2", "--seed", "0", "--hparams", '{"epochs": 2, "batch_size": 32}',
+        tiny_graph_dir,
+        tiny_split_path,
+        out,
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "2",
+        "--seed",
+        "0",
+        "--hparams",
+        '{"epochs": 2, "batch_size": 32}',
     )
     assert main(args) == 0
     metrics = json.loads((out / "metrics.json").read_text())
@@ -50,8 +68,12 @@ def test_train_without_hyperparameters_takes_the_suites_tuned_settings(tiny_grap
     from nodedp.config import resolve_method
 
     out = tmp_path / "run"
-    assert main(train_args(tiny_graph_dir, tiny_split_path, out, "--method", "gcn-2hop", "--epsilon", "inf",
-                           "--seed", "0")) == 0
+    assert (
+        main(
+            train_args(tiny_graph_dir, tiny_split_path, out, "--method", "gcn-2hop", "--epsilon", "inf", "--seed", "0")
+        )
+        == 0
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     base, tuned = resolve_method({}, "gcn-2hop")
     assert metrics["base_method"] == base == "gcn" and metrics["method"] == "gcn-2hop"
@@ -60,8 +82,19 @@ def test_train_without_hyperparameters_takes_the_suites_tuned_settings(tiny_grap
 
 def test_non_private_run_has_infinite_target_and_empty_ledger(tiny_graph_dir, tiny_split_path, tmp_path):
     out = tmp_path / "run"
-    args = train_args(tiny_graph_dir, tiny_split_path, out, "--method", "mlp", "--epsilon", "inf", "--seed", "1",
-                      "--hparams", '{"epochs": 2}')
+    args = train_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        out,
+        "--method",
+        "mlp",
+        "--epsilon",
+        "inf",
+        "--seed",
+        "1",
+        "--hparams",
+        '{"epochs": 2}',
+    )
     assert main(args) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     ledger = json.loads((out / "ledger.json").read_text())
@@ -88,15 +121,27 @@ def test_bad_cells_fail_before_writing_anything(tiny_graph_dir, tiny_split_path,
 def test_impossible_epsilon_and_delta_are_refused_by_the_parser(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
     for extra in (["--epsilon", "0"], ["--epsilon", "-1"], ["--epsilon", "1", "--delta", "1.5"]):
         with pytest.raises(SystemExit) as exc:
-            main(train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--seed", "0",
-                            *extra))
+            main(
+                train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--seed", "0", *extra)
+            )
         assert exc.value.code == 2
     assert "must be" in capsys.readouterr().err
 
 
 def test_delta_not_below_one_over_n_is_refused(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
-    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "r", "--method", "dp-mlp", "--epsilon", "1",
-                      "--seed", "0", "--delta", "0.1")
+    args = train_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        tmp_path / "r",
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--delta",
+        "0.1",
+    )
     assert main(args) == 2
     assert "0.1" in capsys.readouterr().err
 
@@ -104,8 +149,21 @@ def test_delta_not_below_one_over_n_is_refused(tiny_graph_dir, tiny_split_path, 
 @pytest.mark.parametrize("kind", ["in-degree", "out-degree"])
 def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, tmp_path, kind):
     out = tmp_path / f"{kind}.pt"
-    args = ["bound-degree", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind", kind,
-            "--bound", "3", "--seed", "0", "--out", str(out)]
+    args = [
+        "bound-degree",
+        "--graph",
+        str(tiny_graph_dir),
+        "--split",
+        str(tiny_split_path),
+        "--kind",
+        kind,
+        "--bound",
+        "3",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     artifact = torch.load(out, weights_only=True)
     edges = artifact["edge_index"]
@@ -119,8 +177,19 @@ def test_bound_degree_verb_enforces_the_bound(tiny_graph_dir, tiny_split_path, t
 
 def test_stability_verb_reports_every_kind_against_the_accountants_counts(tiny_graph_dir, tiny_split_path, tmp_path):
     out = tmp_path / "stability.json"
-    args = ["stability", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--sample", "10",
-            "--hubs", "2", "--out", str(out)]
+    args = [
+        "stability",
+        "--graph",
+        str(tiny_graph_dir),
+        "--split",
+        str(tiny_split_path),
+        "--sample",
+        "10",
+        "--hubs",
+        "2",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     assert json.loads(out.read_text())["about"].startswith("analysis of the dataset")  # never a run's release
     report = json.loads(out.read_text())["kinds"]
@@ -134,8 +203,18 @@ def test_download_refuses_synthetic_datasets_and_reports_unreachable_hosts(tmp_p
     assert "nothing to download" in capsys.readouterr().err
     # A mirror on a closed loopback port: the download fails with the URL named, nothing written.
     with pytest.raises(SystemExit) as exc:
-        main(["download", "--dataset", "cora", "--out", str(tmp_path / "raw"), "--no-progress",
-              "--mirror", "http://127.0.0.1:9"])
+        main(
+            [
+                "download",
+                "--dataset",
+                "cora",
+                "--out",
+                str(tmp_path / "raw"),
+                "--no-progress",
+                "--mirror",
+                "http://127.0.0.1:9",
+            ]
+        )
     assert "ind.cora" in str(exc.value) and not (tmp_path / "raw").exists()
 
 
@@ -146,8 +225,12 @@ def test_every_option_of_every_verb_has_help():
 
     parser = build_parser()
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    undocumented = [f"{name} {action.dest}" for name, sub in verbs.choices.items() for action in sub._actions
-                    if not isinstance(action, argparse._HelpAction) and not action.help]
+    undocumented = [
+        f"{name} {action.dest}"
+        for name, sub in verbs.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
     assert not undocumented, undocumented
 
 
@@ -157,8 +240,9 @@ def only_line(text: str) -> str:
     return lines[0]
 
 
-def test_a_method_without_its_structure_artifact_is_refused_in_one_line(tiny_graph_dir, tiny_split_path, tmp_path,
-                                                                        capsys):
+def test_a_method_without_its_structure_artifact_is_refused_in_one_line(
+    tiny_graph_dir, tiny_split_path, tmp_path, capsys
+):
     out = tmp_path / "run"
     args = train_args(tiny_graph_dir, tiny_split_path, out, "--method", "dp-gcn", "--epsilon", "1", "--seed", "0")
     assert main(args) == 2
@@ -185,8 +269,19 @@ def test_damaged_inputs_are_one_line_naming_the_file(tiny_graph_dir, tiny_split_
 
     config = tmp_path / "grid.yaml"
     config.write_text("methods:\n  mlp: {epochs: 2\nprivacy: {}\n")
-    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "run", "--method", "mlp", "--epsilon", "inf",
-                      "--seed", "0", "--config", str(config))
+    args = train_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        tmp_path / "run",
+        "--method",
+        "mlp",
+        "--epsilon",
+        "inf",
+        "--seed",
+        "0",
+        "--config",
+        str(config),
+    )
     assert main(args) == 2
     assert f"{config}, line 3" in only_line(capsys.readouterr().err)
     assert not (tmp_path / "run").exists()
@@ -207,10 +302,13 @@ def test_methods_lists_a_configs_variants_with_their_base_and_keys(tmp_path, cap
 def test_check_config_counts_the_cells_or_names_the_problem(tmp_path, capsys):
     import yaml
 
-    grid = {"studies": {"a": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"], "epsilons": [1, 2],
-                              "seeds": [0, 1]},
-                        "b": {"datasets": ["csbm-tiny"], "methods": ["mlp"], "epsilons": [1], "seeds": [0, 1, 2]}},
-            "methods": {"dp-mlp": {"batch_size": 16}}}
+    grid = {
+        "studies": {
+            "a": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"], "epsilons": [1, 2], "seeds": [0, 1]},
+            "b": {"datasets": ["csbm-tiny"], "methods": ["mlp"], "epsilons": [1], "seeds": [0, 1, 2]},
+        },
+        "methods": {"dp-mlp": {"batch_size": 16}},
+    }
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid))
     assert main(["check-config", str(path), "--graphs", str(tmp_path)]) == 0
@@ -250,11 +348,27 @@ def test_a_progress_bar_in_a_log_is_lines_at_most_one_per_interval_and_the_last(
     assert len(bars) >= 21 if interval == 0 else len(bars) == 2
 
 
-def test_train_with_progress_writes_the_bar_as_lines_into_a_non_terminal(tiny_graph_dir, tiny_split_path, tmp_path,
-                                                                          capsys):
-    args = ["train", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--out", str(tmp_path / "run"),
-            "--method", "dp-mlp", "--epsilon", "2", "--seed", "0", "--hparams", '{"epochs": 1, "batch_size": 32}',
-            "--progress"]
+def test_train_with_progress_writes_the_bar_as_lines_into_a_non_terminal(
+    tiny_graph_dir, tiny_split_path, tmp_path, capsys
+):
+    args = [
+        "train",
+        "--graph",
+        str(tiny_graph_dir),
+        "--split",
+        str(tiny_split_path),
+        "--out",
+        str(tmp_path / "run"),
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "2",
+        "--seed",
+        "0",
+        "--hparams",
+        '{"epochs": 1, "batch_size": 32}',
+        "--progress",
+    ]
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "100%" in err.splitlines()[-1]
@@ -273,20 +387,41 @@ def tiny_summary(path, cells=None, *, n_resamples: int = 1000):
     from nodedp.analysis import summarize, write_runs
     from nodedp.analysis.collect import RUNS_SCHEMA
 
-    cells = cells or {("cora-ml", "gap", 8.0): [0.50, 0.52], ("cora-ml", "dp-mlp", 8.0): [0.60, 0.62],
-                      ("cora-ml", "dp-mlp", 1.0): [0.40, 0.42], ("cora-ml", "mlp", math.inf): [0.77, 0.79]}
+    cells = cells or {
+        ("cora-ml", "gap", 8.0): [0.50, 0.52],
+        ("cora-ml", "dp-mlp", 8.0): [0.60, 0.62],
+        ("cora-ml", "dp-mlp", 1.0): [0.40, 0.42],
+        ("cora-ml", "mlp", math.inf): [0.77, 0.79],
+    }
     rows = []
     for (dataset, method, eps), accs in cells.items():
         private = math.isfinite(eps)
         for seed, acc in enumerate(accs):
             row = {name: None for name in RUNS_SCHEMA}
-            row.update({"dataset": dataset, "method": method, "base_method": method, "seed": seed, "private": private,
-                        "target_epsilon": eps, "epsilon": 0.98 * eps if private else 0.0,
-                        "delta": 1e-4 if private else 0.0, "level": "node" if private else "none",
-                        "fully_accounted": True, "guarantee": "unconditional" if private else "none",
-                        "reference": False, "test_accuracy": acc, "test_macro_f1": acc, "val_accuracy": acc,
-                        "val_macro_f1": acc, "train_s": 1.0, "total_s": 2.0,
-                        "hyperparameters": json.dumps({"lr": 0.01}), "git_commit": "abc"})
+            row.update(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "base_method": method,
+                    "seed": seed,
+                    "private": private,
+                    "target_epsilon": eps,
+                    "epsilon": 0.98 * eps if private else 0.0,
+                    "delta": 1e-4 if private else 0.0,
+                    "level": "node" if private else "none",
+                    "fully_accounted": True,
+                    "guarantee": "unconditional" if private else "none",
+                    "reference": False,
+                    "test_accuracy": acc,
+                    "test_macro_f1": acc,
+                    "val_accuracy": acc,
+                    "val_macro_f1": acc,
+                    "train_s": 1.0,
+                    "total_s": 2.0,
+                    "hyperparameters": json.dumps({"lr": 0.01}),
+                    "git_commit": "abc",
+                }
+            )
             rows.append(row)
     runs = pl.DataFrame(rows, schema=RUNS_SCHEMA)
     write_runs(summarize(runs, n_resamples=n_resamples), path)
@@ -297,18 +432,23 @@ def test_figures_frontier_writes_the_png_and_its_caption(tmp_path, capsys):
     summary = tmp_path / "summary.parquet"
     tiny_summary(summary)
     png, caption = tmp_path / "fig" / "frontier.png", tmp_path / "fig" / "frontier.caption.txt"
-    assert main(["figures", "--summary", str(summary), "--png", str(png), "--kind", "frontier",
-                 "--caption", str(caption)]) == 0
+    assert (
+        main(["figures", "--summary", str(summary), "--png", str(png), "--kind", "frontier", "--caption", str(caption)])
+        == 0
+    )
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = caption.read_text(encoding="utf-8")
     assert "mean over 2 seeds per cell" in text and "1000 resamples" in text and text.endswith("\n")
     assert text.strip() in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--kind", "sweep"], "--kind sweep needs --parameter"),
-    (["--kind", "accuracy", "--parameter", "lr"], "--parameter is for --kind sweep, not accuracy"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--kind", "sweep"], "--kind sweep needs --parameter"),
+        (["--kind", "accuracy", "--parameter", "lr"], "--parameter is for --kind sweep, not accuracy"),
+    ],
+)
 def test_figures_refuses_a_parameter_that_does_not_fit_the_kind(tmp_path, capsys, extra, message):
     summary = tmp_path / "summary.parquet"
     tiny_summary(summary)
@@ -377,8 +517,22 @@ def test_report_page_ledgers_summarises_run_tables(tmp_path):
     write_runs(runs.filter(runs["seed"] == 0), first)
     write_runs(runs.filter(runs["seed"] == 1), second)
     page = tmp_path / "ledgers.html"
-    assert main(["report-page", "--kind", "ledgers", "--title", "ledgers of demo", "--out", str(page),
-                 str(first), str(second)]) == 0
+    assert (
+        main(
+            [
+                "report-page",
+                "--kind",
+                "ledgers",
+                "--title",
+                "ledgers of demo",
+                "--out",
+                str(page),
+                str(first),
+                str(second),
+            ]
+        )
+        == 0
+    )
     text = page.read_text(encoding="utf-8")
     assert "<h1>ledgers of demo</h1>" in text and "<th>claim_actual_epsilon_max</th>" in text
     # one row per cell, seeds from both run tables
@@ -390,11 +544,23 @@ def test_report_page_about_states_the_config_and_version(tmp_path):
     from nodedp import __version__
 
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["mlp", "dp-mlp"],
-                                                       "epsilons": [1, 8], "seeds": [0, 1]}}}), encoding="utf-8")
+    config.write_text(
+        json.dumps(
+            {
+                "studies": {
+                    "demo": {
+                        "datasets": ["csbm-tiny"],
+                        "methods": ["mlp", "dp-mlp"],
+                        "epsilons": [1, 8],
+                        "seeds": [0, 1],
+                    }
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
     page = tmp_path / "about.html"
-    assert main(["report-page", "--kind", "about", "--config-name", "grid.yaml", "--out", str(page),
-                 str(config)]) == 0
+    assert main(["report-page", "--kind", "about", "--config-name", "grid.yaml", "--out", str(page), str(config)]) == 0
     text = page.read_text(encoding="utf-8")
     assert f"<td>{__version__}</td>" in text and "<td>grid.yaml</td>" in text
     assert "<tr><td>demo</td><td>csbm-tiny</td><td>mlp, dp-mlp</td><td>1, 8</td><td>0, 1</td></tr>" in text
@@ -411,8 +577,23 @@ def test_report_page_index_lists_a_studys_tables_and_figures(tmp_path):
     figure.write_bytes(b"\x89PNG")
     (study / "figures" / "a.caption.txt").write_text("The caption of a.\n", encoding="utf-8")
     index = study / "index.md"
-    assert main(["report-page", "--kind", "index", "--title", "demo", "--out", str(index), str(table), str(figure),
-                 str(study / "figures" / "a.caption.txt")]) == 0
+    assert (
+        main(
+            [
+                "report-page",
+                "--kind",
+                "index",
+                "--title",
+                "demo",
+                "--out",
+                str(index),
+                str(table),
+                str(figure),
+                str(study / "figures" / "a.caption.txt"),
+            ]
+        )
+        == 0
+    )
     text = index.read_text(encoding="utf-8")
     assert "[tables/accuracy.md](tables/accuracy.md)" in text
     assert text.index("![a](figures/a.png)") < text.index("The caption of a.")
@@ -423,11 +604,23 @@ def audit_args(graph, split, out, *extra):
     return ["audit", "--graph", str(graph), "--split", str(split), "--out", str(out), "--seed", "0", *extra]
 
 
-def test_audit_writes_one_json_with_the_bounds_the_scores_and_the_attack(tiny_graph_dir, tiny_split_path, tmp_path,
-                                                                         capsys):
+def test_audit_writes_one_json_with_the_bounds_the_scores_and_the_attack(
+    tiny_graph_dir, tiny_split_path, tmp_path, capsys
+):
     out = tmp_path / "audit.json"
-    args = audit_args(tiny_graph_dir, tiny_split_path, out, "--method", "dp-mlp", "--epsilon", "2", "--canaries", "40",
-                      "--hparams", '{"epochs": 2, "batch_size": 32}')
+    args = audit_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        out,
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "2",
+        "--canaries",
+        "40",
+        "--hparams",
+        '{"epochs": 2, "batch_size": 32}',
+    )
     assert main(args) == 0
     record = json.loads(out.read_text())
     assert record["method"] == record["name"] == "dp-mlp" and record["target_epsilon"] == 2.0
@@ -446,8 +639,9 @@ def test_audit_writes_one_json_with_the_bounds_the_scores_and_the_attack(tiny_gr
         (["--method", "dp-mlp", "--epsilon", "1", "--confidence", "1.5"], "--confidence"),
     ],
 )
-def test_audit_refuses_what_it_cannot_bound_in_one_line(tiny_graph_dir, tiny_split_path, tmp_path, capsys, extra,
-                                                        message):
+def test_audit_refuses_what_it_cannot_bound_in_one_line(
+    tiny_graph_dir, tiny_split_path, tmp_path, capsys, extra, message
+):
     out = tmp_path / "audit.json"
     assert main(audit_args(tiny_graph_dir, tiny_split_path, out, *extra)) == 2
     assert message in only_line(capsys.readouterr().err)
@@ -484,8 +678,26 @@ def _artifacts(graph, split, root):
     for kind, method in (("in-degree", "dp-gcn"), ("degree", "nip-gnn")):
         paths[kind] = root / f"{kind}.pt"
         bound = public_bound(method, CELL_METHODS[method][0], kind)
-        assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", kind, "--bound",
-                     str(bound), "--seed", "0", "--out", str(paths[kind])]) == 0
+        assert (
+            main(
+                [
+                    "bound-degree",
+                    "--graph",
+                    str(graph),
+                    "--split",
+                    str(split),
+                    "--kind",
+                    kind,
+                    "--bound",
+                    str(bound),
+                    "--seed",
+                    "0",
+                    "--out",
+                    str(paths[kind]),
+                ]
+            )
+            == 0
+        )
     return paths
 
 
@@ -501,17 +713,45 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
     batches, singles = [], []
     for method, (hparams, needs, epsilons) in CELL_METHODS.items():
         settings = ["--method", method, "--hparams", json.dumps(hparams), "--threads", "1", "--no-progress"]
-        cells = [{"graph": str(tiny_graph_dir), "epsilon": eps, "seed": seed, "split": str(tiny_split_path),
-                  "structure": [str(artifacts[k]) for k in needs], "out": str(tmp_path / "cells" / method / str(i)),
-                  "log": str(tmp_path / "logs" / method / f"{i}.log")}
-                 for i, (eps, seed) in enumerate(zip(epsilons, (1, 0)))]  # a second cell: other ε and seed
+        cells = [
+            {
+                "graph": str(tiny_graph_dir),
+                "epsilon": eps,
+                "seed": seed,
+                "split": str(tiny_split_path),
+                "structure": [str(artifacts[k]) for k in needs],
+                "out": str(tmp_path / "cells" / method / str(i)),
+                "log": str(tmp_path / "logs" / method / f"{i}.log"),
+            }
+            for i, (eps, seed) in enumerate(zip(epsilons, (1, 0)))
+        ]  # a second cell: other ε and seed
         batches.append(["train-cells", "--cells", json.dumps(cells), *settings])
-        singles += [["train", "--graph", cell["graph"], "--split", cell["split"], "--structure",
-                     *cell["structure"], "--epsilon", cell["epsilon"], "--seed", str(cell["seed"]),
-                     "--out", str(tmp_path / "single" / method / str(i)), *settings] for i, cell in enumerate(cells)]
+        singles += [
+            [
+                "train",
+                "--graph",
+                cell["graph"],
+                "--split",
+                cell["split"],
+                "--structure",
+                *cell["structure"],
+                "--epsilon",
+                cell["epsilon"],
+                "--seed",
+                str(cell["seed"]),
+                "--out",
+                str(tmp_path / "single" / method / str(i)),
+                *settings,
+            ]
+            for i, cell in enumerate(cells)
+        ]
     # Every invocation a fresh interpreter, two at a time.
-    procs = [subprocess.Popen([sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for args in batches + singles]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for args in batches + singles
+    ]
     for proc in procs:
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out[-3000:]
@@ -520,31 +760,59 @@ def test_train_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
             batch, single = tmp_path / "cells" / method / str(i), tmp_path / "single" / method / str(i)
             assert _comparable(batch) == _comparable(single), (method, i)
             # The cell's own output went to its log, as one process of its own would print it.
-            assert f"{method} on csbm-tiny seed {1 - i}: test accuracy" in (
-                tmp_path / "logs" / method / f"{i}.log").read_text()
+            assert (
+                f"{method} on csbm-tiny seed {1 - i}: test accuracy"
+                in (tmp_path / "logs" / method / f"{i}.log").read_text()
+            )
     # The two cells of a method really differ (different seeds and ε), so equality above is not vacuous.
     assert _comparable(tmp_path / "cells/dp-mlp/0") != _comparable(tmp_path / "cells/dp-mlp/1")
 
 
-def test_audit_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_graph_dir, tiny_split_path,
-                                                                              tmp_path):
+def test_audit_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_graph_dir, tiny_split_path, tmp_path):
     """An audit job's cells (DP-MLP and DP-GCN, whose structure the audit builds on the canaried graph; other ε,
     seed and canaries in the second cell) equal, timings aside, what `audit` writes for each in a fresh process."""
     methods = {"dp-mlp": {"epochs": 2, "batch_size": 32}, "dp-gcn": {"epochs": 2, "batch_size": 32, "hidden_dim": 8}}
     commands, cells = [], {}
     for method, hparams in methods.items():
         settings = ["--method", method, "--hparams", json.dumps(hparams), "--threads", "1", "--no-progress"]
-        cells[method] = [{"graph": str(tiny_graph_dir), "epsilon": eps, "seed": seed, "split": str(tiny_split_path),
-                          "canaries": m, "out": str(tmp_path / "cells" / method / f"{i}.json"),
-                          "log": str(tmp_path / "logs" / method / f"{i}.log")}
-                         for i, (eps, seed, m) in enumerate([("2", 1, 40), ("8", 0, 0)])]
+        cells[method] = [
+            {
+                "graph": str(tiny_graph_dir),
+                "epsilon": eps,
+                "seed": seed,
+                "split": str(tiny_split_path),
+                "canaries": m,
+                "out": str(tmp_path / "cells" / method / f"{i}.json"),
+                "log": str(tmp_path / "logs" / method / f"{i}.log"),
+            }
+            for i, (eps, seed, m) in enumerate([("2", 1, 40), ("8", 0, 0)])
+        ]
         commands.append(["audit-cells", "--cells", json.dumps(cells[method]), *settings])
-        commands += [["audit", "--graph", c["graph"], "--split", c["split"], "--epsilon", c["epsilon"], "--seed",
-                      str(c["seed"]), "--canaries", str(c["canaries"]),
-                      "--out", str(tmp_path / "single" / method / f"{i}.json"), *settings]
-                     for i, c in enumerate(cells[method])]
-    procs = [subprocess.Popen([sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for args in commands]
+        commands += [
+            [
+                "audit",
+                "--graph",
+                c["graph"],
+                "--split",
+                c["split"],
+                "--epsilon",
+                c["epsilon"],
+                "--seed",
+                str(c["seed"]),
+                "--canaries",
+                str(c["canaries"]),
+                "--out",
+                str(tmp_path / "single" / method / f"{i}.json"),
+                *settings,
+            ]
+            for i, c in enumerate(cells[method])
+        ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "nodedp", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for args in commands
+    ]
     for proc in procs:
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out[-3000:]
@@ -564,10 +832,16 @@ def test_audit_cells_in_one_process_write_what_one_process_per_cell_writes(tiny_
         assert f"{method} on csbm-tiny seed 1: claimed ε" in (tmp_path / "logs" / method / "0.log").read_text()
 
 
-def test_audit_cells_refuse_a_cell_they_cannot_audit_before_any_training(tiny_graph_dir, tiny_split_path, tmp_path,
-                                                                         capsys):
-    good = {"graph": str(tiny_graph_dir), "epsilon": 2, "seed": 0, "split": str(tiny_split_path),
-            "out": str(tmp_path / "a.json")}
+def test_audit_cells_refuse_a_cell_they_cannot_audit_before_any_training(
+    tiny_graph_dir, tiny_split_path, tmp_path, capsys
+):
+    good = {
+        "graph": str(tiny_graph_dir),
+        "epsilon": 2,
+        "seed": 0,
+        "split": str(tiny_split_path),
+        "out": str(tmp_path / "a.json"),
+    }
     bad = {**good, "canaries": 5, "out": str(tmp_path / "b.json")}
     assert main(["audit-cells", "--method", "dp-mlp", "--cells", json.dumps([good, bad])]) == 2
     assert "--canaries 5" in only_line(capsys.readouterr().err)
@@ -576,22 +850,32 @@ def test_audit_cells_refuse_a_cell_they_cannot_audit_before_any_training(tiny_gr
     assert not (tmp_path / "a.json").exists()
 
 
-@pytest.mark.parametrize(("cells", "message"), [
-    ("not json", "--cells: not JSON"),
-    ("[]", "need a non-empty JSON list of cells"),
-    ('[{"graph": "g", "epsilon": 2, "seed": 0, "split": "s.pt", "structure": []}]', "cell 0 lacks ['out']"),
-    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o", "lr": 1}]', "has unknown ['lr']"),
-    ('[{"epsilon": 0, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "cell 0: ε must be > 0"),
-    ('[{"epsilon": 2, "seed": "0", "split": "s.pt", "structure": [], "out": "o"}]', "seed must be an integer"),
-    ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o"},'
-     ' {"epsilon": 8, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "output o appears twice"),
-    ('[{"epsilon": "inf", "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "'dp-mlp' is private"),
-])
-def test_train_cells_refuses_a_bad_cell_list_before_any_training(tiny_graph_dir, tmp_path, capsys, cells, message,
-                                                                  monkeypatch):
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        ("not json", "--cells: not JSON"),
+        ("[]", "need a non-empty JSON list of cells"),
+        ('[{"graph": "g", "epsilon": 2, "seed": 0, "split": "s.pt", "structure": []}]', "cell 0 lacks ['out']"),
+        ('[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o", "lr": 1}]', "has unknown ['lr']"),
+        ('[{"epsilon": 0, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "cell 0: ε must be > 0"),
+        ('[{"epsilon": 2, "seed": "0", "split": "s.pt", "structure": [], "out": "o"}]', "seed must be an integer"),
+        (
+            '[{"epsilon": 2, "seed": 0, "split": "s.pt", "structure": [], "out": "o"},'
+            ' {"epsilon": 8, "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]',
+            "output o appears twice",
+        ),
+        ('[{"epsilon": "inf", "seed": 0, "split": "s.pt", "structure": [], "out": "o"}]', "'dp-mlp' is private"),
+    ],
+)
+def test_train_cells_refuses_a_bad_cell_list_before_any_training(
+    tiny_graph_dir, tmp_path, capsys, cells, message, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
-    cells = cells.replace('"epsilon"', f'"graph": {json.dumps(str(tiny_graph_dir))}, "epsilon"') if (
-        '"graph"' not in cells) else cells
+    cells = (
+        cells.replace('"epsilon"', f'"graph": {json.dumps(str(tiny_graph_dir))}, "epsilon"')
+        if ('"graph"' not in cells)
+        else cells
+    )
     assert main(["train-cells", "--method", "dp-mlp", "--cells", cells]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
@@ -599,14 +883,44 @@ def test_train_cells_refuses_a_bad_cell_list_before_any_training(tiny_graph_dir,
 
 def test_a_failing_cell_stops_the_job_and_its_log_says_why(tiny_graph_dir, tiny_split_path, tmp_path, capsys):
     graph = str(tiny_graph_dir)
-    cells = [{"graph": graph, "epsilon": 2, "seed": 0, "split": str(tiny_split_path), "structure": [],
-              "out": str(tmp_path / "a"), "log": str(tmp_path / "a.log")},
-             {"graph": graph, "epsilon": 2, "seed": 0, "split": str(tmp_path / "missing.pt"), "structure": [],
-              "out": str(tmp_path / "b"), "log": str(tmp_path / "b.log")},
-             {"graph": graph, "epsilon": 4, "seed": 0, "split": str(tiny_split_path), "structure": [],
-              "out": str(tmp_path / "c")}]
-    args = ["train-cells", "--method", "dp-mlp", "--cells", f"@{tmp_path / 'c.json'}",
-            "--hparams", '{"epochs": 1, "batch_size": 32}', "--no-progress"]
+    cells = [
+        {
+            "graph": graph,
+            "epsilon": 2,
+            "seed": 0,
+            "split": str(tiny_split_path),
+            "structure": [],
+            "out": str(tmp_path / "a"),
+            "log": str(tmp_path / "a.log"),
+        },
+        {
+            "graph": graph,
+            "epsilon": 2,
+            "seed": 0,
+            "split": str(tmp_path / "missing.pt"),
+            "structure": [],
+            "out": str(tmp_path / "b"),
+            "log": str(tmp_path / "b.log"),
+        },
+        {
+            "graph": graph,
+            "epsilon": 4,
+            "seed": 0,
+            "split": str(tiny_split_path),
+            "structure": [],
+            "out": str(tmp_path / "c"),
+        },
+    ]
+    args = [
+        "train-cells",
+        "--method",
+        "dp-mlp",
+        "--cells",
+        f"@{tmp_path / 'c.json'}",
+        "--hparams",
+        '{"epochs": 1, "batch_size": 32}',
+        "--no-progress",
+    ]
     (tmp_path / "c.json").write_text(json.dumps(cells))
     assert main(args) == 2
     assert "missing.pt" in capsys.readouterr().err and "missing.pt" in (tmp_path / "b.log").read_text()
@@ -615,8 +929,21 @@ def test_a_failing_cell_stops_the_job_and_its_log_says_why(tiny_graph_dir, tiny_
 
 def test_stage_timings_split_a_run_into_structure_training_and_evaluation(tiny_graph_dir, tiny_split_path, tmp_path):
     timings = tmp_path / "stages.json"
-    args = train_args(tiny_graph_dir, tiny_split_path, tmp_path / "run", "--method", "dp-mlp", "--epsilon", "2",
-                      "--seed", "0", "--hparams", '{"epochs": 2, "batch_size": 32}', "--stage-timings", str(timings))
+    args = train_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        tmp_path / "run",
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "2",
+        "--seed",
+        "0",
+        "--hparams",
+        '{"epochs": 2, "batch_size": 32}',
+        "--stage-timings",
+        str(timings),
+    )
     assert main(args) == 0
     stages = json.loads(timings.read_text())["stages"]
     assert set(stages) == {"structure", "training", "evaluation"}
@@ -624,17 +951,45 @@ def test_stage_timings_split_a_run_into_structure_training_and_evaluation(tiny_g
     assert stages["training"]["seconds"] <= metrics["timings"]["total_s"]
     assert all(s["peak_mib"] > 0 for s in stages.values())
     out = tmp_path / "in.pt"
-    assert main(["bound-degree", "--graph", str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind",
-                 "in-degree", "--bound", "3", "--seed", "0", "--out", str(out), "--stage-timings",
-                 str(tmp_path / "bound.json")]) == 0
+    assert (
+        main(
+            [
+                "bound-degree",
+                "--graph",
+                str(tiny_graph_dir),
+                "--split",
+                str(tiny_split_path),
+                "--kind",
+                "in-degree",
+                "--bound",
+                "3",
+                "--seed",
+                "0",
+                "--out",
+                str(out),
+                "--stage-timings",
+                str(tmp_path / "bound.json"),
+            ]
+        )
+        == 0
+    )
     assert set(json.loads((tmp_path / "bound.json").read_text())["stages"]) == {"structure"}
 
 
 # Counts of the private graph that once left runs outside any mechanism (issue 31). The hyperparameters are the
 # public settings a run was asked for (DPAR's num_sources there is the planned M), so the walk skips them.
 PRIVATE_COUNTS = {"nodes_over", "sample_size", "num_sources", "empty_source_rows"}
-_QUICK_HPARAMS = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1,
-                  "sample_rate": 0.5, "num_sources": 20, "k": 3, "max_rows": 2}
+_QUICK_HPARAMS = {
+    "epochs": 1,
+    "batch_size": 64,
+    "hidden_dim": 8,
+    "encoder_epochs": 1,
+    "hops": 1,
+    "sample_rate": 0.5,
+    "num_sources": 20,
+    "k": 3,
+    "max_rows": 2,
+}
 
 
 def _private_counts(value, path: str = ""):
@@ -678,8 +1033,20 @@ def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_p
         assert main([*args, "--out", str(out)]) == 0
         structure.append(str(out))
     run = tmp_path / "run"
-    args = train_args(tiny_graph_dir, tiny_split_path, run, "--method", method, "--epsilon", "4", "--seed", "0",
-                      "--hparams", hparams, *(["--structure", *structure] if structure else []))
+    args = train_args(
+        tiny_graph_dir,
+        tiny_split_path,
+        run,
+        "--method",
+        method,
+        "--epsilon",
+        "4",
+        "--seed",
+        "0",
+        "--hparams",
+        hparams,
+        *(["--structure", *structure] if structure else []),
+    )
     assert main(args) == 0
     metrics = json.loads((run / "metrics.json").read_text())
     ledger = json.loads((run / "ledger.json").read_text())
@@ -687,5 +1054,6 @@ def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_p
     assert metrics["guarantee"] == ledger["guarantee"]
     if ledger["level"] == "node":
         assert "the node count and the training-set size are public" in ledger["guarantee"]["relation"]
-        assert ledger["guarantee"]["class"] == ("conditional" if ledger["guarantee"]["degree_bound"]
-                                                or ledger["uncharged"] else "unconditional")
+        assert ledger["guarantee"]["class"] == (
+            "conditional" if ledger["guarantee"]["degree_bound"] or ledger["uncharged"] else "unconditional"
+        )

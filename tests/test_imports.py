@@ -86,7 +86,7 @@ def _import_chain(importtime: str, module: str) -> list[str]:
     if start is None:
         return [module]
     chain, depth = [module], rows[start][0]
-    for level, name in rows[start + 1:]:
+    for level, name in rows[start + 1 :]:
         if level < depth:
             chain.append(name)
             depth = level
@@ -95,8 +95,14 @@ def _import_chain(importtime: str, module: str) -> list[str]:
 
 def test_planning_imports_no_torch_torch_geometric_dp_accounting_scipy_or_polars():
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", PLANNING, str(REPO / "config.yaml")],
-                         capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", PLANNING, str(REPO / "config.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     chains = {m: " -> ".join(_import_chain(out.stderr, m)) for m in loaded}
@@ -104,9 +110,17 @@ def test_planning_imports_no_torch_torch_geometric_dp_accounting_scipy_or_polars
 
 
 def test_the_import_chain_names_who_imported_a_module():
-    report = "\n".join(f"import time: 1 | 1 | {name}" for name in
-                       ("      torch._C", "    torch", "  nodedp.data.graph", "    numpy", "  nodedp.data.other",
-                        "nodedp.data"))
+    report = "\n".join(
+        f"import time: 1 | 1 | {name}"
+        for name in (
+            "      torch._C",
+            "    torch",
+            "  nodedp.data.graph",
+            "    numpy",
+            "  nodedp.data.other",
+            "nodedp.data",
+        )
+    )
     assert _import_chain(report, "torch") == ["nodedp.data", "nodedp.data.graph", "torch"]
 
 
@@ -159,16 +173,31 @@ def test_the_torch_free_names_match_their_torch_twins():
         assert OptimHparams(optimizer=name).optim_config().optimizer == name
 
 
-@pytest.mark.parametrize("verb", [["--help"], ["datasets"], ["methods", "--verbose", "--config", "config.yaml"],
-                                  ["check-config", "config.yaml"], ["train-cells", "--help"]])
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ["--help"],
+        ["datasets"],
+        ["methods", "--verbose", "--config", "config.yaml"],
+        ["check-config", "config.yaml"],
+        ["train-cells", "--help"],
+    ],
+)
 def test_listing_and_checking_verbs_import_no_torch(verb):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", *verb], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nodedp", *verb],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()  # it printed what it lists or checks
-    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
-                if line.startswith("import time")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
+    }
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
 
 
@@ -177,20 +206,46 @@ def test_the_degree_bounding_verb_imports_no_torch_geometric(tiny_graph_dir, tin
     one of the grid's degree-bounding jobs."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     out = tmp_path / "in-degree~3.pt"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", "bound-degree", "--graph",
-                             str(tiny_graph_dir), "--split", str(tiny_split_path), "--kind", "in-degree", "--bound",
-                             "3", "--seed", "0", "--out", str(out)],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "nodedp",
+            "bound-degree",
+            "--graph",
+            str(tiny_graph_dir),
+            "--split",
+            str(tiny_split_path),
+            "--kind",
+            "in-degree",
+            "--bound",
+            "3",
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert out.is_file() and "kept" in result.stdout
-    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
-                if line.startswith("import time")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
+    }
     assert "torch" in imported and "torch_geometric" not in imported, " -> ".join(
-        _import_chain(result.stderr, "torch_geometric"))
+        _import_chain(result.stderr, "torch_geometric")
+    )
 
 
 def test_the_dp_appr_verb_imports_no_torch_geometric_and_builds_what_the_full_graph_builds(
-        tiny_graph_dir, tiny_split_path, tmp_path):
+    tiny_graph_dir, tiny_split_path, tmp_path
+):
     """DPAR's artifact needs the edges and sizes only: the verb skips torch_geometric (and PPRGo's module), and
     its artifact is the one build_dp_appr gives on the loaded graph."""
     import torch
@@ -202,20 +257,57 @@ def test_the_dp_appr_verb_imports_no_torch_geometric_and_builds_what_the_full_gr
     hparams = {"num_sources": 20, "k": 3, "sample_rate": 0.5, "max_rows": 2}
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     out = tmp_path / "eps~4.pt"
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "nodedp", "dp-appr", "--graph",
-                             str(tiny_graph_dir), "--split", str(tiny_split_path), "--method", "dpar-em0",
-                             "--hparams", json.dumps(hparams), "--epsilon", "4", "--delta", "1e-4",
-                             "--accountant", "auto", "--seed", "0", "--out", str(out)],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "nodedp",
+            "dp-appr",
+            "--graph",
+            str(tiny_graph_dir),
+            "--split",
+            str(tiny_split_path),
+            "--method",
+            "dpar-em0",
+            "--hparams",
+            json.dumps(hparams),
+            "--epsilon",
+            "4",
+            "--delta",
+            "1e-4",
+            "--accountant",
+            "auto",
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
-                if line.startswith("import time")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
+    }
     assert "torch_geometric" not in imported, " -> ".join(_import_chain(result.stderr, "torch_geometric"))
     graph = load_graph(tiny_graph_dir)
     info = get_method("dpar-em0")
-    expected = build_dp_appr(graph, load_split(tiny_split_path, num_nodes=graph.num_nodes), method="dpar-em0",
-                             hp=info.parse_hparams(hparams), target_epsilon=4.0, dataset="csbm-tiny",
-                             target_delta=1e-4, seed=0, accountant=info.resolve_accountant("auto"))
+    expected = build_dp_appr(
+        graph,
+        load_split(tiny_split_path, num_nodes=graph.num_nodes),
+        method="dpar-em0",
+        hp=info.parse_hparams(hparams),
+        target_epsilon=4.0,
+        dataset="csbm-tiny",
+        target_delta=1e-4,
+        seed=0,
+        accountant=info.resolve_accountant("auto"),
+    )
     written = torch.load(out, weights_only=True)
     assert sorted(written) == sorted(expected)
     for key, value in expected.items():

@@ -23,9 +23,11 @@ def test_requests_grow_with_the_graph_and_the_epochs(method):
     large = cell_memory_mb(method, PRODUCTS, margin=1.0, floor=1)
     assert small < large
     assert cell_runtime_min(method, ARXIV, epochs=1, margin=1, floor=1) <= cell_runtime_min(
-        method, ARXIV, epochs=50, margin=1, floor=1)
+        method, ARXIV, epochs=50, margin=1, floor=1
+    )
     assert cell_runtime_min(method, PRODUCTS, epochs=1, margin=1, floor=1) > cell_runtime_min(
-        method, ARXIV, epochs=1, margin=1, floor=1)
+        method, ARXIV, epochs=1, margin=1, floor=1
+    )
 
 
 def test_memory_estimates_cover_the_peaks_measured_on_the_products_standin():
@@ -39,9 +41,11 @@ def test_memory_estimates_cover_the_peaks_measured_on_the_products_standin():
 def test_quadratic_mechanisms_are_charged_per_node_pair():
     assert cost_of("nip-gnn").structure_s_per_pair > 0 and cost_of("dpdgc-nodp").epoch_s_per_pair > 0
     linear = cell_runtime_min("gap", PRODUCTS, epochs=1, margin=1, floor=1) / cell_runtime_min(
-        "gap", ARXIV, epochs=1, margin=1, floor=1)
+        "gap", ARXIV, epochs=1, margin=1, floor=1
+    )
     quadratic = cell_runtime_min("nip-gnn", PRODUCTS, epochs=1, margin=1, floor=1) / cell_runtime_min(
-        "nip-gnn", ARXIV, epochs=1, margin=1, floor=1)
+        "nip-gnn", ARXIV, epochs=1, margin=1, floor=1
+    )
     assert quadratic > 5 * linear
 
 

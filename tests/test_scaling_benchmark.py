@@ -31,8 +31,23 @@ def test_fit_exponent_recovers_a_power_law(scaling):
 
 def test_the_benchmark_writes_rows_and_exponents_per_method_and_stage(scaling, tmp_path):
     out = tmp_path / "out.json"
-    code = scaling.main(["--methods", "gap", "--nodes", "1500", "3000", "--epochs", "1",
-                         "--workdir", str(tmp_path / "work"), "--json", str(out), "--markdown", str(tmp_path / "t.md")])
+    code = scaling.main(
+        [
+            "--methods",
+            "gap",
+            "--nodes",
+            "1500",
+            "3000",
+            "--epochs",
+            "1",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+            "--markdown",
+            str(tmp_path / "t.md"),
+        ]
+    )
     assert code == 0
     result = json.loads(out.read_text())
     rows = result["rows"]

@@ -21,9 +21,29 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     _, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     for method, eps, extra in (("dp-mlp", "2", '{"epochs": 2, "batch_size": 32}'), ("mlp", "inf", '{"epochs": 1}')):
         out = root / f"results/runs/csbm-tiny/{method}/eps~{eps}/seed~0"
-        assert main(["train", "--graph", str(root / "resources/graphs/csbm-tiny"), "--split", str(split),
-                     "--method", method, "--epsilon", eps, "--seed", "0", "--hparams", extra, "--no-progress",
-                     "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--graph",
+                    str(root / "resources/graphs/csbm-tiny"),
+                    "--split",
+                    str(split),
+                    "--method",
+                    method,
+                    "--epsilon",
+                    eps,
+                    "--seed",
+                    "0",
+                    "--hparams",
+                    extra,
+                    "--no-progress",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
     return root
 
 
@@ -60,19 +80,33 @@ FORGERIES = {
     # δ = 0.5: ε near 0 at a δ that releases a node outright
     "target.delta": (lambda d: d["target"].update(delta=0.5), None),
     # 10 × the training examples, its sampling rate and event edited to match
-    "num_examples": (lambda d: (_dpsgd(d)["params"].update(num_examples=_dpsgd(d)["params"]["num_examples"] * 10),
-                                _set_rate(d, _dpsgd(d)["params"]["sampling_rate"] / 10)), None),
+    "num_examples": (
+        lambda d: (
+            _dpsgd(d)["params"].update(num_examples=_dpsgd(d)["params"]["num_examples"] * 10),
+            _set_rate(d, _dpsgd(d)["params"]["sampling_rate"] / 10),
+        ),
+        None,
+    ),
     # fewer steps than its epochs imply
     "steps": (lambda d: (_dpsgd(d)["params"].update(steps=2), _dpsgd(d)["dp_event"].update(count=2)), None),
     # more noise stated than drawn (a larger σ: a smaller ε)
-    "noise_multiplier": (lambda d: (_dpsgd(d)["params"].update(noise_multiplier=50.0, noise_std=50.0),
-                                    _dpsgd(d)["dp_event"]["event"]["event"].update(noise_multiplier=50.0)), None),
+    "noise_multiplier": (
+        lambda d: (
+            _dpsgd(d)["params"].update(noise_multiplier=50.0, noise_std=50.0),
+            _dpsgd(d)["dp_event"]["event"]["event"].update(noise_multiplier=50.0),
+        ),
+        None,
+    ),
     # the level
     "level": (lambda d: d.update(level="edge"), None),
     # a smaller clip norm in the ledger than the run's hyperparameters
-    "clip_norm": (lambda d: (_dpsgd(d)["params"].update(clip_norm=0.1,
-                                                        noise_std=_dpsgd(d)["params"]["noise_multiplier"] * 0.1),
-                             _dpsgd(d).update(sensitivity=0.1)), None),
+    "clip_norm": (
+        lambda d: (
+            _dpsgd(d)["params"].update(clip_norm=0.1, noise_std=_dpsgd(d)["params"]["noise_multiplier"] * 0.1),
+            _dpsgd(d).update(sensitivity=0.1),
+        ),
+        None,
+    ),
     # metrics saying another ε than the ledger's
     "epsilon": (None, lambda m: m.update(epsilon=0.5)),
     # hyperparameters in metrics that are not the ones the ledger was planned for
@@ -87,8 +121,9 @@ def test_every_forgery_of_a_real_run_is_refused_naming_the_field(workspace, tmp_
     forged = _forged(workspace, tmp_path, edit_ledger, edit_metrics)
     check = verify_run(forged)
     assert check.refusals, f"the {name} forgery verified"
-    assert any(name.split(".")[-1] in r.field or name in str(r) for r in check.refusals) or name == "batch", \
-        [str(r) for r in check.refusals]
+    assert any(name.split(".")[-1] in r.field or name in str(r) for r in check.refusals) or name == "batch", [
+        str(r) for r in check.refusals
+    ]
 
 
 def test_verify_prints_one_line_per_refused_run_and_exits_1(workspace, tmp_path, monkeypatch, capsys):
@@ -115,15 +150,23 @@ def test_every_planner_resolves_and_imports_no_torch():
     import subprocess
     import sys
 
-    code = ("import json, sys\n"
-            "from nodedp.methods import get_method, method_names\n"
-            "from nodedp.plans import planner_of\n"
-            "found = [n for n in method_names() if get_method(n).private and planner_of(get_method(n)) is not None]\n"
-            "print(json.dumps({'planned': found, 'heavy': [m for m in ('torch', 'torch_geometric') "
-            "if m in sys.modules]}))\n")
+    code = (
+        "import json, sys\n"
+        "from nodedp.methods import get_method, method_names\n"
+        "from nodedp.plans import planner_of\n"
+        "found = [n for n in method_names() if get_method(n).private and planner_of(get_method(n)) is not None]\n"
+        "print(json.dumps({'planned': found, 'heavy': [m for m in ('torch', 'torch_geometric') "
+        "if m in sys.modules]}))\n"
+    )
     src = Path(__file__).resolve().parents[1] / "src"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
-                         env={**os.environ, "PYTHONPATH": str(src)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(src)},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     from nodedp.methods import get_method, method_names

@@ -18,8 +18,15 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 
 def _nodedp(tmp_path: Path, *args: str, worker_idle: str, **env: str) -> subprocess.CompletedProcess:
     environ = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NODEDP_WORKER=worker_idle, **env)
-    return subprocess.run([sys.executable, "-m", "nodedp", *args], cwd=tmp_path, env=environ, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nodedp", *args],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _workers() -> set[int]:
@@ -45,10 +52,41 @@ def test_a_command_in_the_worker_writes_what_it_writes_directly(tmp_path):
 
 
 def test_the_worker_keeps_the_callers_directory_environment_and_exit_status(tmp_path):
-    bad = _nodedp(tmp_path, "train", "--graph", "missing", "--split", "missing.pt", "--method", "dp-mlp",
-                  "--epsilon", "1", "--seed", "0", "--out", "run", worker_idle="30", NODEDP_MIRROR="http://x.invalid")
-    direct = _nodedp(tmp_path, "train", "--graph", "missing", "--split", "missing.pt", "--method", "dp-mlp",
-                     "--epsilon", "1", "--seed", "0", "--out", "run", worker_idle="0")
+    bad = _nodedp(
+        tmp_path,
+        "train",
+        "--graph",
+        "missing",
+        "--split",
+        "missing.pt",
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--out",
+        "run",
+        worker_idle="30",
+        NODEDP_MIRROR="http://x.invalid",
+    )
+    direct = _nodedp(
+        tmp_path,
+        "train",
+        "--graph",
+        "missing",
+        "--split",
+        "missing.pt",
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--out",
+        "run",
+        worker_idle="0",
+    )
     assert bad.returncode == direct.returncode == 2
     assert bad.stderr == direct.stderr and "missing" in bad.stderr
     usage = _nodedp(tmp_path, "no-such-verb", worker_idle="30")

@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 
-def lazy_exports(package: str, submodules: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any]
-                 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(
+    package: str, submodules: Mapping[str, tuple[str, ...]], namespace: MutableMapping[str, Any]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for ``package`` whose public names live in ``submodules``
     (submodule -> names); ``namespace`` is the package's ``globals()``, where a loaded name stays."""
     home = {name: module for module, names in submodules.items() for name in names}

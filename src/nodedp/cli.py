@@ -30,8 +30,10 @@ PROGRESS_ENV = "NODEDP_PROGRESS"  # "1": progress on by default (the workflow's 
 # A file descriptor open on the console (the workflow's rules set it: their stdout and stderr go to their logs): a
 # failing verb writes its one-line error there too, with the log's path, so the message reaches the user.
 CONSOLE_ENV = "NODEDP_CONSOLE_FD"
-PROGRESS_HELP = (f"progress bar on stderr (default: on when stderr is a terminal or ${PROGRESS_ENV}=1, as in the "
-                 f"workflow's rules); into a log file it is one line every {PROGRESS_INTERVAL_S:g} s")
+PROGRESS_HELP = (
+    f"progress bar on stderr (default: on when stderr is a terminal or ${PROGRESS_ENV}=1, as in the "
+    f"workflow's rules); into a log file it is one line every {PROGRESS_INTERVAL_S:g} s"
+)
 STARTED = time.monotonic()
 
 
@@ -147,10 +149,13 @@ def recorded_stages(args: argparse.Namespace, run: Callable[[], Any], *, device:
 
     with StageRecorder(resolve_device(device)) as recorder:
         result = run()
-    write_json(Path(path), {
-        "stages": {name: dataclasses.asdict(t) for name, t in recorder.totals().items()},
-        "segments": [dataclasses.asdict(t) for t in recorder.timings],
-    })
+    write_json(
+        Path(path),
+        {
+            "stages": {name: dataclasses.asdict(t) for name, t in recorder.totals().items()},
+            "segments": [dataclasses.asdict(t) for t in recorder.timings],
+        },
+    )
     return result
 
 
@@ -171,8 +176,10 @@ def cmd_methods(args: argparse.Namespace) -> None:
     config = read_config(args.config) if args.config else {}
     grid = config.get("methods") or {}
     if args.verbose:
-        print("hyperparameters: a config's `methods:` entry (config), on top of the suite's tuned block in "
-              "nodedp/methods/tuned.yaml (tuned), key by key; a key set in neither takes the method's default\n")
+        print(
+            "hyperparameters: a config's `methods:` entry (config), on top of the suite's tuned block in "
+            "nodedp/methods/tuned.yaml (tuned), key by key; a key set in neither takes the method's default\n"
+        )
     for name in method_names():
         info = get_method(name)
         print(f"{name:12s} {info.level:5s} {info.description}")
@@ -212,14 +219,26 @@ def cmd_check_config(args: argparse.Namespace) -> None:
     for study in config["studies"].values():
         for method in study["methods"]:
             private = get_method(resolve_method(config, method)[0]).private
-            cells |= {(d, method, e, s) for d in study["datasets"] for e in (study["epsilons"] if private else ["inf"])
-                      for s in study["seeds"]}
+            cells |= {
+                (d, method, e, s)
+                for d in study["datasets"]
+                for e in (study["epsilons"] if private else ["inf"])
+                for s in study["seeds"]
+            }
     print(f"{args.config}: OK; studies {', '.join(config['studies'])}: {len(cells)} training cell(s)")
-    unsized = sorted({d for study in config["studies"].values() for d in study["datasets"]
-                      if public_size(d, graphs_dir=Path(args.graphs)) is None})
+    unsized = sorted(
+        {
+            d
+            for study in config["studies"].values()
+            for d in study["datasets"]
+            if public_size(d, graphs_dir=Path(args.graphs)) is None
+        }
+    )
     if unsized:
-        print(f"not built yet, so their δ and batch sizes are checked when the workflow cuts their splits (before "
-              f"any training): {', '.join(unsized)}")
+        print(
+            f"not built yet, so their δ and batch sizes are checked when the workflow cuts their splits (before "
+            f"any training): {', '.join(unsized)}"
+        )
 
 
 def cmd_download(args: argparse.Namespace) -> None:
@@ -264,10 +283,12 @@ def check_split_limits(limits: dict, split: Split, *, graph: Path) -> None:
     from nodedp.io import read_json
 
     meta = read_json(graph / "meta.json")
-    size = PublicSize(num_nodes=meta["num_nodes"],
-                      num_edges=meta["num_edges"] // 2 if meta.get("is_undirected") else meta["num_edges"],
-                      num_train=split.train.numel(),
-                      source=f"{graph / 'meta.json'} and its {split.setting} split of seed {split.seed}")
+    size = PublicSize(
+        num_nodes=meta["num_nodes"],
+        num_edges=meta["num_edges"] // 2 if meta.get("is_undirected") else meta["num_edges"],
+        num_train=split.train.numel(),
+        source=f"{graph / 'meta.json'} and its {split.setting} split of seed {split.seed}",
+    )
     try:
         check_size_limits(limits, size)
     except ConfigError as err:
@@ -285,12 +306,18 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
     edges = graph["edge_index"]
     if split.setting == "inductive":
         edges = remove_cross_split_edges(edges, split)
-    artifact = recorded_stages(args, lambda: degree_artifact(edges, kind=args.kind, bound=args.bound, seed=args.seed,
-                                                             num_nodes=num_nodes, train_nodes=split.train))
+    artifact = recorded_stages(
+        args,
+        lambda: degree_artifact(
+            edges, kind=args.kind, bound=args.bound, seed=args.seed, num_nodes=num_nodes, train_nodes=split.train
+        ),
+    )
     torch_save_atomic(artifact, Path(args.out))
     # Counts of the input graph, for this log alone (analysis of the dataset, never part of a run's release).
-    print(f"{args.kind} ≤ {args.bound}: kept {artifact['edge_index'].size(1)} of {edges.size(1)} edges (analysis of "
-          f"the dataset; nodes over {artifact['identity_bound']}: the dataset's stability report)")
+    print(
+        f"{args.kind} ≤ {args.bound}: kept {artifact['edge_index'].size(1)} of {edges.size(1)} edges (analysis of "
+        f"the dataset; nodes over {artifact['identity_bound']}: the dataset's stability report)"
+    )
 
 
 def cmd_stability(args: argparse.Namespace) -> None:
@@ -310,15 +337,34 @@ def cmd_stability(args: argparse.Namespace) -> None:
     # Every removal re-runs the whole bounding: on large graphs a smaller sample keeps the work ~ 2·10⁷ edges.
     sample = args.sample or max(20, min(200, int(2e7 // max(1, edges.size(1)))))
     note(f"{meta['name']}: re-running each degree bounding without each of {sample} + {args.hubs} node(s)")
-    report = bounding_report(edges, num_nodes=num_nodes, train_nodes=split.train,
-                             in_degree_bound=info.in_degree_bound, out_degree_bound=info.out_degree_bound,
-                             seed=args.seed, sample=sample, hubs=args.hubs)
-    write_json(Path(args.out), {"about": "analysis of the dataset (counts of the input graph), never part of a run",
-                                "dataset": meta["name"], "split": args.split, "sample": sample,
-                                "hubs": args.hubs, "seed": args.seed, "kinds": report})
+    report = bounding_report(
+        edges,
+        num_nodes=num_nodes,
+        train_nodes=split.train,
+        in_degree_bound=info.in_degree_bound,
+        out_degree_bound=info.out_degree_bound,
+        seed=args.seed,
+        sample=sample,
+        hubs=args.hubs,
+    )
+    write_json(
+        Path(args.out),
+        {
+            "about": "analysis of the dataset (counts of the input graph), never part of a run",
+            "dataset": meta["name"],
+            "split": args.split,
+            "sample": sample,
+            "hubs": args.hubs,
+            "seed": args.seed,
+            "kinds": report,
+        },
+    )
     for kind, r in report.items():
-        units = ", ".join(f"{u} max {v['max']:g} (mean {v['mean']:.3g}) / {v['accountant']:g}"
-                          for u, v in r.items() if isinstance(v, dict) and "accountant" in v)
+        units = ", ".join(
+            f"{u} max {v['max']:g} (mean {v['mean']:.3g}) / {v['accountant']:g}"
+            for u, v in r.items()
+            if isinstance(v, dict) and "accountant" in v
+        )
         print(f"{kind} <= {r.get('bound')}: {100 * r['frac_over_bound']:.1f}% of nodes over; {units}")
 
 
@@ -333,11 +379,14 @@ def load_structure(paths: Sequence[str]) -> dict:
             artifact = torch.load(path, weights_only=True)
         except Exception as err:  # a truncated file: torch raises many types, with long messages
             problem = (str(err).strip().splitlines() or [""])[0]
-            raise ValueError(f"{path}: not a readable structure artifact ({type(err).__name__}: {problem}); "
-                             "rebuild it (`python -m nodedp bound-degree` or `dp-appr`)") from err
+            raise ValueError(
+                f"{path}: not a readable structure artifact ({type(err).__name__}: {problem}); "
+                "rebuild it (`python -m nodedp bound-degree` or `dp-appr`)"
+            ) from err
         if not isinstance(artifact, dict) or "kind" not in artifact:
-            raise ValueError(f"{path}: not a structure artifact (no 'kind'); made by `python -m nodedp bound-degree` "
-                             "or `dp-appr`")
+            raise ValueError(
+                f"{path}: not a structure artifact (no 'kind'); made by `python -m nodedp bound-degree` or `dp-appr`"
+            )
         # degree bounds: {"kind", "bound", "seed", "edge_index"}; DPAR's: see nodedp.methods.dpar.build_dp_appr
         structure[artifact["kind"]] = artifact
     return structure
@@ -348,8 +397,10 @@ def check_structure(method: str, needs: Sequence[str], structure: dict) -> None:
     missing = [kind for kind in needs if kind not in structure]
     if missing:
         made_by = ", ".join("`dp-appr`" if kind == "dp-appr" else f"`bound-degree --kind {kind}`" for kind in missing)
-        raise ValueError(f"method {method!r} needs the structure artifact(s) {missing}: pass --structure with the "
-                         f"file(s) made by {made_by} (got {sorted(structure) or 'none'})")
+        raise ValueError(
+            f"method {method!r} needs the structure artifact(s) {missing}: pass --structure with the "
+            f"file(s) made by {made_by} (got {sorted(structure) or 'none'})"
+        )
 
 
 def check_reference_name(name: str, hp) -> None:
@@ -358,13 +409,16 @@ def check_reference_name(name: str, hp) -> None:
 
     paper = getattr(hp, "accounting", "suite") == "paper"
     if paper != name.endswith(REFERENCE_SUFFIX):
-        raise ValueError(f"run name {name!r}: a run with the paper's accounting (accounting: paper) must be named "
-                         f"'<method>{REFERENCE_SUFFIX}', and only such a run; got accounting "
-                         f"{getattr(hp, 'accounting', 'suite')!r}")
+        raise ValueError(
+            f"run name {name!r}: a run with the paper's accounting (accounting: paper) must be named "
+            f"'<method>{REFERENCE_SUFFIX}', and only such a run; got accounting "
+            f"{getattr(hp, 'accounting', 'suite')!r}"
+        )
 
 
-def method_settings(args: argparse.Namespace, epsilon: float | None = None
-                    ) -> tuple[str, str, Any, Any, float | str, str]:
+def method_settings(
+    args: argparse.Namespace, epsilon: float | None = None
+) -> tuple[str, str, Any, Any, float | str, str]:
     """(method, name, registry entry, parsed hyperparameters, δ, accountant) of a run from ``--method``,
     ``--name``, ``--epsilon`` (or ``epsilon``) and either ``--hparams``/``--delta``/``--accountant`` or
     ``--config`` (whose variant, privacy δ and accountant win)."""
@@ -396,29 +450,40 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     from nodedp.accounting import ACCOUNTANT_POLICIES
 
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--hparams", help="the method's hyperparameters as JSON, on top of its code defaults "
-                                          "(default: the suite's tuned settings, nodedp/methods/tuned.yaml; "
-                                          "--method may then name a tuned variant)")
-    source.add_argument("--config", help="read hyperparameters (the tuned settings with the config's `methods:` "
-                                         "on top) and privacy settings from this config.yaml")
+    source.add_argument(
+        "--hparams",
+        help="the method's hyperparameters as JSON, on top of its code defaults "
+        "(default: the suite's tuned settings, nodedp/methods/tuned.yaml; "
+        "--method may then name a tuned variant)",
+    )
+    source.add_argument(
+        "--config",
+        help="read hyperparameters (the tuned settings with the config's `methods:` "
+        "on top) and privacy settings from this config.yaml",
+    )
     p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
-    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
-                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
-                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
+    p.add_argument(
+        "--accountant",
+        default="auto",
+        choices=ACCOUNTANT_POLICIES,
+        help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
+        "tightly, RDP for the rest; or force 'rdp' or 'pld'",
+    )
 
 
 def add_stage_timings_option(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--stage-timings", metavar="FILE",
-                   help=f"also write the wall time and peak memory {what} to this JSON file, as "
-                        "benchmarks/scaling.py reads them")
+    p.add_argument(
+        "--stage-timings",
+        metavar="FILE",
+        help=f"also write the wall time and peak memory {what} to this JSON file, as benchmarks/scaling.py reads them",
+    )
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:
     """Where and how a training verb runs: --device, --threads, --progress."""
     p.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda'")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
-                   help=PROGRESS_HELP)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(), help=PROGRESS_HELP)
 
 
 def _target_delta(info, meta: dict, graph, delta: float | str) -> float:
@@ -445,8 +510,9 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     from nodedp.methods.dpar import OPTIONS, build_dp_appr
 
     if args.method not in OPTIONS:
-        raise ValueError(f"dp-appr builds DPAR's artifact; --method must be one of {list(OPTIONS)}, "
-                         f"got {args.method!r}")
+        raise ValueError(
+            f"dp-appr builds DPAR's artifact; --method must be one of {list(OPTIONS)}, got {args.method!r}"
+        )
     info = get_method(args.method)
     info.check_epsilon(args.epsilon)
     if args.hparams is not None:
@@ -465,22 +531,41 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
     target_delta = _target_delta(info, meta, graph, args.delta)
-    artifact = recorded_stages(args, lambda: build_dp_appr(
-        graph, split, method=args.method, hp=hp, target_epsilon=args.epsilon, dataset=meta["name"],
-        target_delta=target_delta, seed=args.seed, accountant=info.resolve_accountant(args.accountant)))
+    artifact = recorded_stages(
+        args,
+        lambda: build_dp_appr(
+            graph,
+            split,
+            method=args.method,
+            hp=hp,
+            target_epsilon=args.epsilon,
+            dataset=meta["name"],
+            target_delta=target_delta,
+            seed=args.seed,
+            accountant=info.resolve_accountant(args.accountant),
+        ),
+    )
     out = Path(args.out)
     ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     # The ledger beside the artifact is for reading; training composes the copy inside the artifact.
     write_ledger(ledger, out.with_suffix(".ledger.json"))
     torch_save_atomic(artifact, out)
     spent = "non-private" if not ledger.private else f"ε = {ledger.composed()[0]:.4f} of {args.epsilon}"
-    print(f"{args.method} DP-APPR: {artifact['sources'].numel()} sources in a sample of {artifact['sample'].numel()} "
-          f"nodes, APPR in {artifact['appr_seconds']:.2f} s; {spent}")
+    print(
+        f"{args.method} DP-APPR: {artifact['sources'].numel()} sources in a sample of {artifact['sample'].numel()} "
+        f"nodes, APPR in {artifact['appr_seconds']:.2f} s; {spent}"
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    cell = {"graph": args.graph, "epsilon": args.epsilon, "seed": args.seed, "split": args.split,
-            "structure": args.structure, "out": args.out}
+    cell = {
+        "graph": args.graph,
+        "epsilon": args.epsilon,
+        "seed": args.seed,
+        "split": args.split,
+        "structure": args.structure,
+        "out": args.out,
+    }
     _train_cells(args, [cell])
 
 
@@ -488,14 +573,24 @@ def cmd_train_cells(args: argparse.Namespace) -> None:
     _train_cells(args, parse_cells(args.cells))
 
 
-CELL_KEYS = {"graph": "canonical graph directory",
-             "epsilon": "target ε (a number, or 'inf' for a non-private method)", "seed": "an integer",
-             "split": "the stored split (.pt)", "structure": "a list of structure artifacts (.pt)",
-             "out": "the run directory", "log": "optional: a file that gets the cell's output"}
-AUDIT_CELL_KEYS = {"graph": "canonical graph directory", "epsilon": "target (or, @paper, claimed) ε",
-                   "seed": "an integer", "split": "the stored split (.pt)",
-                   "canaries": "optional: the number of canaries (0, the default: as --canaries 0)",
-                   "out": "the audit JSON file", "log": "optional: a file that gets the cell's output"}
+CELL_KEYS = {
+    "graph": "canonical graph directory",
+    "epsilon": "target ε (a number, or 'inf' for a non-private method)",
+    "seed": "an integer",
+    "split": "the stored split (.pt)",
+    "structure": "a list of structure artifacts (.pt)",
+    "out": "the run directory",
+    "log": "optional: a file that gets the cell's output",
+}
+AUDIT_CELL_KEYS = {
+    "graph": "canonical graph directory",
+    "epsilon": "target (or, @paper, claimed) ε",
+    "seed": "an integer",
+    "split": "the stored split (.pt)",
+    "canaries": "optional: the number of canaries (0, the default: as --canaries 0)",
+    "out": "the audit JSON file",
+    "log": "optional: a file that gets the cell's output",
+}
 
 
 def parse_cells(text: str, keys: dict[str, str] = CELL_KEYS) -> list[dict]:
@@ -521,16 +616,22 @@ def parse_cells(text: str, keys: dict[str, str] = CELL_KEYS) -> list[dict]:
         missing = set(keys) - optional - (set(cell) if isinstance(cell, dict) else set())
         unknown = set(cell) - set(keys) if isinstance(cell, dict) else set()
         if missing or unknown:
-            raise ValueError(f"{where}: cell {i} lacks {sorted(missing)} / has unknown {sorted(unknown)}; "
-                             f"a cell has {valid}")
+            raise ValueError(
+                f"{where}: cell {i} lacks {sorted(missing)} / has unknown {sorted(unknown)}; a cell has {valid}"
+            )
         try:
             cell["epsilon"] = parse_epsilon(str(cell["epsilon"]))
         except argparse.ArgumentTypeError as err:
             raise ValueError(f"{where}: cell {i}: {err}") from None
-        if not isinstance(cell["seed"], int) or isinstance(cell["seed"], bool) or not isinstance(
-                cell.get("structure", []), list):
-            raise ValueError(f"{where}: cell {i}: seed must be an integer and structure a list, got "
-                             f"{cell['seed']!r} and {cell.get('structure')!r}")
+        if (
+            not isinstance(cell["seed"], int)
+            or isinstance(cell["seed"], bool)
+            or not isinstance(cell.get("structure", []), list)
+        ):
+            raise ValueError(
+                f"{where}: cell {i}: seed must be an integer and structure a list, got "
+                f"{cell['seed']!r} and {cell.get('structure')!r}"
+            )
         canaries = cell.get("canaries", 0)
         if not isinstance(canaries, int) or isinstance(canaries, bool) or canaries < 0:
             raise ValueError(f"{where}: cell {i}: canaries must be a non-negative integer, got {canaries!r}")
@@ -565,9 +666,10 @@ def _run_cells(args: argparse.Namespace, cells: list[dict], settings: list, run:
     for i, (cell, cell_settings) in enumerate(zip(cells, settings)):
         log = cell.get("log")
         if len(cells) > 1:
-            note(f"cell {i + 1}/{len(cells)}: {Path(cell['graph']).name}, ε = {format_epsilon(cell['epsilon'])}, "
-                 f"seed {cell['seed']}"
-                 + (f" (log: {log})" if log else ""))
+            note(
+                f"cell {i + 1}/{len(cells)}: {Path(cell['graph']).name}, ε = {format_epsilon(cell['epsilon'])}, "
+                f"seed {cell['seed']}" + (f" (log: {log})" if log else "")
+            )
         if log is None:
             run(args, cell, cell_settings)
             continue
@@ -621,8 +723,10 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     meta, graph = _loaded_graph(str(cell["graph"]))
     graph = graph.clone()  # a method may change its input in place: the next cell gets the graph as read
     split = load_split(Path(cell["split"]), num_nodes=graph.num_nodes)
-    note(f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training; training {name} "
-         f"at ε = {cell['epsilon']:g}, seed {cell['seed']}")
+    note(
+        f"{meta['name']}: {graph.num_nodes} nodes, {split.train.numel()} training; training {name} "
+        f"at ε = {cell['epsilon']:g}, seed {cell['seed']}"
+    )
     target_delta = _target_delta(info, meta, graph, delta)
     spec = RunSpec(
         dataset=meta["name"],
@@ -634,9 +738,7 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
         device=args.device,
         progress=args.progress,
     )
-    inputs = RunInputs(
-        graph=graph, split=split, num_classes=meta["num_classes"], structure=structure
-    )
+    inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"], structure=structure)
     result = recorded_stages(args, lambda: info.run(inputs, spec, hp), device=args.device)
 
     ledger = result.ledger
@@ -646,8 +748,10 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
             f"differs from the run's ({spec.target_epsilon}, {spec.target_delta})"
         )
     if (ledger.claim is not None) != (getattr(hp, "accounting", "suite") == "paper"):
-        raise ValueError(f"{name}: a run with the paper's accounting must record the paper's claim in its ledger, "
-                         "and only such a run")
+        raise ValueError(
+            f"{name}: a run with the paper's accounting must record the paper's claim in its ledger, "
+            "and only such a run"
+        )
     ledger.check()
     epsilon, spent_delta = ledger.composed()
     out = Path(cell["out"])
@@ -681,14 +785,22 @@ def _train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     write_json(out / "metrics.json", metrics)
     eps_text = f"ε = {epsilon:.4f} ≤ {spec.target_epsilon} (δ = {spent_delta:g})" if info.private else "non-private"
     if ledger.claim is not None:
-        eps_text = (f"reference mode: the paper claims ε = {ledger.claim.epsilon:g} at δ = {ledger.claim.delta:g}; "
-                    f"actual ε = {ledger.actual_claim_epsilon():.4g} there, {epsilon:.4g} at δ = {spent_delta:g}")
+        eps_text = (
+            f"reference mode: the paper claims ε = {ledger.claim.epsilon:g} at δ = {ledger.claim.delta:g}; "
+            f"actual ε = {ledger.actual_claim_epsilon():.4g} there, {epsilon:.4g} at δ = {spent_delta:g}"
+        )
     print(f"{spec.method} on {spec.dataset} seed {spec.seed}: test accuracy {result.test['accuracy']:.4f}; {eps_text}")
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
-    cell = {"graph": args.graph, "epsilon": args.epsilon, "seed": args.seed, "split": args.split,
-            "canaries": args.canaries, "out": args.out}
+    cell = {
+        "graph": args.graph,
+        "epsilon": args.epsilon,
+        "seed": args.seed,
+        "split": args.split,
+        "canaries": args.canaries,
+        "out": args.out,
+    }
     _audit_cells(args, [cell])
 
 
@@ -706,8 +818,10 @@ def _audit_cells(args: argparse.Namespace, cells: list[dict]) -> None:
 def _audit_settings(args: argparse.Namespace, cell: dict) -> tuple:
     method, name, info, hp, delta, accountant = settings = method_settings(args, cell["epsilon"])
     if not info.private or info.level != "node":
-        raise ValueError(f"method {name!r} is {'not private' if not info.private else info.level + '-level'}: the "
-                         "audit bounds node-level ε (audit a node-level private method; see `methods`)")
+        raise ValueError(
+            f"method {name!r} is {'not private' if not info.private else info.level + '-level'}: the "
+            "audit bounds node-level ε (audit a node-level private method; see `methods`)"
+        )
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
     canaries = cell.get("canaries", 0)
@@ -732,17 +846,43 @@ def _audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     meta, graph = _loaded_graph(str(cell["graph"]))
     graph = graph.clone()  # the next cell gets the graph as read
     split = load_split(Path(cell["split"]), num_nodes=graph.num_nodes)
-    spec = RunSpec(dataset=meta["name"], method=name, seed=seed, target_epsilon=epsilon,
-                   target_delta=_target_delta(info, meta, graph, delta), accountant=info.resolve_accountant(accountant),
-                   device=args.device, progress=args.progress)
+    spec = RunSpec(
+        dataset=meta["name"],
+        method=name,
+        seed=seed,
+        target_epsilon=epsilon,
+        target_delta=_target_delta(info, meta, graph, delta),
+        accountant=info.resolve_accountant(accountant),
+        device=args.device,
+        progress=args.progress,
+    )
     inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"])
     bounds = structure_bounds(get_dataset(meta["name"]), dataclasses.asdict(hp))
-    note(f"{meta['name']}: auditing {name} at ε = {epsilon:g}, seed {seed}"
-         f" with {canaries or 'the default number of'} canaries")
-    result = audit_run(inputs, spec, hp, method=method, bounds=bounds, m=canaries or None, seed=seed,
-                       confidence=args.confidence, dataset=meta["name"])
-    record: dict[str, Any] = {"dataset": meta["name"], "name": name, "base_method": method, "seed": seed,
-                              "target_epsilon": epsilon, **result.as_dict(), "method": name, "mia": None}
+    note(
+        f"{meta['name']}: auditing {name} at ε = {epsilon:g}, seed {seed}"
+        f" with {canaries or 'the default number of'} canaries"
+    )
+    result = audit_run(
+        inputs,
+        spec,
+        hp,
+        method=method,
+        bounds=bounds,
+        m=canaries or None,
+        seed=seed,
+        confidence=args.confidence,
+        dataset=meta["name"],
+    )
+    record: dict[str, Any] = {
+        "dataset": meta["name"],
+        "name": name,
+        "base_method": method,
+        "seed": seed,
+        "target_epsilon": epsilon,
+        **result.as_dict(),
+        "method": name,
+        "mia": None,
+    }
     if args.mia:
         from nodedp.audit.mia import tstf_attack
 
@@ -754,12 +894,15 @@ def _audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     write_json(Path(cell["out"]), record)
     verdict = "VIOLATED" if result.violated else "holds"
     releases = [r for r in (result.nap_release, result.dpsgd_release) if r is not None]
-    verdict += "".join(f"; its {r.target} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}"
-                       for r in releases)
+    verdict += "".join(
+        f"; its {r.target} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}" for r in releases
+    )
     mia = "" if record["mia"] is None else f"; TSTF attack accuracy {record['mia']['accuracy']:.3f}"
-    print(f"{name} on {meta['name']} seed {seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
-          f"empirical lower bound {result.lower_bound:.4g} at {result.one_run.confidence:.0%} confidence "
-          f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}")
+    print(
+        f"{name} on {meta['name']} seed {seed}: claimed ε = {result.claimed_epsilon:.4g} ({result.accounting}); "
+        f"empirical lower bound {result.lower_bound:.4g} at {result.one_run.confidence:.0%} confidence "
+        f"({result.included} of {result.canaries} canaries in); AUC {result.auc:.3f}; claim {verdict}{mia}"
+    )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -777,9 +920,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
         elif not check.replanned:
             self_only.setdefault(check.method, []).append(run)
     unplanned = sum(len(v) for v in self_only.values())
-    print(f"{len(runs)} run(s): {len(runs) - refused - unplanned} re-planned from public inputs and verified, "
-          f"{refused} refused" + (f", {unplanned} checked against themselves and their metrics only (no planner "
-                                  f"yet for {', '.join(sorted(self_only))})" if unplanned else ""))
+    print(
+        f"{len(runs)} run(s): {len(runs) - refused - unplanned} re-planned from public inputs and verified, "
+        f"{refused} refused"
+        + (
+            f", {unplanned} checked against themselves and their metrics only (no planner "
+            f"yet for {', '.join(sorted(self_only))})"
+            if unplanned
+            else ""
+        )
+    )
     return 1 if refused else 2 if self_only else 0
 
 
@@ -825,7 +975,8 @@ def cmd_reproduction(args: argparse.Namespace) -> None:
     names = ("reproduction", "claims", "crossover")
     paths = {f"{n}_{ext}": out / f"{n}.{ext}" for n in names for ext in ("md", "tex")}
     counts = write_reproduction_tables(
-        pl.read_parquet(args.summary), **paths,
+        pl.read_parquet(args.summary),
+        **paths,
         regenerate_command="snakemake --cores 2 " + " ".join(str(paths[f"{n}_md"]) for n in names),
     )
     print(", ".join(f"{n}: {c} rows" for n, c in zip(names, counts, strict=True)) + f" in {out}")
@@ -873,10 +1024,14 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
     caption = plot_audit(summary, Path(args.png))
     atomic_write(Path(args.caption), lambda tmp: tmp.write_text(caption + "\n", encoding="utf-8"))
     violated = summary.filter(summary["violated"])
-    print(f"{summary.height} audited cell(s) into {args.markdown}, {args.latex}, {args.png}; "
-          f"{violated.height} with the lower bound above the claimed ε"
-          + "".join(f"\n  {r['dataset']} {r['method']} ε = {r['claimed_epsilon']:.3g}: lower bound "
-                    f"{r['epsilon_lower']:.3g}" for r in violated.iter_rows(named=True)))
+    print(
+        f"{summary.height} audited cell(s) into {args.markdown}, {args.latex}, {args.png}; "
+        f"{violated.height} with the lower bound above the claimed ε"
+        + "".join(
+            f"\n  {r['dataset']} {r['method']} ε = {r['claimed_epsilon']:.3g}: lower bound {r['epsilon_lower']:.3g}"
+            for r in violated.iter_rows(named=True)
+        )
+    )
 
 
 def cmd_paper_tables(args: argparse.Namespace) -> None:
@@ -922,10 +1077,13 @@ def cmd_report_page(args: argparse.Namespace) -> None:
         page = markdown_table_html(Path(args.inputs[0]).read_text(encoding="utf-8"), title=args.title)
     elif args.kind == "ledgers":
         runs = pl.concat([pl.read_parquet(p) for p in args.inputs], how="diagonal_relaxed")
-        page = table_html(ledger_summary(runs), title=args.title,
-                          notes="One row per cell (dataset, method, target ε): what its runs' verified ledgers "
-                                "spent, the largest over its seeds. Reference-mode cells (reference = true) also give "
-                                "the paper's δ and the ε actually spent there (claim_actual_epsilon_max).")
+        page = table_html(
+            ledger_summary(runs),
+            title=args.title,
+            notes="One row per cell (dataset, method, target ε): what its runs' verified ledgers "
+            "spent, the largest over its seeds. Reference-mode cells (reference = true) also give "
+            "the paper's δ and the ε actually spent there (claim_actual_epsilon_max).",
+        )
     else:
         if len(args.inputs) != 1:
             raise ValueError("--kind about reads one file: the resolved configuration as JSON")
@@ -963,32 +1121,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb("datasets", cmd_datasets, "list the dataset registry")
     p = verb("methods", cmd_methods, "list the method registry and its variants (the suite's tuned ones, a config's)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="also print each method's hyperparameters (tuned, the config's, or the default) and each "
-                        "variant's")
-    p.add_argument("--config", default=None,
-                   help="resolve with this config file's `methods:` on top of the tuned settings, and list the "
-                        "variants it defines (name, base method, keys set on top)")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also print each method's hyperparameters (tuned, the config's, or the default) and each variant's",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="resolve with this config file's `methods:` on top of the tuned settings, and list the "
+        "variants it defines (name, base method, keys set on top)",
+    )
 
-    p = verb("check-config", cmd_check_config,
-             "check a config file as the workflow does before any job: YAML syntax, schema, methods and "
-             "hyperparameters, δ and batch sizes against the datasets' public sizes")
+    p = verb(
+        "check-config",
+        cmd_check_config,
+        "check a config file as the workflow does before any job: YAML syntax, schema, methods and "
+        "hyperparameters, δ and batch sizes against the datasets' public sizes",
+    )
     p.add_argument("config", nargs="?", default="config.yaml", help="the config file (default: config.yaml)")
-    p.add_argument("--graphs", default="resources/graphs",
-                   help="folder of built graphs, whose meta.json give the sizes of downloaded datasets "
-                        "(default: resources/graphs, the workflow's)")
-    p.add_argument("--schema", default=None,
-                   help="the JSON schema (default: workflow/schemas/config.schema.yaml of this checkout)")
+    p.add_argument(
+        "--graphs",
+        default="resources/graphs",
+        help="folder of built graphs, whose meta.json give the sizes of downloaded datasets "
+        "(default: resources/graphs, the workflow's)",
+    )
+    p.add_argument(
+        "--schema", default=None, help="the JSON schema (default: workflow/schemas/config.schema.yaml of this checkout)"
+    )
 
     p = verb("download", cmd_download, "fetch a dataset's upstream files (checksums verified; mirror: $NODEDP_MIRROR)")
     p.add_argument("--dataset", required=True, help="a downloaded dataset id (see `datasets`)")
     p.add_argument("--out", required=True, help="download directory (appears complete or not at all)")
-    p.add_argument("--mirror", default=None,
-                   help="base URL that serves https://HOST/PATH as MIRROR/HOST/PATH (default: $NODEDP_MIRROR)")
-    p.add_argument("--lock", default=None,
-                   help="checksum lock file for unpinned files (default: checksums.lock.json beside --out)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(),
-                   help=PROGRESS_HELP)
+    p.add_argument(
+        "--mirror",
+        default=None,
+        help="base URL that serves https://HOST/PATH as MIRROR/HOST/PATH (default: $NODEDP_MIRROR)",
+    )
+    p.add_argument(
+        "--lock", default=None, help="checksum lock file for unpinned files (default: checksums.lock.json beside --out)"
+    )
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(), help=PROGRESS_HELP)
 
     p = verb("graph", cmd_graph, "build a dataset into the canonical format (graph.pt + meta.json)")
     p.add_argument("--dataset", required=True, help="a dataset id (see `datasets`)")
@@ -997,21 +1171,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("split", cmd_split, "store a train/val/test split as the dataset's protocol says")
     p.add_argument("--graph", required=True, help="canonical graph directory")
-    p.add_argument("--setting", default=None, choices=["transductive", "inductive"],
-                   help="override the protocol's setting")
+    p.add_argument(
+        "--setting", default=None, choices=["transductive", "inductive"], help="override the protocol's setting"
+    )
     p.add_argument("--seed", type=int, required=True, help="seed of a random split (an official split ignores it)")
-    p.add_argument("--fractions", type=float, nargs=3, default=None, metavar=("TRAIN", "VAL", "TEST"),
-                   help="override the protocol's random fractions")
+    p.add_argument(
+        "--fractions",
+        type=float,
+        nargs=3,
+        default=None,
+        metavar=("TRAIN", "VAL", "TEST"),
+        help="override the protocol's random fractions",
+    )
     p.add_argument("--out", required=True, help="output .pt file")
-    p.add_argument("--check-limits", default=None, metavar="JSON",
-                   help="what the grid's runs ask of the dataset's size (the workflow's, from the config: δ, "
-                        "the largest batch of training nodes), checked on the split before it is saved")
+    p.add_argument(
+        "--check-limits",
+        default=None,
+        metavar="JSON",
+        help="what the grid's runs ask of the dataset's size (the workflow's, from the config: δ, "
+        "the largest batch of training nodes), checked on the split before it is saved",
+    )
 
     p = verb("bound-degree", cmd_bound_degree, "sample edges so every in- or out-degree is within a public bound")
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt); in-degree bounding uses its training nodes")
-    p.add_argument("--kind", required=True, choices=["in-degree", "out-degree", "degree"],
-                   help="in-degree (DP-GNN), out-degree (GAP), or degree: undirected, both ends (NIP-GNN)")
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=["in-degree", "out-degree", "degree"],
+        help="in-degree (DP-GNN), out-degree (GAP), or degree: undirected, both ends (NIP-GNN)",
+    )
     p.add_argument("--bound", type=int, required=True, help="the public degree bound (K or D)")
     p.add_argument("--seed", type=int, required=True, help="seed of the edge sampling (the split's seed)")
     p.add_argument("--out", required=True, help="output .pt file")
@@ -1019,17 +1208,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("dp-appr", cmd_dp_appr, "build DPAR's DP-APPR matrix (a structure artifact, with its ledger beside it)")
     p.add_argument("--graph", required=True, help="canonical graph directory")
-    p.add_argument("--split", required=True,
-                   help="stored split (.pt); APPR runs on a node sample of its training nodes")
+    p.add_argument(
+        "--split", required=True, help="stored split (.pt); APPR runs on a node sample of its training nodes"
+    )
     p.add_argument("--method", required=True, help="dpar-em0, dpar-em1, dpar-gm, dpar-features or dpar-nodp")
-    p.add_argument("--hparams", help="the method's hyperparameters as JSON, on top of its code defaults "
-                                      "(default: the suite's tuned settings, nodedp/methods/tuned.yaml)")
-    p.add_argument("--epsilon", type=parse_epsilon, required=True,
-                   help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it")
+    p.add_argument(
+        "--hparams",
+        help="the method's hyperparameters as JSON, on top of its code defaults "
+        "(default: the suite's tuned settings, nodedp/methods/tuned.yaml)",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=parse_epsilon,
+        required=True,
+        help="the run's total target ε ('inf' for dpar-nodp); DP-APPR spends its `ratio` of it",
+    )
     p.add_argument("--delta", type=parse_delta, default="auto", help="the run's target δ, or 'auto'")
-    p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES,
-                   help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
-                        "tightly, RDP for the rest; or force 'rdp' or 'pld'")
+    p.add_argument(
+        "--accountant",
+        default="auto",
+        choices=ACCOUNTANT_POLICIES,
+        help="'auto' (default): PLD for DP-GNN and DPDGC, whose occurrence mixtures it bounds more "
+        "tightly, RDP for the rest; or force 'rdp' or 'pld'",
+    )
     p.add_argument("--seed", type=int, required=True, help="the training seed that will use it")
     p.add_argument("--out", required=True, help="output .pt file (the ledger goes to <out>.ledger.json)")
     add_stage_timings_option(p, "of building the artifact (stage 'structure')")
@@ -1038,8 +1239,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt)")
     p.add_argument("--structure", nargs="*", default=[], help="DP structure artifacts the method needs")
-    p.add_argument("--method", required=True,
-                   help="a method id (see `methods`); with --config also a variant named in its `methods:`")
+    p.add_argument(
+        "--method",
+        required=True,
+        help="a method id (see `methods`); with --config also a variant named in its `methods:`",
+    )
     p.add_argument("--name", help="the name the run is recorded under (a variant's name; default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target ε ('inf' for non-private methods)")
     p.add_argument("--seed", type=int, required=True, help="seed of initialisation, sampling and noise")
@@ -1048,89 +1252,144 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory")
     add_stage_timings_option(p, "per stage (structure: everything but training and evaluation)")
 
-    p = verb("train-cells", cmd_train_cells,
-             "train one method on several cells in one process (what each training job of the workflow runs): "
-             "Python, torch and each graph are loaded once, and each cell writes the metrics.json and ledger.json "
-             "that `train` would write for it alone")
-    p.add_argument("--method", required=True,
-                   help="a method id (see `methods`); with --config also a variant named in its `methods:`")
+    p = verb(
+        "train-cells",
+        cmd_train_cells,
+        "train one method on several cells in one process (what each training job of the workflow runs): "
+        "Python, torch and each graph are loaded once, and each cell writes the metrics.json and ledger.json "
+        "that `train` would write for it alone",
+    )
+    p.add_argument(
+        "--method",
+        required=True,
+        help="a method id (see `methods`); with --config also a variant named in its `methods:`",
+    )
     p.add_argument("--name", help="the name the runs are recorded under (a variant's name; default: --method)")
-    p.add_argument("--cells", required=True,
-                   help="the cells, as a JSON list (or @FILE holding one) of objects with " + "; ".join(
-                       f"{k}: {v}" for k, v in CELL_KEYS.items()))
+    p.add_argument(
+        "--cells",
+        required=True,
+        help="the cells, as a JSON list (or @FILE holding one) of objects with "
+        + "; ".join(f"{k}: {v}" for k, v in CELL_KEYS.items()),
+    )
     add_settings_options(p)
     add_device_options(p)
 
-    p = verb("audit", cmd_audit,
-             "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "
-             "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; white-box "
-             "audits of the run's NAP and DP-SGD releases where its ledger records them; optionally a TSTF "
-             "membership-inference attack. Writes one JSON file")
+    p = verb(
+        "audit",
+        cmd_audit,
+        "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "
+        "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; white-box "
+        "audits of the run's NAP and DP-SGD releases where its ledger records them; optionally a TSTF "
+        "membership-inference attack. Writes one JSON file",
+    )
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt); canaries join its training nodes")
-    p.add_argument("--method", required=True,
-                   help="a node-level private method id (see `methods`); with --config also a variant or "
-                        "<method>@paper (audited against its paper's claimed ε)")
+    p.add_argument(
+        "--method",
+        required=True,
+        help="a node-level private method id (see `methods`); with --config also a variant or "
+        "<method>@paper (audited against its paper's claimed ε)",
+    )
     p.add_argument("--name", help="the name the audit is recorded under (default: --method)")
     p.add_argument("--epsilon", type=parse_epsilon, required=True, help="target (or, @paper, claimed) ε")
     p.add_argument("--seed", type=int, required=True, help="seed of canaries, inclusion bits, training and noise")
     add_settings_options(p)
-    p.add_argument("--canaries", type=int, default=0,
-                   help="number of canaries m (0, the default: the count a perfect attack pays best at the run's "
-                        "δ, 100 at 1e-4, at most N/4 and 1000)")
+    p.add_argument(
+        "--canaries",
+        type=int,
+        default=0,
+        help="number of canaries m (0, the default: the count a perfect attack pays best at the run's "
+        "δ, 100 at 1e-4, at most N/4 and 1000)",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
-    p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
-                   help="also run the TSTF membership-inference attack (two more trainings; default: on)")
+    p.add_argument(
+        "--mia",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the TSTF membership-inference attack (two more trainings; default: on)",
+    )
     add_device_options(p)
     p.add_argument("--out", required=True, help="output audit JSON file")
 
-    p = verb("audit-cells", cmd_audit_cells,
-             "audit one method on several cells in one process (what each audit job of the workflow runs): Python, "
-             "torch and each graph are loaded once, and each cell writes the JSON that `audit` would write for it "
-             "alone")
-    p.add_argument("--method", required=True,
-                   help="a node-level private method id (see `methods`); with --config also a variant or "
-                        "<method>@paper")
+    p = verb(
+        "audit-cells",
+        cmd_audit_cells,
+        "audit one method on several cells in one process (what each audit job of the workflow runs): Python, "
+        "torch and each graph are loaded once, and each cell writes the JSON that `audit` would write for it "
+        "alone",
+    )
+    p.add_argument(
+        "--method",
+        required=True,
+        help="a node-level private method id (see `methods`); with --config also a variant or <method>@paper",
+    )
     p.add_argument("--name", help="the name the audits are recorded under (default: --method)")
-    p.add_argument("--cells", required=True,
-                   help="the cells, as a JSON list (or @FILE holding one) of objects with " + "; ".join(
-                       f"{k}: {v}" for k, v in AUDIT_CELL_KEYS.items()))
+    p.add_argument(
+        "--cells",
+        required=True,
+        help="the cells, as a JSON list (or @FILE holding one) of objects with "
+        + "; ".join(f"{k}: {v}" for k, v in AUDIT_CELL_KEYS.items()),
+    )
     add_settings_options(p)
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the lower bounds (default: 0.95)")
-    p.add_argument("--mia", action=argparse.BooleanOptionalAction, default=True,
-                   help="also run the TSTF membership-inference attack (two more trainings; default: on)")
+    p.add_argument(
+        "--mia",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run the TSTF membership-inference attack (two more trainings; default: on)",
+    )
     add_device_options(p)
 
-    p = verb("audit-report", cmd_audit_report,
-             "draw the audit table (Markdown, LaTeX) and the lower-bound-vs-claimed-ε figure from audit JSON files; "
-             "each cell's seeds are pooled into one bound")
+    p = verb(
+        "audit-report",
+        cmd_audit_report,
+        "draw the audit table (Markdown, LaTeX) and the lower-bound-vs-claimed-ε figure from audit JSON files; "
+        "each cell's seeds are pooled into one bound",
+    )
     p.add_argument("--markdown", required=True, help="output Markdown table (.md)")
     p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
     p.add_argument("--png", required=True, help="output figure (.png)")
     p.add_argument("--caption", required=True, help="output caption text file (beside the figure)")
-    p.add_argument("--confidence", type=float, default=0.95,
-                   help="confidence of the pooled bounds and of the attack's bootstrap intervals (default: 0.95)")
-    p.add_argument("--mia-summary", default=None,
-                   help="also write the membership-inference accuracy per cell as a summary (.parquet) for the "
-                        "paper tables that report it (NIP-GNN Table 4)")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence of the pooled bounds and of the attack's bootstrap intervals (default: 0.95)",
+    )
+    p.add_argument(
+        "--mia-summary",
+        default=None,
+        help="also write the membership-inference accuracy per cell as a summary (.parquet) for the "
+        "paper tables that report it (NIP-GNN Table 4)",
+    )
     p.add_argument("audits", nargs="+", help="audit JSON files (from `audit`)")
 
-    p = verb("stability", cmd_stability,
-             "how far a graph is from its public degree bounds and how much one node removal moves the bounding")
+    p = verb(
+        "stability",
+        cmd_stability,
+        "how far a graph is from its public degree bounds and how much one node removal moves the bounding",
+    )
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt): its training nodes feed DP-GNN's Algorithm 1")
-    p.add_argument("--sample", type=int, default=0,
-                   help="nodes removed one at a time, drawn uniformly (0: 200, fewer on graphs over 10⁵ edges)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        help="nodes removed one at a time, drawn uniformly (0: 200, fewer on graphs over 10⁵ edges)",
+    )
     p.add_argument("--hubs", type=int, default=20, help="plus this many highest-degree nodes (count in max only)")
     p.add_argument("--seed", type=int, default=0, help="the bounding's seed")
     p.add_argument("--out", required=True, help="output JSON (beside the graph's meta.json in the workflow)")
 
-    p = verb("verify", cmd_verify,
-             "re-derive each run's privacy plan from public inputs (its method, hyperparameters, seed and target; "
-             "the dataset's meta.json and the seed's training-set size) and compare it with ledger.json and "
-             "metrics.json field by field; run from the workspace root. One line per refused run; exit status 0: "
-             "all verified, 1: a run refused, 2: none refused but some methods have no planner yet (their ledgers "
-             "checked against themselves and their metrics only)")
+    p = verb(
+        "verify",
+        cmd_verify,
+        "re-derive each run's privacy plan from public inputs (its method, hyperparameters, seed and target; "
+        "the dataset's meta.json and the seed's training-set size) and compare it with ledger.json and "
+        "metrics.json field by field; run from the workspace root. One line per refused run; exit status 0: "
+        "all verified, 1: a run refused, 2: none refused but some methods have no planner yet (their ledgers "
+        "checked against themselves and their metrics only)",
+    )
     p.add_argument("paths", nargs="+", help="run folders, or folders searched for them (e.g. results/)")
 
     p = verb("collect", cmd_collect, "collect runs (metrics.json + verified ledger.json) into a parquet table")
@@ -1149,46 +1408,73 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", required=True, help="output Markdown table (.md)")
     p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
 
-    p = verb("reproduction", cmd_reproduction,
-             "write the reproduction (published vs reference mode vs suite), claimed-vs-actual ε and crossover "
-             "tables (Markdown and LaTeX) from a summary")
+    p = verb(
+        "reproduction",
+        cmd_reproduction,
+        "write the reproduction (published vs reference mode vs suite), claimed-vs-actual ε and crossover "
+        "tables (Markdown and LaTeX) from a summary",
+    )
     p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
-    p.add_argument("--out-dir", required=True,
-                   help="folder for reproduction.{md,tex}, claims.{md,tex} and crossover.{md,tex}")
-    p = verb("figures", cmd_figures,
-             "draw a study's figure from its summary: accuracy vs ε with CI bands and the published points, the "
-             "privacy-utility frontier, or accuracy against one hyperparameter")
+    p.add_argument(
+        "--out-dir", required=True, help="folder for reproduction.{md,tex}, claims.{md,tex} and crossover.{md,tex}"
+    )
+    p = verb(
+        "figures",
+        cmd_figures,
+        "draw a study's figure from its summary: accuracy vs ε with CI bands and the published points, the "
+        "privacy-utility frontier, or accuracy against one hyperparameter",
+    )
     p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
     p.add_argument("--png", required=True, help="output figure (.png)")
-    p.add_argument("--kind", default="accuracy", choices=["accuracy", "frontier", "sweep"],
-                   help="accuracy (default): accuracy vs target ε; frontier: accuracy vs the ε actually spent, "
-                        "with each dataset's best envelope; sweep: accuracy vs --parameter")
+    p.add_argument(
+        "--kind",
+        default="accuracy",
+        choices=["accuracy", "frontier", "sweep"],
+        help="accuracy (default): accuracy vs target ε; frontier: accuracy vs the ε actually spent, "
+        "with each dataset's best envelope; sweep: accuracy vs --parameter",
+    )
     p.add_argument("--parameter", default=None, help="with --kind sweep: the hyperparameter on the x axis")
-    p.add_argument("--caption", default=None,
-                   help="also write the figure's caption (interval, seeds, marks) to this text file")
+    p.add_argument(
+        "--caption", default=None, help="also write the figure's caption (interval, seeds, marks) to this text file"
+    )
 
-    p = verb("paper-tables", cmd_paper_tables,
-             "write seed papers' tables in their own layouts (Markdown and LaTeX) from the summaries of the studies "
-             "that feed them, with the published values, the difference and the missing cells' needs")
+    p = verb(
+        "paper-tables",
+        cmd_paper_tables,
+        "write seed papers' tables in their own layouts (Markdown and LaTeX) from the summaries of the studies "
+        "that feed them, with the published values, the difference and the missing cells' needs",
+    )
     p.add_argument("--summary", nargs="+", required=True, help="summary.parquet files (from `summarize`)")
-    p.add_argument("--table", nargs="+", default=None,
-                   help="paper table keys (default: all): " + ", ".join(_paper_table_keys()))
+    p.add_argument(
+        "--table", nargs="+", default=None, help="paper table keys (default: all): " + ", ".join(_paper_table_keys())
+    )
     p.add_argument("--out-dir", required=True, help="folder for <key>.md and <key>.tex")
-    p.add_argument("--interval", default="half-width", choices=["half-width", "range"],
-                   help="a cell's interval as mean ± half-width (default) or (low–high)")
+    p.add_argument(
+        "--interval",
+        default="half-width",
+        choices=["half-width", "range"],
+        help="a cell's interval as mean ± half-width (default) or (low–high)",
+    )
 
     p = verb("main-tex", cmd_main_tex, "write a LaTeX document that inputs the given tables (paper/main.tex)")
     p.add_argument("--out", required=True, help="output .tex document")
     p.add_argument("tables", nargs="+", help=".tex tables to input, in order")
 
-    p = verb("report-page", cmd_report_page,
-             "write an HTML page for `snakemake --report`: a Markdown table as a browsable table, a study's ledger "
-             "summary (one row per cell), or the configuration with the package version and commit; or a "
-             "study's index.md")
-    p.add_argument("--kind", required=True, choices=["table", "ledgers", "about", "index"],
-                   help="table: one Markdown table file; ledgers: run tables (.parquet) from `collect`; "
-                        "about: the resolved configuration as a JSON file ('-': standard input); index: a study's "
-                        "drawn tables and figures, as a Markdown page (--out .md) showing each figure with its caption")
+    p = verb(
+        "report-page",
+        cmd_report_page,
+        "write an HTML page for `snakemake --report`: a Markdown table as a browsable table, a study's ledger "
+        "summary (one row per cell), or the configuration with the package version and commit; or a "
+        "study's index.md",
+    )
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=["table", "ledgers", "about", "index"],
+        help="table: one Markdown table file; ledgers: run tables (.parquet) from `collect`; "
+        "about: the resolved configuration as a JSON file ('-': standard input); index: a study's "
+        "drawn tables and figures, as a Markdown page (--out .md) showing each figure with its caption",
+    )
     p.add_argument("--title", default="nodedp", help="the page's title (with --kind index: the study's name)")
     p.add_argument("--config-name", default="config.yaml", help="with --kind about: the configuration file's name")
     p.add_argument("--out", required=True, help="output .html page")

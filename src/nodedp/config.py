@@ -84,8 +84,11 @@ def structure_bounds(dataset: Any, hparams: Mapping[str, Any]) -> dict[str, int]
     """The public degree bound of each degree-bounded structure kind for a method on a dataset: the dataset's
     (``in_degree_bound`` K for in-degree, ``out_degree_bound`` D for out-degree and, NIP-GNN's undirected
     bounding, degree) unless the method's hyperparameters set their own (``DEGREE_BOUND_KEYS``, 0: unset)."""
-    bounds = {"in-degree": dataset.in_degree_bound, "out-degree": dataset.out_degree_bound,
-              "degree": dataset.out_degree_bound}
+    bounds = {
+        "in-degree": dataset.in_degree_bound,
+        "out-degree": dataset.out_degree_bound,
+        "degree": dataset.out_degree_bound,
+    }
     for kind, key in DEGREE_BOUND_KEYS.items():
         if hparams.get(key):  # 0 or unset: the dataset's (the methods' own convention)
             bounds[kind] = hparams[key]
@@ -180,8 +183,11 @@ def known_methods(config: Mapping[str, Any]) -> list[str]:
 
     variants = method_variants(config)
     names = sorted([*method_names(), *variants])
-    reference = [f"{n}{REFERENCE_SUFFIX}" for n in names
-                 if variants.get(n, n) in method_names() and get_method(variants.get(n, n)).has_reference_mode]
+    reference = [
+        f"{n}{REFERENCE_SUFFIX}"
+        for n in names
+        if variants.get(n, n) in method_names() and get_method(variants.get(n, n)).has_reference_mode
+    ]
     return sorted([*names, *reference])
 
 
@@ -190,9 +196,11 @@ def _choices(config: Mapping[str, Any]) -> str:
     from nodedp.methods import get_method, method_names
 
     with_mode = [n for n in method_names() if get_method(n).has_reference_mode]
-    return (f"valid: methods {sorted(method_names())}; variants {sorted(method_variants(config))} "
-            f"(nodedp/methods/tuned.yaml and the grid's `methods:` entries with `base:`); either with "
-            f"'{REFERENCE_SUFFIX}' where its method has a reference mode ({', '.join(with_mode)})")
+    return (
+        f"valid: methods {sorted(method_names())}; variants {sorted(method_variants(config))} "
+        f"(nodedp/methods/tuned.yaml and the grid's `methods:` entries with `base:`); either with "
+        f"'{REFERENCE_SUFFIX}' where its method has a reference mode ({', '.join(with_mode)})"
+    )
 
 
 def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str, Any]]:
@@ -202,8 +210,10 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
 
     block = method_block(config, name)
     if "accounting" in block:
-        raise ConfigError(f"methods.{name}: 'accounting' is set by the name alone; run the paper's accounting "
-                          f"as '{name.removesuffix(REFERENCE_SUFFIX)}{REFERENCE_SUFFIX}'")
+        raise ConfigError(
+            f"methods.{name}: 'accounting' is set by the name alone; run the paper's accounting "
+            f"as '{name.removesuffix(REFERENCE_SUFFIX)}{REFERENCE_SUFFIX}'"
+        )
     if name.endswith(REFERENCE_SUFFIX):
         if BASE_KEY in block:
             raise ConfigError(f"methods.{name}: a reference name takes its method from its prefix; drop '{BASE_KEY}'")
@@ -218,8 +228,9 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
             raise ConfigError(f"unknown method {name!r}; {_choices(config)}")
         return name, block
     if name in method_names():
-        raise ConfigError(f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; "
-                          "name the variant differently")
+        raise ConfigError(
+            f"methods.{name}: a registered method cannot have a '{BASE_KEY}'; name the variant differently"
+        )
     if base not in method_names():
         raise ConfigError(f"methods.{name}.{BASE_KEY}: {base!r} is not a registered method; valid: {method_names()}")
     return base, {**method_block(config, base), **block}
@@ -227,8 +238,10 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
 
 def variant_overrides(config: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     """Variant name -> (its base method id, the keys it sets on top of the base's block)."""
-    return {name: (base, {k: v for k, v in method_block(config, name).items() if k != BASE_KEY})
-            for name, base in method_variants(config).items()}
+    return {
+        name: (base, {k: v for k, v in method_block(config, name).items() if k != BASE_KEY})
+        for name, base in method_variants(config).items()
+    }
 
 
 @dataclass(frozen=True)
@@ -294,8 +307,13 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     from nodedp.methods import get_method
 
     delta = (config.get("privacy") or {}).get("delta", "auto")
-    limits: dict[str, Any] = {"dataset": dataset, "delta": delta if isinstance(delta, (int, float)) else None,
-                              "node": None, "edge": None, "batch": None}
+    limits: dict[str, Any] = {
+        "dataset": dataset,
+        "delta": delta if isinstance(delta, (int, float)) else None,
+        "node": None,
+        "edge": None,
+        "batch": None,
+    }
     for study, spec in config["studies"].items():
         if dataset not in spec["datasets"]:
             continue
@@ -307,8 +325,12 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
             if base in BATCH_OF_TRAINING_NODES:
                 batch = info.parse_hparams(hparams).batch_size
                 if limits["batch"] is None or batch > limits["batch"]["size"]:
-                    limits["batch"] = {"study": study, "method": method, "size": batch,
-                                       "field": _batch_field(config, method, base)}
+                    limits["batch"] = {
+                        "study": study,
+                        "method": method,
+                        "size": batch,
+                        "field": _batch_field(config, method, base),
+                    }
     return limits
 
 
@@ -324,13 +346,15 @@ def check_size_limits(limits: Mapping[str, Any], size: PublicSize) -> None:
             raise ConfigError(
                 f"privacy.delta: {delta:g} is not below 1/N = 1/{units} for {run['method']} on {dataset} "
                 f"(study {run['study']}; {units} {unit}, from {size.source}); use 'auto' "
-                f"({default_delta(units):g}) or a smaller δ")
+                f"({default_delta(units):g}) or a smaller δ"
+            )
     batch = limits["batch"]
     if batch is not None and size.num_train is not None and batch["size"] > size.num_train:
         raise ConfigError(
             f"{batch['field']}: {batch['size']} is more than the {size.num_train} training nodes of {dataset} "
             f"(study {batch['study']}; its split of {size.num_nodes} nodes, from {size.source}); use a batch_size "
-            f"of at most {size.num_train}")
+            f"of at most {size.num_train}"
+        )
 
 
 def _check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | None) -> None:
@@ -361,9 +385,11 @@ def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values.add(value)
         if len(values) < 2:
-            raise ConfigError(f"studies.{study}.sweeps: {parameter!r} takes {len(values)} numeric value(s) over the "
-                              f"study's private methods; a sweep needs variants setting it to at least two values "
-                              f"(their hyperparameters: {sorted(fields)})")
+            raise ConfigError(
+                f"studies.{study}.sweeps: {parameter!r} takes {len(values)} numeric value(s) over the "
+                f"study's private methods; a sweep needs variants setting it to at least two values "
+                f"(their hyperparameters: {sorted(fields)})"
+            )
 
 
 def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
@@ -395,13 +421,16 @@ def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
             raise ConfigError(f"{field}.{key}: {foreign} not among the study's {key} {spec[key]}")
     bad = [m for m in plan["methods"] if not node_private(m)]
     if bad:
-        raise ConfigError(f"{field}.methods: {bad} have no node-level ε to audit; audited: node-level private "
-                          f"methods of the study ({[m for m in spec['methods'] if node_private(m)]})")
+        raise ConfigError(
+            f"{field}.methods: {bad} have no node-level ε to audit; audited: node-level private "
+            f"methods of the study ({[m for m in spec['methods'] if node_private(m)]})"
+        )
     if not plan["methods"]:
         raise ConfigError(f"{field}: the study has no node-level private method to audit")
     if plan["canaries"] and plan["canaries"] < 20:
-        raise ConfigError(f"{field}.canaries: {plan['canaries']} is too few for a bound (at least 20, or 0 for "
-                          "the default)")
+        raise ConfigError(
+            f"{field}.canaries: {plan['canaries']} is too few for a bound (at least 20, or 0 for the default)"
+        )
     return plan
 
 
@@ -424,8 +453,11 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
             if not (isinstance(eps, (int, float)) and 0 < eps < math.inf):
                 raise ConfigError(f"studies.{study}.epsilons: {eps!r} is not a finite ε > 0")
     # The grid's own entries first (the field to fix), then every name a study trains (tuned blocks included).
-    studied = [(f"studies.{study}.methods: {name}", name) for study, spec in config["studies"].items()
-               for name in spec["methods"]]
+    studied = [
+        (f"studies.{study}.methods: {name}", name)
+        for study, spec in config["studies"].items()
+        for name in spec["methods"]
+    ]
     for field, name in [(f"methods.{name}", name) for name in _grid_blocks(config)] + studied:
         base, hparams = resolve_method(config, name)
         try:

@@ -16,9 +16,7 @@ def provenance() -> dict[str, str | bool | None]:
 
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(
-                ["git", *args], cwd=here, capture_output=True, text=True, timeout=10, check=True
-            )
+            out = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, timeout=10, check=True)
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip()

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from nodedp.data.registry import GraphSize
 
-__all__ = ["COSTS", "Cost", "cell_memory_mb", "cell_runtime_min", "data_memory_mb", "data_runtime_min",
-           "graph_mib"]
+__all__ = ["COSTS", "Cost", "cell_memory_mb", "cell_runtime_min", "data_memory_mb", "data_runtime_min", "graph_mib"]
 
 # A process with torch, torch_geometric and nodedp loaded, before any graph (measured: 0.45-0.55 GiB).
 BASE_MIB = 600.0
@@ -51,22 +50,49 @@ COSTS: dict[str, Cost] = {
     "progap": Cost(memory_factor=5.5, structure_s_per_edge=3e-6, epoch_s_per_edge=8e-6, evaluation_s_per_edge=5e-7),
     "dp-gcn": Cost(memory_factor=8.0, structure_s_per_edge=3e-6, epoch_s_per_edge=1e-5, evaluation_s_per_edge=5e-6),
     "dpar-em0": Cost(memory_factor=3.5, structure_s_per_edge=3e-6, epoch_s_per_edge=2e-6, evaluation_s_per_edge=5e-6),
-    "nip-gnn": Cost(memory_factor=12.0, structure_s_per_edge=1e-5, epoch_s_per_edge=5e-6, evaluation_s_per_edge=5e-7,
-                    structure_s_per_pair=2e-8),
-    "dpdgc": Cost(memory_factor=8.0, structure_s_per_edge=4e-5, epoch_s_per_edge=5e-6, evaluation_s_per_edge=5e-7,
-                  epoch_s_per_pair=5e-9),
+    "nip-gnn": Cost(
+        memory_factor=12.0,
+        structure_s_per_edge=1e-5,
+        epoch_s_per_edge=5e-6,
+        evaluation_s_per_edge=5e-7,
+        structure_s_per_pair=2e-8,
+    ),
+    "dpdgc": Cost(
+        memory_factor=8.0,
+        structure_s_per_edge=4e-5,
+        epoch_s_per_edge=5e-6,
+        evaluation_s_per_edge=5e-7,
+        epoch_s_per_pair=5e-9,
+    ),
 }
 DEFAULT_COST = Cost(memory_factor=8.0, structure_s_per_edge=1e-5, epoch_s_per_edge=1e-5, evaluation_s_per_edge=5e-6)
 # Families sharing a model: DP-GNN's layer types, DPAR's options, the variants of GAP and ProGAP.
-_FAMILY = {"dp-sage": "dp-gcn", "dp-gin": "dp-gcn", "dp-gat": "dp-gcn", "dpar-em1": "dpar-em0",
-           "dpar-gm": "dpar-em0", "dpar-features": "dpar-em0", "dpar-nodp": "dpar-em0", "gap-edge": "gap",
-           "gap-nodp": "gap", "progap-edge": "progap", "progap-nodp": "progap", "dpdgc-nodp": "dpdgc",
-           "mlp": "dp-mlp", "gcn": "dp-gcn", "sage": "dp-gcn", "gin": "dp-gcn", "gat": "dp-gcn", "edgerand": "dp-gcn"}
+_FAMILY = {
+    "dp-sage": "dp-gcn",
+    "dp-gin": "dp-gcn",
+    "dp-gat": "dp-gcn",
+    "dpar-em1": "dpar-em0",
+    "dpar-gm": "dpar-em0",
+    "dpar-features": "dpar-em0",
+    "dpar-nodp": "dpar-em0",
+    "gap-edge": "gap",
+    "gap-nodp": "gap",
+    "progap-edge": "progap",
+    "progap-nodp": "progap",
+    "dpdgc-nodp": "dpdgc",
+    "mlp": "dp-mlp",
+    "gcn": "dp-gcn",
+    "sage": "dp-gcn",
+    "gin": "dp-gcn",
+    "gat": "dp-gcn",
+    "edgerand": "dp-gcn",
+}
 # Data and structure jobs (graph building, splits, degree bounding, DP-APPR, stability): graph-sized work.
 # Measured at ogbn-products size: building the graph 8.1 GiB, undirected degree bounding 8.3 GiB
 # (2.6-2.8 × the graph), building 1,014 s on a loaded machine (1.6e-5 s per edge).
-_DATA = Cost(memory_factor=3.0, structure_s_per_edge=2e-5, epoch_s_per_edge=0.0, evaluation_s_per_edge=0.0,
-             startup_s=30.0)
+_DATA = Cost(
+    memory_factor=3.0, structure_s_per_edge=2e-5, epoch_s_per_edge=0.0, evaluation_s_per_edge=0.0, startup_s=30.0
+)
 
 
 def cost_of(method: str) -> Cost:
@@ -96,9 +122,11 @@ def cell_runtime_min(method: str, size: GraphSize | None, *, epochs: int, margin
         return floor
     c = cost_of(method)
     pairs = size.nodes * (size.nodes - 1) / 2
-    seconds = (c.startup_s + size.edges * (c.structure_s_per_edge + epochs * c.epoch_s_per_edge
-                                           + c.evaluation_s_per_edge)
-               + pairs * (c.structure_s_per_pair + epochs * c.epoch_s_per_pair))
+    seconds = (
+        c.startup_s
+        + size.edges * (c.structure_s_per_edge + epochs * c.epoch_s_per_edge + c.evaluation_s_per_edge)
+        + pairs * (c.structure_s_per_pair + epochs * c.epoch_s_per_pair)
+    )
     return max(floor, math.ceil(seconds * margin / 60))
 
 

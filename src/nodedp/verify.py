@@ -99,8 +99,9 @@ def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
     except (ValueError, KeyError) as err:
         return RunCheck(run, (Refusal("dataset", str(err), "the dataset's meta.json"),), False, method)
     try:  # metrics.json against the ledger, and δ < 1/N (what collect checks too)
-        check_run_agreement(metrics, ledger, num_private_units=private_units(meta, level=str(ledger.get("level"))),
-                            where=str(run))
+        check_run_agreement(
+            metrics, ledger, num_private_units=private_units(meta, level=str(ledger.get("level"))), where=str(run)
+        )
     except RunDisagreement as err:
         refusals.append(Refusal(err.field, None, None, detail=err.detail))
     replanned, plan_refusals = _replan(run, metrics, ledger, meta, workspace)
@@ -115,8 +116,9 @@ def _close(a: Any, b: Any) -> bool:
     return math.isclose(a, b, rel_tol=_RTOL, abs_tol=1e-15)
 
 
-def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any],
-            workspace: Path) -> tuple[bool, list[Refusal]]:
+def _replan(
+    run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any], workspace: Path
+) -> tuple[bool, list[Refusal]]:
     from nodedp.data import get_dataset
     from nodedp.data.preprocess import get_protocol
     from nodedp.methods import RunSpec, get_method
@@ -138,10 +140,14 @@ def _replan(run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], me
     except (KeyError, ValueError, OSError) as err:
         return False, [Refusal("split", str(err), f"the seed's split of {dataset}")]
     public = PublicInputs.of(meta, num_train=num_train, setting=setting)
-    spec = RunSpec(dataset=dataset, method=str(metrics["method"]), seed=seed,
-                   target_epsilon=float(metrics["target_epsilon"]) if info.private else math.inf,
-                   target_delta=float(metrics["target_delta"]) if info.private else 0.0,
-                   accountant=str(ledger.get("accountant") or "rdp"))
+    spec = RunSpec(
+        dataset=dataset,
+        method=str(metrics["method"]),
+        seed=seed,
+        target_epsilon=float(metrics["target_epsilon"]) if info.private else math.inf,
+        target_delta=float(metrics["target_delta"]) if info.private else 0.0,
+        accountant=str(ledger.get("accountant") or "rdp"),
+    )
     try:
         planned = planner(public, spec, hp).ledger.to_dict()
     except ValueError as first:

@@ -40,8 +40,16 @@ _FDS = (0, 1, 2)
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # Imported once by the worker, before any fork. Not polars or matplotlib (their thread pools do not survive a fork):
 # verbs that use them import them in the child.
-PRELOAD = ("torch", "torch_geometric", "nodedp.cli", "nodedp.methods", "nodedp.data", "nodedp.accounting",
-           "nodedp.train.loop", "nodedp.audit.run")
+PRELOAD = (
+    "torch",
+    "torch_geometric",
+    "nodedp.cli",
+    "nodedp.methods",
+    "nodedp.data",
+    "nodedp.accounting",
+    "nodedp.train.loop",
+    "nodedp.audit.run",
+)
 
 
 # Inside a batch system's job, every command runs where the job's limits (memory, GPUs) hold: a worker forked
@@ -105,9 +113,14 @@ def _connect(name: bytes) -> socket.socket | None:
 def _start(name: bytes, idle: float) -> socket.socket | None:
     """Start a worker and connect to it once its imports are done (another caller's, if it started one first)."""
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "nodedp.worker", name[1:].decode(), str(idle)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True, cwd="/")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nodedp.worker", name[1:].decode(), str(idle)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+        )
     except OSError:
         return None
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -125,8 +138,9 @@ def _submit(conn: socket.socket, argv: list[str]) -> int | None:
     umask = os.umask(0)
     os.umask(umask)
     fds = [*_FDS, *_console_fd()]
-    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-                          "fds": fds}).encode()
+    request = json.dumps(
+        {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask, "fds": fds}
+    ).encode()
     try:
         conn.sendmsg([struct.pack("!Q", len(request))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
         conn.sendall(request)
@@ -191,8 +205,9 @@ def serve(name: bytes, idle: float) -> int:
             return 0
         except InterruptedError:
             continue
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                            struct.calcsize("3i")))
+        _pid, uid, _gid = struct.unpack(
+            "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        )
         if uid != os.getuid() or os.fork() != 0:
             conn.close()
             continue
@@ -300,7 +315,7 @@ def _run(request: dict, fds: list[int]) -> None:
             print(err.code, file=sys.stderr)
     except KeyboardInterrupt:
         status = 128 + signal.SIGINT
-    except BaseException:  # noqa: BLE001 (the child is the command's process: whatever ends it, its status is 1)
+    except BaseException:
         traceback.print_exc()
         status = 1
     finally:

@@ -24,15 +24,36 @@ def _train(graph: Path, split: Path, out: Path, *extra: str) -> tuple[dict[str, 
 
 @pytest.fixture(scope="module")
 def dp_run(tiny_graph_dir, tiny_split_path, tmp_path_factory) -> tuple[dict[str, Any], dict[str, Any]]:
-    return _train(tiny_graph_dir, tiny_split_path, tmp_path_factory.mktemp("runs") / "dp-mlp",
-                  "--method", "dp-mlp", "--epsilon", "2", "--seed", "0",
-                  "--hparams", '{"epochs": 2, "batch_size": 32, "clip_norm": 1.0}')
+    return _train(
+        tiny_graph_dir,
+        tiny_split_path,
+        tmp_path_factory.mktemp("runs") / "dp-mlp",
+        "--method",
+        "dp-mlp",
+        "--epsilon",
+        "2",
+        "--seed",
+        "0",
+        "--hparams",
+        '{"epochs": 2, "batch_size": 32, "clip_norm": 1.0}',
+    )
 
 
 @pytest.fixture(scope="module")
 def plain_run(tiny_graph_dir, tiny_split_path, tmp_path_factory) -> tuple[dict[str, Any], dict[str, Any]]:
-    return _train(tiny_graph_dir, tiny_split_path, tmp_path_factory.mktemp("runs") / "mlp",
-                  "--method", "mlp", "--epsilon", "inf", "--seed", "0", "--hparams", '{"epochs": 2}')
+    return _train(
+        tiny_graph_dir,
+        tiny_split_path,
+        tmp_path_factory.mktemp("runs") / "mlp",
+        "--method",
+        "mlp",
+        "--epsilon",
+        "inf",
+        "--seed",
+        "0",
+        "--hparams",
+        '{"epochs": 2}',
+    )
 
 
 def check(metrics: dict, ledger: dict, *, units: int | None = N) -> None:
@@ -73,10 +94,19 @@ def test_a_small_epsilon_beside_a_ledger_at_a_large_delta_is_refused(dp_run) -> 
     check(metrics, ledger, units=None)  # N out of reach: that one check is skipped
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("epsilon", 0.5), ("delta", 1e-7), ("target_delta", 1e-6), ("target_epsilon", 4.0), ("level", "edge"),
-    ("accountant", "pld"), ("private", False), ("claim", {"epsilon": 2.0}),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("epsilon", 0.5),
+        ("delta", 1e-7),
+        ("target_delta", 1e-6),
+        ("target_epsilon", 4.0),
+        ("level", "edge"),
+        ("accountant", "pld"),
+        ("private", False),
+        ("claim", {"epsilon": 2.0}),
+    ],
+)
 def test_a_metrics_field_other_than_the_ledgers_is_refused(dp_run, field: str, value: Any) -> None:
     metrics = {**dp_run[0], field: value}
     error = refused(metrics, dp_run[1], field)

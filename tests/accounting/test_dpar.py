@@ -37,7 +37,9 @@ def test_advanced_composition_is_the_min_of_basic_and_kov() -> None:
 
 def _corollary1(eps: float, k: int, delta: float) -> float:
     """DPAR's Corollary 1 as printed: 2·min{kε, kε(e^{2ε} − 1)/(e^{2ε} + 1) + ε√(2k ln(1/δ))}."""
-    advanced = k * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1) + eps * math.sqrt(2 * k * math.log(1 / delta))
+    advanced = k * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1) + eps * math.sqrt(
+        2 * k * math.log(1 / delta)
+    )
     return 2 * min(k * eps, advanced)
 
 
@@ -49,8 +51,11 @@ def test_corollary1_is_the_composition_of_2eps_dp_peeling_steps() -> None:
         assert value <= 2 * k * eps
     # the public code's Gumbel(2·C2/ε_code) with the formula at ε_code = 2ε and no factor 2: the same figure
     eps, k, delta = 0.01, 200, 1e-6
-    code = min(k * 2 * eps, k * 2 * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1)
-               + 2 * eps * math.sqrt(2 * k * math.log(1 / delta)))
+    code = min(
+        k * 2 * eps,
+        k * 2 * eps * (math.exp(2 * eps) - 1) / (math.exp(2 * eps) + 1)
+        + 2 * eps * math.sqrt(2 * k * math.log(1 / delta)),
+    )
     assert math.isclose(gumbel_topk_epsilon(epsilon=eps, k=k, delta=delta), code, rel_tol=1e-12)
 
 
@@ -188,7 +193,9 @@ def test_dp_appr_plan_spends_its_share_within_one_percent(option: str) -> None:
     spent = Ledger(level="node", target_epsilon=eps, target_delta=delta, mechanisms=records).composed()[0]
     assert 0.99 * eps <= spent <= eps
     assert {r.name for r in records} == (
-        {"dp_appr_gm"} if option == "gm" else {"dp_appr_em_select"} | ({"dp_appr_em_values"} if option == "em1" else set())
+        {"dp_appr_gm"}
+        if option == "gm"
+        else {"dp_appr_em_select"} | ({"dp_appr_em_values"} if option == "em1" else set())
     )
     if option == "em1":  # the two parts' noise keeps the ratio of their separate calibrations
         alone = Ledger(level="node", target_epsilon=eps, target_delta=delta, mechanisms=records[:1]).composed()[0]
@@ -213,12 +220,14 @@ def test_claimed_dp_appr_epsilon_is_the_papers_formula_and_understates_ours() ->
     noise, _ = dp_appr_plan(option="gm", epsilon=4.0, delta=delta, k=k, m=m, clip=0.01)
     row = math.sqrt(2 * math.log(1.25 / (delta / (2 * m)))) / (math.sqrt(2) * noise["noise_multiplier"])
     assert claimed_dp_appr_epsilon(option="gm", noise=noise, k=k, m=m, delta=delta) == pytest.approx(
-        paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta))
+        paper_composition_epsilon(epsilon_row=row, m=m, delta_total=delta)
+    )
     with pytest.raises(ValueError, match="valid choices"):
         dp_appr_plan(option="em2", epsilon=1.0, delta=delta, k=k, m=m, clip=0.01)
 
 
 # Reference mode: the noise DPAR's own accounting gives a claimed (ε, δ), against literal formulas of the paper.
+
 
 def test_paper_delta_is_table_1s_or_the_inverse_of_the_sampled_training_nodes() -> None:
     from nodedp.accounting.dpar import paper_delta
@@ -255,8 +264,9 @@ def test_paper_dp_appr_noise_is_theorems_1_and_3_by_hand(option: str) -> None:
         assert noise["epsilon_value"] == pytest.approx(row / 2, rel=1e-12)
         assert _corollary1(noise["epsilon"], k, delta_row) == pytest.approx(row / 2, rel=1e-10)
     # the suite's forward figure of what the paper claims for this noise gives back the part
-    assert claimed_dp_appr_epsilon(option=option, noise=noise, k=k, m=m, delta=delta_g) == pytest.approx(eps_g,
-                                                                                                          rel=1e-9)
+    assert claimed_dp_appr_epsilon(option=option, noise=noise, k=k, m=m, delta=delta_g) == pytest.approx(
+        eps_g, rel=1e-9
+    )
 
 
 def test_corollary1_inverse_in_the_advanced_regime() -> None:
@@ -279,17 +289,19 @@ def test_reference_dpsgd_accountant_is_the_public_codes_by_hand() -> None:
     z, steps, delta = 3.0, 50, 1e-5
     by_hand = min(steps * a / (2 * z * z) - math.log(delta) / (a - 1) for a in REFERENCE_SGD_ORDERS)
     assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=1.0, steps=steps, delta=delta) == pytest.approx(
-        by_hand, rel=1e-12)
+        by_hand, rel=1e-12
+    )
     # the public code's conversion is looser than the suite's: the same noise, a larger ε
     sub = reference_dpsgd_epsilon(noise_multiplier=1.2, sampling_rate=0.05, steps=400, delta=delta)
-    assert sub > epsilon_of(subsampled_gaussian_event(noise_multiplier=1.2, sampling_rate=0.05, steps=400),
-                            delta=delta)
+    assert sub > epsilon_of(subsampled_gaussian_event(noise_multiplier=1.2, sampling_rate=0.05, steps=400), delta=delta)
     # DP-SGD's part (1 − ratio)·ε at δ/2, each over q' on the sample
     eps, q, ratio, rate, steps = 8.0, 0.09, 0.5, 0.28, 100
-    z = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=2e-3, sample_rate=q, ratio=ratio, sampling_rate=rate,
-                                      steps=steps)
-    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=rate, steps=steps,
-                                   delta=1e-3 / q) == pytest.approx((1 - ratio) * eps / q, rel=1e-9)
+    z = paper_dp_sgd_noise_multiplier(
+        epsilon=eps, delta=2e-3, sample_rate=q, ratio=ratio, sampling_rate=rate, steps=steps
+    )
+    assert reference_dpsgd_epsilon(
+        noise_multiplier=z, sampling_rate=rate, steps=steps, delta=1e-3 / q
+    ) == pytest.approx((1 - ratio) * eps / q, rel=1e-9)
 
 
 def test_paper_dp_sgd_budget_gives_features_the_whole_claim() -> None:
@@ -306,17 +318,22 @@ def test_paper_dp_sgd_budget_gives_features_the_whole_claim() -> None:
     eps, delta, q = 1.0, 2e-3, 0.09
     assert FEATURES_RATIO == 0.0
     assert paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=FEATURES_RATIO) == pytest.approx(
-        (eps / q, delta / q), rel=1e-15)
+        (eps / q, delta / q), rel=1e-15
+    )
     assert paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5) == pytest.approx(
-        (0.5 * eps / q, (1 - PAPER_DELTA_SHARE) * delta / q), rel=1e-15)
+        (0.5 * eps / q, (1 - PAPER_DELTA_SHARE) * delta / q), rel=1e-15
+    )
     for bad in (-0.1, 1.0, True):
         with pytest.raises(ValueError, match="ratio"):
             paper_dp_sgd_budget(epsilon=eps, delta=delta, sample_rate=q, ratio=bad)
     rate, steps = 60 / (q * 2396), 200 * 4
-    z = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=FEATURES_RATIO,
-                                      sampling_rate=rate, steps=steps)
-    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=rate, steps=steps,
-                                   delta=delta / q) == pytest.approx(eps / q, rel=1e-9)
-    half = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5, sampling_rate=rate,
-                                         steps=steps)
+    z = paper_dp_sgd_noise_multiplier(
+        epsilon=eps, delta=delta, sample_rate=q, ratio=FEATURES_RATIO, sampling_rate=rate, steps=steps
+    )
+    assert reference_dpsgd_epsilon(
+        noise_multiplier=z, sampling_rate=rate, steps=steps, delta=delta / q
+    ) == pytest.approx(eps / q, rel=1e-9)
+    half = paper_dp_sgd_noise_multiplier(
+        epsilon=eps, delta=delta, sample_rate=q, ratio=0.5, sampling_rate=rate, steps=steps
+    )
     assert z < half

@@ -203,8 +203,12 @@ def test_epsilon_of_remembers_each_event_by_all_its_parameters(accountant):
         _EPSILONS.clear()
         return epsilon_of(e, delta=1e-5, accountant=accountant)
 
-    events = [event(1.0), event(math.nextafter(1.0, 2.0)), event(1.0, steps=51),
-              dpa.ComposedDpEvent([event(1.0), event(2.0)])]
+    events = [
+        event(1.0),
+        event(math.nextafter(1.0, 2.0)),
+        event(1.0, steps=51),
+        dpa.ComposedDpEvent([event(1.0), event(2.0)]),
+    ]
     expected = [fresh(e) for e in events]
     _EPSILONS.clear()
     for _ in range(2):  # the second round comes from the memo

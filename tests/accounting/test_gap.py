@@ -155,7 +155,8 @@ def test_gap_paper_delta_is_the_largest_power_of_ten_below_one_over_n() -> None:
     from nodedp.accounting.gap import gap_paper_delta
 
     assert [gap_paper_delta(n) for n in (1, 9, 10, 99, 1401, 1659, 9999, 10_000)] == pytest.approx(
-        [1e-1, 1e-1, 1e-2, 1e-2, 1e-4, 1e-4, 1e-4, 1e-5], rel=1e-12)
+        [1e-1, 1e-1, 1e-2, 1e-2, 1e-4, 1e-4, 1e-4, 1e-5], rel=1e-12
+    )
     for n in (1, 7, 10, 1401, 123_456):
         assert gap_paper_delta(n) < 1 / n <= 10 * gap_paper_delta(n)
     with pytest.raises(ValueError, match="num_nodes"):
@@ -166,20 +167,28 @@ def test_gap_paper_noise_shares_z_and_draws_nap_at_root_d() -> None:
     from nodedp.accounting.gap import gap_paper_noise, gap_reference_epsilon
 
     q, steps, d, delta = 0.1, [20, 20, 20], 9, 1e-4
-    noise = gap_paper_noise(target_epsilon=4.0, delta=delta, hops=2, stage_steps=steps, sampling_rate=q,
-                            max_degree=d)
-    assert noise.noise_multiplier == calibrate_gap(target_epsilon=4.0, target_delta=delta, hops=2,
-                                                   stage_steps=steps, sampling_rate=q, accountant="rdp")
+    noise = gap_paper_noise(target_epsilon=4.0, delta=delta, hops=2, stage_steps=steps, sampling_rate=q, max_degree=d)
+    assert noise.noise_multiplier == calibrate_gap(
+        target_epsilon=4.0, target_delta=delta, hops=2, stage_steps=steps, sampling_rate=q, accountant="rdp"
+    )
     assert noise.nap_noise_std == pytest.approx(3.0 * noise.noise_multiplier)  # z·√D
     # Charged at the papers' sensitivity √D, the noise is the claim (calibrated to within 0.5%) ...
-    at_root_d = gap_reference_epsilon(noise=noise, nap_sensitivity=3.0, hops=2, stage_steps=steps, sampling_rate=q,
-                                      delta=delta)
+    at_root_d = gap_reference_epsilon(
+        noise=noise, nap_sensitivity=3.0, hops=2, stage_steps=steps, sampling_rate=q, delta=delta
+    )
     assert 0.995 * 4.0 <= at_root_d <= 4.0
-    assert at_root_d == pytest.approx(epsilon_of(gap_event(noise_multiplier=noise.noise_multiplier, hops=2,
-                                                           stage_steps=steps, sampling_rate=q), delta=delta))
+    assert at_root_d == pytest.approx(
+        epsilon_of(
+            gap_event(noise_multiplier=noise.noise_multiplier, hops=2, stage_steps=steps, sampling_rate=q), delta=delta
+        )
+    )
     # ... at the true Δ = √(D + R²) it is more, and grows with R.
-    eps = [gap_reference_epsilon(noise=noise, nap_sensitivity=math.sqrt(d + r**2), hops=2, stage_steps=steps,
-                                 sampling_rate=q, delta=delta) for r in (0.5, 1.0, 3.0)]
+    eps = [
+        gap_reference_epsilon(
+            noise=noise, nap_sensitivity=math.sqrt(d + r**2), hops=2, stage_steps=steps, sampling_rate=q, delta=delta
+        )
+        for r in (0.5, 1.0, 3.0)
+    ]
     assert at_root_d < eps[0] < eps[1] < eps[2]
 
 
@@ -191,9 +200,9 @@ def test_progap_reference_on_a_facebook_school_understates_by_about_ten_percent(
     q = 256 / 1051
     steps = [math.ceil(10 / q)] * 3
     delta = gap_paper_delta(1401)
-    noise = gap_paper_noise(target_epsilon=8.0, delta=delta, hops=2, stage_steps=steps, sampling_rate=q,
-                            max_degree=100)
-    actual = gap_reference_epsilon(noise=noise, nap_sensitivity=math.sqrt(200), hops=2, stage_steps=steps,
-                                   sampling_rate=q, delta=delta)
+    noise = gap_paper_noise(target_epsilon=8.0, delta=delta, hops=2, stage_steps=steps, sampling_rate=q, max_degree=100)
+    actual = gap_reference_epsilon(
+        noise=noise, nap_sensitivity=math.sqrt(200), hops=2, stage_steps=steps, sampling_rate=q, delta=delta
+    )
     assert delta == pytest.approx(1e-4) and steps == [42, 42, 42]
     assert actual == pytest.approx(8.789, abs=5e-3)

@@ -219,8 +219,9 @@ def test_poisson_occurrence_curve_grows_with_rate_and_occurrences_and_falls_with
     from nodedp.accounting import poisson_occurrence_gaussian_rdp
 
     def rdp(gamma: float = 0.2, d: int = 3, z: float = 5.0):
-        return poisson_occurrence_gaussian_rdp(orders=RDP_ORDERS, sampling_rate=gamma, max_occurrences=d,
-                                               noise_multiplier=z)
+        return poisson_occurrence_gaussian_rdp(
+            orders=RDP_ORDERS, sampling_rate=gamma, max_occurrences=d, noise_multiplier=z
+        )
 
     assert np.all(rdp(gamma=0.1) < rdp(gamma=0.2)) and np.all(rdp(d=2) < rdp(d=3))
     assert np.all(rdp(z=10.0) < rdp(z=5.0))
@@ -230,14 +231,17 @@ def test_poisson_occurrence_params_refuse_contradictions() -> None:
     from nodedp.accounting import poisson_occurrence_gaussian_params
     from nodedp.accounting.hypergeometric import poisson_occurrence_gaussian_rdp_of_params
 
-    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0,
-                                                steps=10, occurrence_rule="own_plus_rows")
+    params = poisson_occurrence_gaussian_params(
+        sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0, steps=10, occurrence_rule="own_plus_rows"
+    )
     assert params["max_occurrences"] == 3 and params["occurrence_rule"] == "own_plus_rows"
-    for key, value, match in [("max_occurrences", 2, "max_rows"),
-                              ("sampling", "fixed_size_without_replacement", "Poisson"),
-                              ("noise_std", 1.0, "noise_std"),
-                              ("occurrence_rule", "ranked_sources", "d = 4"),
-                              ("occurrence_rule", "own", "valid choices")]:
+    for key, value, match in [
+        ("max_occurrences", 2, "max_rows"),
+        ("sampling", "fixed_size_without_replacement", "Poisson"),
+        ("noise_std", 1.0, "noise_std"),
+        ("occurrence_rule", "ranked_sources", "d = 4"),
+        ("occurrence_rule", "own", "valid choices"),
+    ]:
         with pytest.raises(ValueError, match=match):
             poisson_occurrence_gaussian_rdp_of_params({**params, key: value}, (2.0,))
     without_rule = {key: value for key, value in params.items() if key != "occurrence_rule"}
@@ -259,14 +263,24 @@ def test_dpar_rule_charges_the_node_that_takes_a_source_row() -> None:
     assert occurrence_bound(rule="own_plus_rows", max_rows=2) == 3
     with pytest.raises(ValueError, match="valid choices"):
         occurrence_bound(rule="ranked", max_rows=2)
-    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0,
-                                                steps=10, occurrence_rule=RANKED_SOURCES)
+    params = poisson_occurrence_gaussian_params(
+        sampling_rate=0.2, max_rows=2, noise_multiplier=3.0, clip_norm=1.0, steps=10, occurrence_rule=RANKED_SOURCES
+    )
     assert params["max_occurrences"] == 4 and params["max_rows"] == 2
     curve = poisson_occurrence_gaussian_rdp_of_params(params, RDP_ORDERS)
-    assert curve == pytest.approx(10 * poisson_occurrence_gaussian_rdp(
-        orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=4, noise_multiplier=3.0), rel=1e-12)
-    assert np.all(curve > poisson_occurrence_gaussian_rdp_of_params({**params, "max_occurrences": 3,
-                                                                     "occurrence_rule": "own_plus_rows"}, RDP_ORDERS))
+    assert curve == pytest.approx(
+        10
+        * poisson_occurrence_gaussian_rdp(
+            orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=4, noise_multiplier=3.0
+        ),
+        rel=1e-12,
+    )
+    assert np.all(
+        curve
+        > poisson_occurrence_gaussian_rdp_of_params(
+            {**params, "max_occurrences": 3, "occurrence_rule": "own_plus_rows"}, RDP_ORDERS
+        )
+    )
     with pytest.raises(ValueError, match="max_occurrences"):
         poisson_occurrence_gaussian_rdp_of_params({**params, "max_occurrences": 3}, (2.0,))
 
@@ -285,17 +299,26 @@ def test_self_only_rule_charges_one_example_and_needs_no_rows() -> None:
     assert occurrence_bound(rule=SELF_ONLY, max_rows=0) == 1
     with pytest.raises(ValueError, match="max_rows must be 0"):
         occurrence_bound(rule=SELF_ONLY, max_rows=2)
-    params = poisson_occurrence_gaussian_params(sampling_rate=0.2, max_rows=0, noise_multiplier=3.0, clip_norm=1.0,
-                                                steps=10, occurrence_rule=SELF_ONLY)
+    params = poisson_occurrence_gaussian_params(
+        sampling_rate=0.2, max_rows=0, noise_multiplier=3.0, clip_norm=1.0, steps=10, occurrence_rule=SELF_ONLY
+    )
     assert params["max_occurrences"] == 1 and params["occurrence_rule"] == "self_only"
     curve = poisson_occurrence_gaussian_rdp_of_params(params, RDP_ORDERS)
-    assert curve == pytest.approx(10 * poisson_occurrence_gaussian_rdp(
-        orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=1, noise_multiplier=3.0), rel=1e-12)
+    assert curve == pytest.approx(
+        10
+        * poisson_occurrence_gaussian_rdp(
+            orders=RDP_ORDERS, sampling_rate=0.2, max_occurrences=1, noise_multiplier=3.0
+        ),
+        rel=1e-12,
+    )
     # the same d as own_plus_rows with no rows, but a record cannot claim self_only with rows
-    assert curve == pytest.approx(poisson_occurrence_gaussian_rdp_of_params(
-        {**params, "occurrence_rule": OWN_PLUS_ROWS}, RDP_ORDERS), rel=1e-12)
-    for change, match in [({"max_rows": 2}, "max_rows must be 0"), ({"max_rows": 2, "max_occurrences": 3},
-                                                                   "max_rows must be 0"),
-                          ({"max_occurrences": 2}, "d = 1")]:
+    assert curve == pytest.approx(
+        poisson_occurrence_gaussian_rdp_of_params({**params, "occurrence_rule": OWN_PLUS_ROWS}, RDP_ORDERS), rel=1e-12
+    )
+    for change, match in [
+        ({"max_rows": 2}, "max_rows must be 0"),
+        ({"max_rows": 2, "max_occurrences": 3}, "max_rows must be 0"),
+        ({"max_occurrences": 2}, "d = 1"),
+    ]:
         with pytest.raises(ValueError, match=match):
             poisson_occurrence_gaussian_rdp_of_params({**params, **change}, (2.0,))

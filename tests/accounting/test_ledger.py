@@ -39,8 +39,16 @@ def dpsgd_record(sigma: float) -> MechanismRecord:
         name="dp-sgd:mlp",
         kind="subsampled_gaussian",
         touches=("features", "labels"),
-        params={"noise_multiplier": sigma, "noise_std": sigma, "clip_norm": 1.0, "sampling": "poisson",
-                "sampling_rate": Q, "num_examples": 2000, "expected_batch_size": Q * 2000, "steps": STEPS},
+        params={
+            "noise_multiplier": sigma,
+            "noise_std": sigma,
+            "clip_norm": 1.0,
+            "sampling": "poisson",
+            "sampling_rate": Q,
+            "num_examples": 2000,
+            "expected_batch_size": Q * 2000,
+            "steps": STEPS,
+        },
         sensitivity=1.0,
         sensitivity_reason="one node is one example; its gradient is clipped to C",
         dp_event=subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
@@ -52,8 +60,14 @@ def gaussian_record(sigma: float) -> MechanismRecord:
         name="aggregation:hop1",
         kind="gaussian",
         touches=("features", "edges"),
-        params={"mechanism": "nap", "level": "edge", "undirected": False, "noise_multiplier": sigma,
-                "noise_std": sigma, "queries": 1},
+        params={
+            "mechanism": "nap",
+            "level": "edge",
+            "undirected": False,
+            "noise_multiplier": sigma,
+            "noise_std": sigma,
+            "queries": 1,
+        },
         sensitivity=1.0,
         sensitivity_reason="rows are normalised; a node changes at most its own aggregate by 1",
         dp_event=SelfComposedDpEvent(gaussian_event(noise_multiplier=sigma), 1),
@@ -66,8 +80,7 @@ def laplace_record(epsilon: float) -> MechanismRecord:
         name="labels:rr",
         kind="randomized_response",
         touches=("labels",),
-        params={"mechanism": "nip_label_rr", "num_classes": 7,
-                "keep_probability": label_keep_probability(epsilon, 7)},
+        params={"mechanism": "nip_label_rr", "num_classes": 7, "keep_probability": label_keep_probability(epsilon, 7)},
         sensitivity=1.0,
         sensitivity_reason="one node owns one label",
         dp_event=None,
@@ -322,7 +335,8 @@ def test_rdp_curve_record_takes_no_other_cost():
 
 
 THRESHOLDS = UnchargedRead(
-    name="clip-thresholds:dp-gcn", touches=("features", "labels", "edges"),
+    name="clip-thresholds:dp-gcn",
+    touches=("features", "labels", "edges"),
     reason="75th percentile of gradient norms at initialization, read without noise",
 )
 
@@ -406,23 +420,30 @@ def test_node_sample_rate_validation(rate):
 
 # --- reference mode: a paper's claim beside the actual ε -------------------------------------------------------
 
+
 def reference_ledger(sigma: float, *, claimed: float = 1.0, claim_delta: float = 1e-3) -> Ledger:
     from nodedp.accounting import Claim
 
-    return Ledger(level="node", target_epsilon=claimed, target_delta=DELTA, mechanisms=(dpsgd_record(sigma),),
-                  claim=Claim(epsilon=claimed, delta=claim_delta, rule="a rule that under-counts",
-                              source="a test"))
+    return Ledger(
+        level="node",
+        target_epsilon=claimed,
+        target_delta=DELTA,
+        mechanisms=(dpsgd_record(sigma),),
+        claim=Claim(epsilon=claimed, delta=claim_delta, rule="a rule that under-counts", source="a test"),
+    )
 
 
 def test_a_reference_ledger_may_exceed_its_claim_and_states_both_epsilons() -> None:
     sigma = 0.6  # far less noise than ε = 1 needs
     ledger = reference_ledger(sigma)
     ledger.check()  # no PrivacyBudgetExceeded: the overrun is what reference mode reports
-    actual = epsilon_of(subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
-                        delta=DELTA, accountant="rdp")
+    actual = epsilon_of(
+        subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS), delta=DELTA, accountant="rdp"
+    )
     assert ledger.composed()[0] == pytest.approx(actual) and actual > 1.0
-    at_claim = epsilon_of(subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS),
-                          delta=1e-3, accountant="rdp")
+    at_claim = epsilon_of(
+        subsampled_gaussian_event(noise_multiplier=sigma, sampling_rate=Q, steps=STEPS), delta=1e-3, accountant="rdp"
+    )
     assert ledger.actual_claim_epsilon() == pytest.approx(at_claim) and at_claim < actual  # a larger δ
     d = ledger.to_dict()
     assert d["claim"]["epsilon"] == 1.0 and d["claim"]["actual_epsilon"] == pytest.approx(at_claim)
@@ -440,10 +461,13 @@ def test_the_verifier_recomputes_a_claims_actual_epsilon() -> None:
         verify_ledger_dict(d)
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(target_epsilon=2.0), "target is the claimed ε"),
-    (dict(level="edge", degree_bound=None), None),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(target_epsilon=2.0), "target is the claimed ε"),
+        (dict(level="edge", degree_bound=None), None),
+    ],
+)
 def test_a_claim_belongs_to_its_target(change: dict, match: str | None) -> None:
     ledger = reference_ledger(2.0)
     if match is None:  # another level is fine: the claim is about ε
@@ -470,8 +494,12 @@ def test_a_remembered_composition_is_the_one_its_records_give(accountant):
     def ledger(*records, delta=DELTA):
         return Ledger(level="node", target_epsilon=1e9, target_delta=delta, mechanisms=records, accountant=accountant)
 
-    ledgers = [ledger(dpsgd_record(1.0)), ledger(dpsgd_record(math.nextafter(1.0, 2.0))),
-               ledger(dpsgd_record(1.0), gaussian_record(4.0)), ledger(dpsgd_record(1.0), delta=DELTA / 10)]
+    ledgers = [
+        ledger(dpsgd_record(1.0)),
+        ledger(dpsgd_record(math.nextafter(1.0, 2.0))),
+        ledger(dpsgd_record(1.0), gaussian_record(4.0)),
+        ledger(dpsgd_record(1.0), delta=DELTA / 10),
+    ]
     fresh = []
     for one in ledgers:  # each composed with nothing remembered
         _COMPOSED.clear()

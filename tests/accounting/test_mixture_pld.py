@@ -36,8 +36,14 @@ HYPER = "hypergeometric_gaussian"
 
 
 def _poisson(d: int, gamma: float, z: float, steps: int) -> dict:
-    return poisson_occurrence_gaussian_params(sampling_rate=gamma, max_rows=d - 1, noise_multiplier=z, clip_norm=1.5,
-                                              steps=steps, occurrence_rule="own_plus_rows")
+    return poisson_occurrence_gaussian_params(
+        sampling_rate=gamma,
+        max_rows=d - 1,
+        noise_multiplier=z,
+        clip_norm=1.5,
+        steps=steps,
+        occurrence_rule="own_plus_rows",
+    )
 
 
 def _rdp_epsilon(curve, params, delta: float) -> float:
@@ -46,8 +52,14 @@ def _rdp_epsilon(curve, params, delta: float) -> float:
 
 @pytest.mark.parametrize(
     ("d", "gamma", "z", "steps", "delta"),
-    [(1, 0.1, 5.0, 100, 1e-5), (3, 0.3, 20.0, 200, 1e-4), (6, 0.05, 8.0, 50, 1e-6), (12, 0.2, 40.0, 300, 1e-5),
-     (25, 0.02, 15.0, 500, 1e-4), (4, 1.0, 30.0, 20, 1e-5)],
+    [
+        (1, 0.1, 5.0, 100, 1e-5),
+        (3, 0.3, 20.0, 200, 1e-4),
+        (6, 0.05, 8.0, 50, 1e-6),
+        (12, 0.2, 40.0, 300, 1e-5),
+        (25, 0.02, 15.0, 500, 1e-4),
+        (4, 1.0, 30.0, 20, 1e-5),
+    ],
 )
 def test_poisson_pld_never_above_the_rdp_curve(d, gamma, z, steps, delta):
     params = _poisson(d, gamma, z, steps)
@@ -61,8 +73,9 @@ def test_poisson_pld_never_above_the_rdp_curve(d, gamma, z, steps, delta):
     [(100, 10, 2, 1, 10.0, 100, 1e-5), (500, 50, 3, 2, 30.0, 200, 1e-4), (60, 30, 1, 3, 12.0, 40, 1e-6)],
 )
 def test_hypergeometric_pld_never_above_the_rdp_curve(n, m, k, r, z, steps, delta):
-    params = hypergeometric_gaussian_params(num_examples=n, max_degree=k, num_layers=r, batch_size=m,
-                                            noise_multiplier=z, clip_norm=1.0, steps=steps)
+    params = hypergeometric_gaussian_params(
+        num_examples=n, max_degree=k, num_layers=r, batch_size=m, noise_multiplier=z, clip_norm=1.0, steps=steps
+    )
     pld = mixture_epsilon_of_params(HYPER, params, delta=delta)
     rdp = _rdp_epsilon(hypergeometric_gaussian_rdp_of_params, params, delta)
     assert 0 < pld <= rdp
@@ -73,8 +86,11 @@ def test_revealed_pair_is_the_rdp_curves_pair_under_pld():
     # cannot be looser (up to rounding), and the hybrid (own coin hidden, own example at C) is tighter still.
     d, gamma, z, steps, delta = 5, 0.2, 12.0, 150, 1e-5
     rho = np.arange(d + 1)
-    revealed = revealed_gaussian_mixture_pld(shifts=2.0 * rho / z, weights=binom.pmf(rho, d, gamma),
-                                             value_discretization_interval=VALUE_DISCRETIZATION_INTERVAL)
+    revealed = revealed_gaussian_mixture_pld(
+        shifts=2.0 * rho / z,
+        weights=binom.pmf(rho, d, gamma),
+        value_discretization_interval=VALUE_DISCRETIZATION_INTERVAL,
+    )
     eps_revealed = revealed.self_compose(steps).get_epsilon_for_delta(delta)
     params = _poisson(d, gamma, z, steps)
     eps_rdp = _rdp_epsilon(poisson_occurrence_gaussian_rdp_of_params, params, delta)
@@ -89,13 +105,17 @@ def test_d1_is_poisson_dpsgd_at_sensitivity_c(gamma, z, steps):
     # so the step IS PoissonSampled(γ, Gaussian(z)) (sensitivity C). (The RDP curve charges 2C.)
     params = _poisson(1, gamma, z, steps)
     ours = mixture_epsilon_of_params(POISSON, params, delta=1e-5, value_discretization_interval=1e-4)
-    reference = pld_of_event(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=gamma, steps=steps),
-                             value_discretization_interval=1e-4)
+    reference = pld_of_event(
+        subsampled_gaussian_event(noise_multiplier=z, sampling_rate=gamma, steps=steps),
+        value_discretization_interval=1e-4,
+    )
     expected = epsilon_pld([reference], delta=1e-5)
     assert ours == pytest.approx(expected, rel=1e-6)
     # And it is not the 2C (z/2) subsampled Gaussian, which spends more.
-    twice = pld_of_event(subsampled_gaussian_event(noise_multiplier=z / 2, sampling_rate=gamma, steps=steps),
-                         value_discretization_interval=1e-4)
+    twice = pld_of_event(
+        subsampled_gaussian_event(noise_multiplier=z / 2, sampling_rate=gamma, steps=steps),
+        value_discretization_interval=1e-4,
+    )
     assert epsilon_pld([twice], delta=1e-5) > 1.2 * ours
 
 
@@ -111,8 +131,9 @@ def test_calibrate_then_account_lands_within_one_percent_below_target(kind, targ
     if kind == POISSON:
         params = _poisson(6, 0.296, 1.0, 200)
     else:
-        params = hypergeometric_gaussian_params(num_examples=400, max_degree=2, num_layers=2, batch_size=40,
-                                                noise_multiplier=1.0, clip_norm=2.0, steps=150)
+        params = hypergeometric_gaussian_params(
+            num_examples=400, max_degree=2, num_layers=2, batch_size=40, noise_multiplier=1.0, clip_norm=2.0, steps=150
+        )
     z = calibrate_mixture_pld(kind, params, target_epsilon=target, target_delta=1e-5)
     accounted = dict(params, noise_multiplier=z, noise_std=z * params["clip_norm"])
     epsilon = epsilon_pld([mixture_pld_of_params(kind, accounted)], delta=1e-5)
@@ -131,8 +152,8 @@ def test_calibration_composes_the_other_mechanisms():
 
 def _pmf(pmf):
     dense = pmf.to_dense_pmf()
-    losses = (np.arange(dense.size) + dense._lower_loss) * dense._discretization  # noqa: SLF001
-    return losses, dense._probs, dense._infinity_mass  # noqa: SLF001
+    losses = (np.arange(dense.size) + dense._lower_loss) * dense._discretization
+    return losses, dense._probs, dense._infinity_mass
 
 
 def test_step_pld_has_the_mass_and_mean_of_the_pair():
@@ -140,9 +161,10 @@ def test_step_pld_has_the_mass_and_mean_of_the_pair():
     # E_P[loss] = KL(P‖Q), is Σ P(k)·[(1−γ)·(2k/z)²/2 + γ·((2k+1)/z)²/2] for k ≥ 1 plus P(0)·KL of the
     # subsampled Gaussian (computed here by quadrature). Pessimistic rounding moves the mean up by < interval.
     d, gamma, z = 4, 0.3, 3.0
-    pld = poisson_occurrence_step_pld(sampling_rate=gamma, max_occurrences=d, noise_multiplier=z,
-                                      value_discretization_interval=1e-4)
-    losses, probs, inf_mass = _pmf(pld._pmf_remove)  # noqa: SLF001
+    pld = poisson_occurrence_step_pld(
+        sampling_rate=gamma, max_occurrences=d, noise_multiplier=z, value_discretization_interval=1e-4
+    )
+    losses, probs, inf_mass = _pmf(pld._pmf_remove)
     assert inf_mass < 1e-12
     # Connect-the-dots masses sum to 1 up to ~1e-8 of rounding (dp_accounting's own Gaussian PLD too).
     assert probs.sum() + inf_mass == pytest.approx(1.0, abs=1e-7)
@@ -160,8 +182,9 @@ def test_step_pld_matches_monte_carlo_of_the_hypergeometric_pair():
     # Sample the revealed pair directly: ρ ~ Hypergeometric, x ~ N(2ρ/z, 1), loss = (2ρ/z)·x − (2ρ/z)²/2;
     # compare δ at a few ε with the PLD's.
     n, d, m, z = 50, 5, 10, 4.0
-    pld = hypergeometric_step_pld(num_examples=n, max_occurrences=d, batch_size=m, noise_multiplier=z,
-                                  value_discretization_interval=1e-4)
+    pld = hypergeometric_step_pld(
+        num_examples=n, max_occurrences=d, batch_size=m, noise_multiplier=z, value_discretization_interval=1e-4
+    )
     rng = np.random.default_rng(0)
     rho = rng.hypergeometric(d, n - d, m, size=2_000_000)
     mu = 2.0 * rho / z
@@ -177,7 +200,8 @@ def test_revealed_gaussian_matches_dp_accounting_gaussian():
     reference = pld_lib.from_gaussian_mechanism(1.0, sensitivity=0.7, value_discretization_interval=1e-4)
     for steps in (1, 50):
         assert ours.self_compose(steps).get_epsilon_for_delta(1e-6) == pytest.approx(
-            reference.self_compose(steps).get_epsilon_for_delta(1e-6), rel=1e-8)
+            reference.self_compose(steps).get_epsilon_for_delta(1e-6), rel=1e-8
+        )
 
 
 def test_refuses_bad_params():

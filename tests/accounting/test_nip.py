@@ -26,9 +26,14 @@ from nodedp.accounting.nip import (
 def nip_records(epsilon: float, shares, *, max_degree: int = 10, num_classes: int = 7) -> tuple[MechanismRecord, ...]:
     epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
     return (
-        nip_aggregation_record(epsilon_a=epsilon_a, max_degree=max_degree, budget_scheme="capped",
-                               largest_budget_weights=[1.0] * (max_degree + 1), worst_case_ratio_before_scaling=1.0,
-                               budget_scale=1.0),
+        nip_aggregation_record(
+            epsilon_a=epsilon_a,
+            max_degree=max_degree,
+            budget_scheme="capped",
+            largest_budget_weights=[1.0] * (max_degree + 1),
+            worst_case_ratio_before_scaling=1.0,
+            budget_scale=1.0,
+        ),
         nip_edge_record(epsilon_b=epsilon_b, s=min_keep_parameter(epsilon_b, max_degree), max_degree=max_degree),
         nip_label_record(epsilon_c=epsilon_c, num_classes=num_classes),
     )
@@ -47,8 +52,9 @@ def test_split_adds_up_exactly_and_the_ledger_composes_to_the_target(epsilon: fl
         assert math.fsum(parts) == epsilon
         total = math.fsum(shares)
         assert list(parts) == pytest.approx([epsilon * w / total for w in shares], rel=1e-12)
-    ledger = Ledger(level="node", target_epsilon=epsilon, target_delta=0.0,
-                    mechanisms=nip_records(epsilon, (0.1, 0.2, 0.7)))
+    ledger = Ledger(
+        level="node", target_epsilon=epsilon, target_delta=0.0, mechanisms=nip_records(epsilon, (0.1, 0.2, 0.7))
+    )
     ledger.check()
     assert ledger.composed() == (epsilon, 0.0)  # pure ε, exactly the target, δ = 0
     stored = json.loads(json.dumps(ledger.to_dict()))
@@ -96,9 +102,15 @@ def test_edge_record_refuses_an_s_that_spends_more_than_epsilon_b() -> None:
 
 def aggregation_record(weights, *, before=None, scale=1.0, max_degree=3, scheme="capped", **kwargs):
     before = worst_case_budget_ratio(weights, max_degree=max_degree) * scale if before is None else before
-    return nip_aggregation_record(epsilon_a=0.5, max_degree=max_degree, budget_scheme=scheme,
-                                  largest_budget_weights=weights, worst_case_ratio_before_scaling=before,
-                                  budget_scale=scale, **kwargs)
+    return nip_aggregation_record(
+        epsilon_a=0.5,
+        max_degree=max_degree,
+        budget_scheme=scheme,
+        largest_budget_weights=weights,
+        worst_case_ratio_before_scaling=before,
+        budget_scale=scale,
+        **kwargs,
+    )
 
 
 def test_aggregation_record_states_its_sensitivity_and_the_worst_case_ratio_it_rests_on() -> None:
@@ -160,8 +172,9 @@ def brute_force_worst_ratio(weights: list[float], max_degree: int) -> float:
         if max(map(len, neighbours)) > max_degree:
             continue
         for k in range(n):
-            best = max(best, (len(neighbours[k]) * weights[k] + sum(weights[i] for i in neighbours[k]))
-                       / (2 * max_degree))
+            best = max(
+                best, (len(neighbours[k]) * weights[k] + sum(weights[i] for i in neighbours[k])) / (2 * max_degree)
+            )
     return best
 
 
@@ -228,22 +241,25 @@ def test_reference_epsilon_charges_the_budgets_worst_case_and_the_bound_over_the
     # Eq. 11 at D_p = 4 on a star of 4 leaves: the centre β = D_p = 4, the leaves 1 (their centre has D_k = D_p)
     weights = [4.0, 1.0, 1.0, 1.0, 1.0]
     claimed = 8.0
-    same = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4,
-                                 largest_budget_weights=weights)
+    same = nip_reference_epsilon(
+        claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4, largest_budget_weights=weights
+    )
     ratio = (4 * 4.0 + 4 * 1.0) / (2 * 4)  # the star itself: removing its centre costs 2.5·ε_A
     assert same.charged_ratio == ratio
     assert (same.nap, same.edges, same.labels) == (4.0 * ratio, 2.0, 2.0)
     assert same.total == 14.0 > claimed
     # noise sized at D_p = 4 on a graph bounded to D = 8: every part but the labels' grows by D/D_p = 2,
     # and the worst case at D = 8 takes the 9 largest (here all 5) budgets
-    wider = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=8,
-                                  largest_budget_weights=list(reversed(weights)))
+    wider = nip_reference_epsilon(
+        claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=8, largest_budget_weights=list(reversed(weights))
+    )
     ratio8 = (8 * 4.0 + 4 * 1.0) / (2 * 8)
     assert wider.charged_ratio == ratio8 and wider.epsilon_a_at_bound == 8.0
     assert (wider.nap, wider.edges, wider.labels) == (8.0 * ratio8, 4.0, 2.0)
     # uniform budgets at D_p = D (N > D): exactly the claim
-    uniform = nip_reference_epsilon(claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4,
-                                    largest_budget_weights=[1.0] * 5)
+    uniform = nip_reference_epsilon(
+        claimed, (0.5, 0.25, 0.25), paper_max_degree=4, enforced_bound=4, largest_budget_weights=[1.0] * 5
+    )
     assert (uniform.charged_ratio, uniform.total) == (1.0, claimed)
     # the edges' figure is Theorem 4's ε at the enforced bound for the s the paper sizes at D_p
     noise = nip_paper_noise(claimed, (0.5, 0.25, 0.25), max_degree=4, num_classes=3)
@@ -254,16 +270,28 @@ def test_reference_epsilon_charges_the_budgets_worst_case_and_the_bound_over_the
 
 def test_a_reference_aggregation_record_charges_a_ratio_above_one_and_verifies() -> None:
     weights = [4.0, 1.0, 1.0, 1.0, 1.0]
-    actual = nip_reference_epsilon(8.0, (0.5, 0.25, 0.25), paper_max_degree=2, enforced_bound=4,
-                                   largest_budget_weights=weights)
-    record = nip_aggregation_record(epsilon_a=actual.epsilon_a_at_bound, max_degree=4, budget_scheme="paper",
-                                    largest_budget_weights=weights, worst_case_ratio_before_scaling=2.5,
-                                    budget_scale=1.0, reference=True)
+    actual = nip_reference_epsilon(
+        8.0, (0.5, 0.25, 0.25), paper_max_degree=2, enforced_bound=4, largest_budget_weights=weights
+    )
+    record = nip_aggregation_record(
+        epsilon_a=actual.epsilon_a_at_bound,
+        max_degree=4,
+        budget_scheme="paper",
+        largest_budget_weights=weights,
+        worst_case_ratio_before_scaling=2.5,
+        budget_scale=1.0,
+        reference=True,
+    )
     assert record.params["charged_ratio"] == 2.5 and record.pure_epsilon == actual.nap == 4.0 * 2 * 2.5
     assert record.params["laplace_scale_at_epsilon_a"] == pytest.approx(2 * 2 / 4.0, rel=1e-15)  # 2·D_p/ε_A
     edges = nip_edge_record(epsilon_b=actual.edges, s=min_keep_parameter(2.0, 2), max_degree=4)
-    ledger = Ledger(level="node", target_epsilon=8.0, target_delta=0.0, claim=Claim(8.0, 0.0, "rule", "paper"),
-                    mechanisms=(record, edges, nip_label_record(epsilon_c=2.0, num_classes=3)))
+    ledger = Ledger(
+        level="node",
+        target_epsilon=8.0,
+        target_delta=0.0,
+        claim=Claim(8.0, 0.0, "rule", "paper"),
+        mechanisms=(record, edges, nip_label_record(epsilon_c=2.0, num_classes=3)),
+    )
     assert verify_ledger_dict(ledger.to_dict()) == pytest.approx(actual.total, rel=1e-12)
     assert actual.total > 8.0
     with pytest.raises(ValueError, match="> 1"):  # the same budgets outside reference mode: refused

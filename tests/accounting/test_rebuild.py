@@ -44,28 +44,56 @@ def _refused(d: dict, match: str, **params) -> None:
 def _nap(*, z: float, max_degree: int = 99, row_clip: float = 1.0) -> MechanismRecord:
     sensitivity = math.sqrt(max_degree + row_clip**2)
     return MechanismRecord(
-        name="nap:gap", kind="gaussian", touches=("features", "edges"),
-        params={"mechanism": "nap", "level": "node", "noise_multiplier": z, "noise_std": z * sensitivity,
-                "queries": 2, "row_clip": row_clip, "max_degree": max_degree, "undirected": False},
-        sensitivity=sensitivity, sensitivity_reason="√(D + R²)", dp_event=nap_event(noise_multiplier=z, hops=2),
+        name="nap:gap",
+        kind="gaussian",
+        touches=("features", "edges"),
+        params={
+            "mechanism": "nap",
+            "level": "node",
+            "noise_multiplier": z,
+            "noise_std": z * sensitivity,
+            "queries": 2,
+            "row_clip": row_clip,
+            "max_degree": max_degree,
+            "undirected": False,
+        },
+        sensitivity=sensitivity,
+        sensitivity_reason="√(D + R²)",
+        dp_event=nap_event(noise_multiplier=z, hops=2),
     )
 
 
 def _dpsgd(*, z: float, q: float, steps: int, n: int = 1000) -> MechanismRecord:
     return MechanismRecord(
-        name="dp-sgd:mlp", kind="subsampled_gaussian", touches=("features", "labels"),
-        params={"noise_multiplier": z, "noise_std": z * 1.0, "clip_norm": 1.0, "sampling": "poisson",
-                "sampling_rate": q, "num_examples": n, "expected_batch_size": q * n, "steps": steps},
-        sensitivity=1.0, sensitivity_reason="one example per node",
+        name="dp-sgd:mlp",
+        kind="subsampled_gaussian",
+        touches=("features", "labels"),
+        params={
+            "noise_multiplier": z,
+            "noise_std": z * 1.0,
+            "clip_norm": 1.0,
+            "sampling": "poisson",
+            "sampling_rate": q,
+            "num_examples": n,
+            "expected_batch_size": q * n,
+            "steps": steps,
+        },
+        sensitivity=1.0,
+        sensitivity_reason="one example per node",
         dp_event=subsampled_gaussian_event(noise_multiplier=z, sampling_rate=q, steps=steps),
     )
 
 
 def _edge_rr(*, p: float, epsilon: float) -> MechanismRecord:
     return MechanismRecord(
-        name="edge-rr:edgerand", kind="randomized_response", touches=("edges",),
+        name="edge-rr:edgerand",
+        kind="randomized_response",
+        touches=("edges",),
         params={"mechanism": "edge_rr", "flip_probability": p, "num_nodes": 10, "pairs": "unordered"},
-        sensitivity=1.0, sensitivity_reason="one entry", dp_event=None, pure_epsilon=epsilon,
+        sensitivity=1.0,
+        sensitivity_reason="one entry",
+        dp_event=None,
+        pure_epsilon=epsilon,
     )
 
 
@@ -73,8 +101,12 @@ def test_genuine_records_of_every_builder_verify():
     em0 = dp_appr_em_records(option="em0", epsilon=0.1, k=2, m=70, clip=1e-3)
     em1 = dp_appr_em_records(option="em1", epsilon=0.1, k=2, m=70, clip=1e-3, epsilon_value=0.5)
     records = [
-        _nap(z=3.0), _dpsgd(z=1.1, q=0.01, steps=100), _edge_rr(p=1 / (1 + math.e), epsilon=1.0),
-        dp_appr_gm_record(noise_multiplier=2.0, k=2, m=70, clip=0.01), *em0, *em1,
+        _nap(z=3.0),
+        _dpsgd(z=1.1, q=0.01, steps=100),
+        _edge_rr(p=1 / (1 + math.e), epsilon=1.0),
+        dp_appr_gm_record(noise_multiplier=2.0, k=2, m=70, clip=0.01),
+        *em0,
+        *em1,
         nip_edge_record(epsilon_b=2.0, s=0.9999, max_degree=20),
         nip_label_record(epsilon_c=1.0, num_classes=7),
     ]
@@ -123,9 +155,14 @@ def test_laplace_scale_must_pay_for_the_charged_epsilon():
 def test_nip_aggregation_cost_is_rebuilt_from_its_scale_and_budgets():
     weights = [1.5, *[1.0] * 3]  # D = 3: (3·1.5 + 3)/6 = 1.25 > 1
     scaled = [w / 1.25 for w in weights]
-    record = nip_aggregation_record(epsilon_a=0.1, max_degree=3, budget_scheme="capped",
-                                    largest_budget_weights=scaled, worst_case_ratio_before_scaling=1.25,
-                                    budget_scale=1.25)
+    record = nip_aggregation_record(
+        epsilon_a=0.1,
+        max_degree=3,
+        budget_scheme="capped",
+        largest_budget_weights=scaled,
+        worst_case_ratio_before_scaling=1.25,
+        budget_scale=1.25,
+    )
     d = _ledger(record)
     _refused(d, "pure_epsilon", laplace_scale_at_epsilon_a=1e-9, epsilon_a=6e9)
     _refused(d, "charged_ratio", largest_budget_weights=weights)  # the unscaled budgets cost 1.25·ε_A
@@ -169,11 +206,18 @@ def test_gumbel_selections_must_be_m_times_k():
 
 
 def test_dp_gnn_occurrences_are_rebuilt_from_k_and_r():
-    params = hypergeometric_gaussian_params(num_examples=500, max_degree=3, num_layers=2, batch_size=50,
-                                            noise_multiplier=2.0, clip_norm=1.0, steps=20)
-    record = MechanismRecord(name="dp-sgd:dp-gcn", kind="hypergeometric_gaussian",
-                             touches=("features", "labels", "edges"), params=params, sensitivity=2.0 * 13,
-                             sensitivity_reason="N(3, 2) = 13", dp_event=None)
+    params = hypergeometric_gaussian_params(
+        num_examples=500, max_degree=3, num_layers=2, batch_size=50, noise_multiplier=2.0, clip_norm=1.0, steps=20
+    )
+    record = MechanismRecord(
+        name="dp-sgd:dp-gcn",
+        kind="hypergeometric_gaussian",
+        touches=("features", "labels", "edges"),
+        params=params,
+        sensitivity=2.0 * 13,
+        sensitivity_reason="N(3, 2) = 13",
+        dp_event=None,
+    )
     forged = _ledger(record)
     forged["mechanisms"][0]["params"]["max_occurrences"] = 1
     with pytest.raises(ValueError, match="max_occurrences"):
@@ -186,15 +230,30 @@ def test_dp_gnn_occurrences_are_rebuilt_from_k_and_r():
 
 def test_a_record_no_rule_can_rebuild_is_refused():
     record = MechanismRecord(
-        name="mystery", kind="gaussian", touches=("features",), params={"noise_multiplier": 5.0}, sensitivity=1.0,
-        sensitivity_reason="trust me", dp_event=dp_event.GaussianDpEvent(5.0),
+        name="mystery",
+        kind="gaussian",
+        touches=("features",),
+        params={"noise_multiplier": 5.0},
+        sensitivity=1.0,
+        sensitivity_reason="trust me",
+        dp_event=dp_event.GaussianDpEvent(5.0),
     )
     with pytest.raises(RecordMismatch, match="no rule"):
         Ledger(level="node", target_epsilon=10.0, target_delta=DELTA, mechanisms=(record,)).check()
     wrong_kind = dict(_edge_rr(p=0.2, epsilon=2.0).params)
     with pytest.raises(RecordMismatch, match="kind"):
-        check_record(MechanismRecord(name="x", kind="laplace", touches=("edges",), params=wrong_kind,
-                                     sensitivity=1.0, sensitivity_reason="-", dp_event=None, pure_epsilon=2.0))
+        check_record(
+            MechanismRecord(
+                name="x",
+                kind="laplace",
+                touches=("edges",),
+                params=wrong_kind,
+                sensitivity=1.0,
+                sensitivity_reason="-",
+                dp_event=None,
+                pure_epsilon=2.0,
+            )
+        )
 
 
 def test_dp_appr_gm_noise_is_rebuilt_from_its_row_clip():
@@ -206,11 +265,18 @@ def test_dp_appr_gm_noise_is_rebuilt_from_its_row_clip():
 def test_poisson_occurrence_d_is_rebuilt_from_its_rule():
     from nodedp.accounting import poisson_occurrence_gaussian_params
 
-    params = poisson_occurrence_gaussian_params(sampling_rate=0.3, max_rows=2, noise_multiplier=30.0, clip_norm=1.0,
-                                                steps=100, occurrence_rule="ranked_sources")
-    record = MechanismRecord(name="dp-sgd:dpar-em0", kind="poisson_occurrence_gaussian", touches=("features",),
-                             params=params, sensitivity=2.0 * 4, sensitivity_reason="d = max_rows + 2",
-                             dp_event=None)
+    params = poisson_occurrence_gaussian_params(
+        sampling_rate=0.3, max_rows=2, noise_multiplier=30.0, clip_norm=1.0, steps=100, occurrence_rule="ranked_sources"
+    )
+    record = MechanismRecord(
+        name="dp-sgd:dpar-em0",
+        kind="poisson_occurrence_gaussian",
+        touches=("features",),
+        params=params,
+        sensitivity=2.0 * 4,
+        sensitivity_reason="d = max_rows + 2",
+        dp_event=None,
+    )
     d = _ledger(record)
     forged = copy.deepcopy(d)
     forged["mechanisms"][0]["params"].update(max_occurrences=3)  # the old, too small d

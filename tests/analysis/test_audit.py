@@ -29,9 +29,20 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 COMMAND = "nodedp audit-report a_b # 5%"
 
 
-def audit_record(*, seed: int, strong: bool, m: int = 100, dataset: str = "cora", method: str = "dp_mlp",
-                 epsilon: float = 1.0, claimed: float = 0.98, accounting: str = "suite",
-                 mia: float | None = None, ties: bool = False, delta: float = DELTA) -> dict[str, Any]:
+def audit_record(
+    *,
+    seed: int,
+    strong: bool,
+    m: int = 100,
+    dataset: str = "cora",
+    method: str = "dp_mlp",
+    epsilon: float = 1.0,
+    claimed: float = 0.98,
+    accounting: str = "suite",
+    mia: float | None = None,
+    ties: bool = False,
+    delta: float = DELTA,
+) -> dict[str, Any]:
     """An audit JSON as `nodedp audit` writes it. ``strong``: included canaries score far above excluded ones, so
     the one-run bound is clearly positive; otherwise scores ignore inclusion and the bound is 0. ``ties``: scores
     on a coarse grid, so the tie-breaking seed matters."""
@@ -42,15 +53,35 @@ def audit_record(*, seed: int, strong: bool, m: int = 100, dataset: str = "cora"
         scores = np.round(scores)
     bound = epsilon_one_run(scores, inclusion, delta=delta, confidence=0.95, seed=seed)  # as nodedp.audit.run does
     return {
-        "dataset": dataset, "name": method, "method": method, "base_method": method.split("@")[0], "seed": seed,
-        "target_epsilon": epsilon, "claimed_epsilon": claimed, "ledger_epsilon": claimed, "delta": delta,
-        "accounting": accounting, "guarantee": "unconditional", "canaries": m, "included": int(inclusion.sum()),
-        "canary_degree_bound": 20, "epsilon_lower_one_run": bound.epsilon, "confidence": 0.95,
-        "one_run_guesses": bound.guesses, "one_run_correct": bound.correct, "epsilon_lower_threshold": 0.0,
-        "auc": 0.5, "tpr_at_1pct_fpr": 0.0, "test_accuracy": 0.6 + 0.01 * seed, "wall_seconds": 2.0,
-        "violated": bound.epsilon > claimed, "scores": scores.tolist(), "inclusion": inclusion.tolist(),
+        "dataset": dataset,
+        "name": method,
+        "method": method,
+        "base_method": method.split("@")[0],
+        "seed": seed,
+        "target_epsilon": epsilon,
+        "claimed_epsilon": claimed,
+        "ledger_epsilon": claimed,
+        "delta": delta,
+        "accounting": accounting,
+        "guarantee": "unconditional",
+        "canaries": m,
+        "included": int(inclusion.sum()),
+        "canary_degree_bound": 20,
+        "epsilon_lower_one_run": bound.epsilon,
+        "confidence": 0.95,
+        "one_run_guesses": bound.guesses,
+        "one_run_correct": bound.correct,
+        "epsilon_lower_threshold": 0.0,
+        "auc": 0.5,
+        "tpr_at_1pct_fpr": 0.0,
+        "test_accuracy": 0.6 + 0.01 * seed,
+        "wall_seconds": 2.0,
+        "violated": bound.epsilon > claimed,
+        "scores": scores.tolist(),
+        "inclusion": inclusion.tolist(),
         "mia": None if mia is None else {"accuracy": mia, "auc": mia + 0.05, "members": 10},
-        "timings": {"total_s": 3.0}, "version": {"git_commit": "abc", "nodedp": "0.1.0"},
+        "timings": {"total_s": 3.0},
+        "version": {"git_commit": "abc", "nodedp": "0.1.0"},
     }
 
 
@@ -146,8 +177,10 @@ def test_large_delta_makes_pooling_looser_and_best_seed_is_bonferroni(tmp_path: 
     row = summarize_audits(read_audits(write(tmp_path, records))).row(0, named=True)
     singles = [r["epsilon_lower_one_run"] for r in records]
     assert 0 < row["epsilon_lower"] < min(singles)
-    expected = max(epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=1 - 0.05 / 2,
-                                   seed=r["seed"]).epsilon for r in records)
+    expected = max(
+        epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=1 - 0.05 / 2, seed=r["seed"]).epsilon
+        for r in records
+    )
     assert 0 < row["epsilon_lower_best_seed"] == expected < max(singles)
 
 
@@ -164,8 +197,10 @@ def test_summary_max_claim_violation_mia_and_order(tmp_path: Path) -> None:
     assert strong["claimed_epsilon"] == 0.8  # the largest claim of its seeds
     assert strong["epsilon_lower"] > 0.8 and strong["violated"]
     # Seeds refuting their own claim at the confidence split over the seeds (97.5% each).
-    alone = [epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=0.975, seed=r["seed"]).epsilon
-             for r in records[:2]]
+    alone = [
+        epsilon_one_run(r["scores"], r["inclusion"], delta=DELTA, confidence=0.975, seed=r["seed"]).epsilon
+        for r in records[:2]
+    ]
     assert strong["seeds_violated"] == (alone[0] > 0.5) + (alone[1] > 0.8) >= 1
     assert strong["canaries"] == 220 and strong["canaries_per_seed"] is None
     assert strong["mia_accuracy_mean"] == pytest.approx(0.55) and strong["mia_seeds"] == 2
@@ -222,12 +257,20 @@ def test_tables_mark_violations_and_explain_them(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (a TeX distribution)")
 def test_latex_table_compiles(tmp_path: Path) -> None:
-    write_audit_tables(report_summary(tmp_path), markdown=tmp_path / "a.md", latex=tmp_path / "audit.tex",
-                       regenerate_command=COMMAND)
-    (tmp_path / "main.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-                                       "\\begin{table}\\input{audit.tex}\\end{table}\n\\end{document}\n")
-    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    write_audit_tables(
+        report_summary(tmp_path), markdown=tmp_path / "a.md", latex=tmp_path / "audit.tex", regenerate_command=COMMAND
+    )
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
+        "\\begin{table}\\input{audit.tex}\\end{table}\n\\end{document}\n"
+    )
+    done = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     log = (tmp_path / "main.log").read_text(errors="replace")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "Undefined control sequence" not in log and "Missing character" not in log
@@ -246,8 +289,15 @@ def test_figure_is_a_png_and_its_caption_states_the_numbers(tmp_path: Path) -> N
     path = tmp_path / "fig" / "audit.png"
     caption = plot_audit(summary, path)
     assert path.read_bytes()[:8] == PNG_MAGIC
-    for text in ("200 canaries over 2 seeds", "95% confidence", "δ = 0.0001", "1 of 3 cells", "2 of 3 bounds are 0",
-                 "linear axis from 0", "Squares: reference runs (@paper)"):
+    for text in (
+        "200 canaries over 2 seeds",
+        "95% confidence",
+        "δ = 0.0001",
+        "1 of 3 cells",
+        "2 of 3 bounds are 0",
+        "linear axis from 0",
+        "Squares: reference runs (@paper)",
+    ):
         assert text in caption, text
 
 
@@ -263,20 +313,46 @@ def audit_figure(summary: pl.DataFrame, tmp_path: Path, monkeypatch: pytest.Monk
 
 def figure_summary(rows: list[tuple[str, float, float, float]], **extra: Any) -> pl.DataFrame:
     """An audit summary of (method, target ε, claimed ε, lower bound) rows on one dataset."""
-    return pl.DataFrame([{"dataset": "csbm", "method": m, "target_epsilon": e, "claimed_epsilon": c,
-                          "epsilon_lower": lo, "violated": lo > c, "accounting": "paper" if "@" in m else "suite",
-                          "canaries": 100, "seeds": 1, "confidence": 0.95, "delta": 1e-4, **extra}
-                         for m, e, c, lo in rows])
+    return pl.DataFrame(
+        [
+            {
+                "dataset": "csbm",
+                "method": m,
+                "target_epsilon": e,
+                "claimed_epsilon": c,
+                "epsilon_lower": lo,
+                "violated": lo > c,
+                "accounting": "paper" if "@" in m else "suite",
+                "canaries": 100,
+                "seeds": 1,
+                "confidence": 0.95,
+                "delta": 1e-4,
+                **extra,
+            }
+            for m, e, c, lo in rows
+        ]
+    )
 
 
-def test_the_figure_reads_at_the_claims_scale_one_row_per_method(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_figure_reads_at_the_claims_scale_one_row_per_method(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The demo's audit: every claim 8, most bounds 0, a few release bounds above it.
-    methods = ["dp-gcn", "dp-mlp", "dp-mlp · DP-SGD release", "dpar-em0", "dpdgc-fast", "nip-gnn", "progap",
-               "progap · NAP release", "progap · DP-SGD release"]
+    methods = [
+        "dp-gcn",
+        "dp-mlp",
+        "dp-mlp · DP-SGD release",
+        "dpar-em0",
+        "dpdgc-fast",
+        "nip-gnn",
+        "progap",
+        "progap · NAP release",
+        "progap · DP-SGD release",
+    ]
     bounds = [0.0, 0.0, 2.49, 0.0, 0.0, 0.0, 0.0, 0.136, 1.12]
-    fig, caption = audit_figure(figure_summary([(m, 8.0, 7.98, b) for m, b in zip(methods, bounds)]), tmp_path,
-                                monkeypatch)
+    fig, caption = audit_figure(
+        figure_summary([(m, 8.0, 7.98, b) for m, b in zip(methods, bounds)]), tmp_path, monkeypatch
+    )
     (ax,) = [ax for ax in fig.axes if ax.get_visible()]
     assert ax.get_xscale() == "linear" and ax.get_xlim() == pytest.approx((0.0, AXIS_HEADROOM * 7.98))
     assert [t.get_text() for t in ax.get_yticklabels()] == sorted(methods)  # one row each, named; one ε: no ε
@@ -294,15 +370,20 @@ def test_the_figure_reads_at_the_claims_scale_one_row_per_method(tmp_path: Path,
     assert "0 of 9 cells" in caption and "6 of 9 bounds are 0" in caption
 
 
-def test_violations_and_bounds_past_the_axis_are_marked_and_written(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    summary = figure_summary([("dpar-em0@paper", 1.0, 1.0, 40.0), ("gap@paper", 1.0, 1.0, 0.4),
-                              ("dp-mlp", 4.0, 3.99, 4.5)])
+def test_violations_and_bounds_past_the_axis_are_marked_and_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = figure_summary(
+        [("dpar-em0@paper", 1.0, 1.0, 40.0), ("gap@paper", 1.0, 1.0, 0.4), ("dp-mlp", 4.0, 3.99, 4.5)]
+    )
     fig, caption = audit_figure(summary, tmp_path, monkeypatch)
     (ax,) = [ax for ax in fig.axes if ax.get_visible()]
     assert ax.get_xlim()[1] == pytest.approx(AXIS_HEADROOM * 3.99)  # 40 does not stretch the axis
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["dp-mlp, ε = 4", "dpar-em0@paper, ε = 1",
-                                                            "gap@paper, ε = 1"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "dp-mlp, ε = 4",
+        "dpar-em0@paper, ε = 1",
+        "gap@paper, ε = 1",
+    ]
     flagged = sorted(t.get_text() for t in ax.texts if t.get_gid() == VIOLATION_GID)
     assert flagged == ["4.5 ⚠", "40 ⚠"]
     points, _ = audit_points(summary)
@@ -338,8 +419,11 @@ def test_the_attack_summary_feeds_nip_gnn_table_4(tmp_path: Path) -> None:
 
 def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
     record = audit_record(seed=0, strong=False, method="gap", mia=0.5)
-    record["nap_release"] = {k: v for k, v in audit_record(seed=0, strong=True, method="x").items()
-                             if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")}
+    record["nap_release"] = {
+        k: v
+        for k, v in audit_record(seed=0, strong=True, method="x").items()
+        if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")
+    }
     frame = read_audits(write(tmp_path, [record]))
     assert frame["method"].to_list() == ["gap", "gap · NAP release"]
     assert frame["mia_accuracy"].to_list() == [0.5, None]
@@ -351,15 +435,21 @@ def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
 def test_a_dp_sgd_release_of_independent_runs_is_bounded_by_its_threshold_bound(tmp_path: Path) -> None:
     record = audit_record(seed=0, strong=False, method="dpar-features@paper", mia=0.5)
     release = audit_record(seed=0, strong=True, m=2000, delta=5e-3, method="x")  # δ where one-run bounds are 0
-    record["dpsgd_release"] = {**{k: v for k, v in release.items()
-                                  if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")},
-                               "bound": "runs"}
+    record["dpsgd_release"] = {
+        **{
+            k: v
+            for k, v in release.items()
+            if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")
+        },
+        "bound": "runs",
+    }
     frame = read_audits(write(tmp_path, [record]))
     assert frame["method"].to_list() == ["dpar-features@paper", "dpar-features@paper · DP-SGD release"]
     assert frame["bound"].to_list() == ["one-run", "runs"]
     row = summarize_audits(frame).filter(pl.col("bound") == "runs").row(0, named=True)
     assert row["epsilon_lower"] == row["epsilon_lower_threshold"] > row["claimed_epsilon"] and row["violated"]
     assert epsilon_one_run(np.asarray(release["scores"]), np.asarray(release["inclusion"]), delta=5e-3).epsilon == 0
-    write_audit_tables(summarize_audits(frame), markdown=tmp_path / "a.md", latex=tmp_path / "a.tex",
-                       regenerate_command=COMMAND)
+    write_audit_tables(
+        summarize_audits(frame), markdown=tmp_path / "a.md", latex=tmp_path / "a.tex", regenerate_command=COMMAND
+    )
     assert "independent runs" in (tmp_path / "a.md").read_text()

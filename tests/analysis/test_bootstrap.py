@@ -171,15 +171,17 @@ def test_a_cell_carries_its_runs_settings() -> None:
 
 def test_a_run_without_settings_does_not_hide_the_others() -> None:
     runs = fake_runs().with_columns(
-        pl.when(pl.col("seed") == 0).then(None).otherwise(pl.lit('{"lr": 0.01}')).alias("hyperparameters"))
+        pl.when(pl.col("seed") == 0).then(None).otherwise(pl.lit('{"lr": 0.01}')).alias("hyperparameters")
+    )
     assert set(summarize(runs)["hyperparameters"]) == {'{"lr": 0.01}'}
 
 
 def test_a_cell_mixing_settings_is_refused_by_name() -> None:
     runs = fake_runs()
     stale = (pl.col("dataset") == "a-graph") & (pl.col("method") == "gcn") & (pl.col("seed") == 2)
-    runs = runs.with_columns(pl.when(stale).then(pl.lit('{"lr": 0.1}')).otherwise(pl.lit('{"lr": 0.01}'))
-                             .alias("hyperparameters"))
+    runs = runs.with_columns(
+        pl.when(stale).then(pl.lit('{"lr": 0.1}')).otherwise(pl.lit('{"lr": 0.01}')).alias("hyperparameters")
+    )
     with pytest.raises(ValueError, match=r"'a-graph'.*'gcn'.*different hyperparameters.*lr"):
         summarize(runs)
 
@@ -187,11 +189,14 @@ def test_a_cell_mixing_settings_is_refused_by_name() -> None:
 def test_a_cell_counts_its_one_class_runs_and_averages_its_majority_class() -> None:
     runs = fake_runs(n_seeds=4)
     one_class = (pl.col("method") == "dp-mlp") & (pl.col("seed") < 2) & (pl.col("target_epsilon") == 1.0)
-    runs = runs.with_columns(pl.when(one_class).then(1).otherwise(5).alias("test_predicted_classes"),
-                             (0.2 + 0.01 * pl.col("seed")).alias("test_majority_accuracy"))
+    runs = runs.with_columns(
+        pl.when(one_class).then(1).otherwise(5).alias("test_predicted_classes"),
+        (0.2 + 0.01 * pl.col("seed")).alias("test_majority_accuracy"),
+    )
     summary = summarize(runs)
-    counts = {(r["dataset"], r["method"], r["target_epsilon"]): r["n_one_class_runs"]
-              for r in summary.iter_rows(named=True)}
+    counts = {
+        (r["dataset"], r["method"], r["target_epsilon"]): r["n_one_class_runs"] for r in summary.iter_rows(named=True)
+    }
     assert counts[("a-graph", "dp-mlp", 1.0)] == counts[("b-graph", "dp-mlp", 1.0)] == 2
     assert sum(counts.values()) == 4
     assert summary["test_majority_accuracy"].to_list() == pytest.approx([0.215] * summary.height)

@@ -81,8 +81,11 @@ def write_run(
     run_dir = root / dataset / method / f"eps~{eps if private else 'inf'}" / f"seed~{seed}"
     run_dir.mkdir(parents=True)
     if ledger is None:
-        ledger = ({"epsilon": spent, "target_epsilon": eps, "guarantee": {"class": guarantee}, "claim": claim}
-                  if private else {})
+        ledger = (
+            {"epsilon": spent, "target_epsilon": eps, "guarantee": {"class": guarantee}, "claim": claim}
+            if private
+            else {}
+        )
     (run_dir / "ledger.json").write_text(json.dumps(ledger))
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     return run_dir / "metrics.json"
@@ -123,7 +126,9 @@ def test_non_private_runs_are_not_sent_to_the_verifier(tmp_path: Path) -> None:
     def refuse_all(ledger: dict) -> float:
         raise AssertionError("a non-private ledger was verified")
 
-    runs = collect_runs([write_run(tmp_path, method="gcn", eps=None)], verify_ledger=refuse_all, check_agreement=unchecked)
+    runs = collect_runs(
+        [write_run(tmp_path, method="gcn", eps=None)], verify_ledger=refuse_all, check_agreement=unchecked
+    )
     assert runs.height == 1
 
 
@@ -209,7 +214,8 @@ def test_defaults_to_the_accounting_verifier(tmp_path: Path, monkeypatch: pytest
 def test_write_runs_round_trips_and_leaves_no_temporary(tmp_path: Path) -> None:
     runs = collect_runs(
         [write_run(tmp_path / "runs", eps=1.0), write_run(tmp_path / "runs", method="gcn", eps=None)],
-        verify_ledger=fake_verify, check_agreement=unchecked,
+        verify_ledger=fake_verify,
+        check_agreement=unchecked,
     )
     out = tmp_path / "out" / "runs.parquet"
     write_runs(runs, out)
@@ -221,10 +227,23 @@ def test_a_run_with_an_uncharged_read_is_not_fully_accounted(tmp_path: Path) -> 
     read = {"name": "clip-thresholds", "touches": ["labels"], "reason": "percentile at init"}
     paths = [
         write_run(tmp_path, eps=1.0, seed=0),
-        write_run(tmp_path, eps=1.0, seed=1, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [read],
-                                                    "guarantee": {"class": "unconditional"}}),
-        write_run(tmp_path, eps=1.0, seed=2, ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [],
-                                                    "guarantee": {"class": "unconditional"}}),
+        write_run(
+            tmp_path,
+            eps=1.0,
+            seed=1,
+            ledger={
+                "epsilon": 0.99,
+                "target_epsilon": 1.0,
+                "uncharged": [read],
+                "guarantee": {"class": "unconditional"},
+            },
+        ),
+        write_run(
+            tmp_path,
+            eps=1.0,
+            seed=2,
+            ledger={"epsilon": 0.99, "target_epsilon": 1.0, "uncharged": [], "guarantee": {"class": "unconditional"}},
+        ),
         write_run(tmp_path, method="gcn", eps=None, seed=0),
     ]
     runs = collect_runs(paths, verify_ledger=fake_verify, check_agreement=unchecked)
@@ -234,9 +253,11 @@ def test_a_run_with_an_uncharged_read_is_not_fully_accounted(tmp_path: Path) -> 
 def test_the_guarantee_class_travels_from_the_ledger_to_the_summary(tmp_path: Path) -> None:
     from nodedp.analysis.bootstrap import summarize
 
-    paths = [write_run(tmp_path, eps=1.0, seed=0, guarantee="unconditional"),
-             write_run(tmp_path, eps=1.0, seed=1, guarantee="conditional"),
-             write_run(tmp_path, eps=1.0, seed=2, guarantee="unconditional")]
+    paths = [
+        write_run(tmp_path, eps=1.0, seed=0, guarantee="unconditional"),
+        write_run(tmp_path, eps=1.0, seed=1, guarantee="conditional"),
+        write_run(tmp_path, eps=1.0, seed=2, guarantee="unconditional"),
+    ]
     runs = collect_runs(paths, verify_ledger=fake_verify, check_agreement=unchecked)
     assert sorted(runs["guarantee"].to_list()) == ["conditional", "unconditional", "unconditional"]
     (cell,) = summarize(runs, n_resamples=1000).iter_rows(named=True)
@@ -263,8 +284,9 @@ def test_a_reference_run_enters_with_its_actual_epsilon_above_the_claim(tmp_path
     from nodedp.analysis.bootstrap import summarize
 
     claim = {"epsilon": 8.0, "delta": 2e-3, "rule": "ε·q", "source": "paper", "actual_epsilon": 40.0}
-    paths = [write_run(tmp_path, method="dpar-em0@paper", eps=8.0, seed=s, spent=50.0 + s, claim=claim)
-             for s in range(3)]
+    paths = [
+        write_run(tmp_path, method="dpar-em0@paper", eps=8.0, seed=s, spent=50.0 + s, claim=claim) for s in range(3)
+    ]
     runs = collect_runs(paths, verify_ledger=reference_verify, check_agreement=unchecked)
     assert runs["reference"].to_list() == [True] * 3
     assert runs["epsilon"].to_list() == [50.0, 51.0, 52.0] and runs["target_epsilon"].unique().to_list() == [8.0]
@@ -294,8 +316,10 @@ def test_metrics_and_ledger_must_state_the_same_claim(tmp_path: Path) -> None:
 
 def test_hyperparameters_and_base_method_travel_as_columns(tmp_path: Path) -> None:
     hp = {"ratio": 0.25, "k": 2, "accounting": "suite"}
-    paths = [write_run(tmp_path, method="dpar-em0-r25", eps=1.0, hyperparameters=hp, base_method="dpar-em0"),
-             write_run(tmp_path, method="gcn", eps=None, drop="hyperparameters")]
+    paths = [
+        write_run(tmp_path, method="dpar-em0-r25", eps=1.0, hyperparameters=hp, base_method="dpar-em0"),
+        write_run(tmp_path, method="gcn", eps=None, drop="hyperparameters"),
+    ]
     runs = collect_runs(paths, verify_ledger=fake_verify, check_agreement=unchecked)
     assert runs["base_method"].to_list() == ["dpar-em0", None]  # runs recorded before base_method: null
     stored = runs["hyperparameters"][0]
@@ -313,9 +337,18 @@ def test_a_swept_hyperparameter_reaches_the_figures(tmp_path: Path) -> None:
     from nodedp.analysis.bootstrap import summarize
     from nodedp.analysis.figures import sweep_cells
 
-    paths = [write_run(tmp_path, method=f"dpar-em0-r{ratio}", eps=1.0, seed=s, base_method="dpar-em0",
-                       hyperparameters={"ratio": ratio / 100, "k": 2})
-             for ratio in (25, 50, 75) for s in range(2)]
+    paths = [
+        write_run(
+            tmp_path,
+            method=f"dpar-em0-r{ratio}",
+            eps=1.0,
+            seed=s,
+            base_method="dpar-em0",
+            hyperparameters={"ratio": ratio / 100, "k": 2},
+        )
+        for ratio in (25, 50, 75)
+        for s in range(2)
+    ]
     summary = summarize(collect_runs(paths, verify_ledger=fake_verify, check_agreement=unchecked), n_resamples=1000)
     cells = sweep_cells(summary, parameter="ratio")
     assert cells["line"].unique().to_list() == ["dpar-em0"]
@@ -333,11 +366,15 @@ def with_test_extras(path: Path, **extras: Any) -> Path:
 def test_constant_predictions_and_the_majority_class_reach_the_summary(tmp_path: Path) -> None:
     from nodedp.analysis.bootstrap import summarize
 
-    paths = [with_test_extras(write_run(tmp_path, eps=1.0, seed=s), predicted_classes=classes,
-                              majority_accuracy=0.3 + 0.01 * s)
-             for s, classes in enumerate([1, 7, 1])]
-    paths.append(with_test_extras(write_run(tmp_path, method="gcn", eps=None), predicted_classes=7,
-                                  majority_accuracy=0.3))
+    paths = [
+        with_test_extras(
+            write_run(tmp_path, eps=1.0, seed=s), predicted_classes=classes, majority_accuracy=0.3 + 0.01 * s
+        )
+        for s, classes in enumerate([1, 7, 1])
+    ]
+    paths.append(
+        with_test_extras(write_run(tmp_path, method="gcn", eps=None), predicted_classes=7, majority_accuracy=0.3)
+    )
     ledgers = {p: (p.parent / "ledger.json").read_bytes() for p in paths}
     runs = collect_runs(paths, verify_ledger=fake_verify, check_agreement=unchecked)
     assert runs["test_predicted_classes"].to_list() == [1, 7, 1, 7]
@@ -361,12 +398,15 @@ def test_runs_recorded_without_them_leave_the_columns_null(tmp_path: Path) -> No
     assert cell["n_one_class_runs"] is None and cell["test_majority_accuracy"] is None
 
 
-@pytest.mark.parametrize(("extras", "match"), [
-    ({"predicted_classes": 0}, "predicted_classes must be a count >= 1"),
-    ({"predicted_classes": 2.5}, "predicted_classes must be a count >= 1"),
-    ({"predicted_classes": True}, "predicted_classes must be a count >= 1"),
-    ({"majority_accuracy": 1.5}, r"majority_accuracy must lie in \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    ("extras", "match"),
+    [
+        ({"predicted_classes": 0}, "predicted_classes must be a count >= 1"),
+        ({"predicted_classes": 2.5}, "predicted_classes must be a count >= 1"),
+        ({"predicted_classes": True}, "predicted_classes must be a count >= 1"),
+        ({"majority_accuracy": 1.5}, r"majority_accuracy must lie in \[0, 1\]"),
+    ],
+)
 def test_refuses_a_malformed_count_or_reference(tmp_path: Path, extras: dict, match: str) -> None:
     path = with_test_extras(write_run(tmp_path, eps=1.0), **extras)
     with pytest.raises(InvalidRunError, match=match):
@@ -386,9 +426,29 @@ def workspace(tiny_graph_dir: Path, tiny_split_path: Path, tmp_path_factory: pyt
     root = tmp_path_factory.mktemp("workspace")
     graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     out = root / "results" / "runs" / "csbm-tiny" / "dp-mlp" / "eps~2" / "seed~0"
-    assert main(["train", "--graph", str(graph), "--split", str(split), "--out", str(out),
-                 "--no-progress", "--method", "dp-mlp", "--epsilon", "2", "--seed", "0",
-                 "--hparams", '{"epochs": 2, "batch_size": 32, "clip_norm": 1.0}']) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--graph",
+                str(graph),
+                "--split",
+                str(split),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--method",
+                "dp-mlp",
+                "--epsilon",
+                "2",
+                "--seed",
+                "0",
+                "--hparams",
+                '{"epochs": 2, "batch_size": 32, "clip_norm": 1.0}',
+            ]
+        )
+        == 0
+    )
     return root
 
 
@@ -416,8 +476,9 @@ def test_an_unedited_real_run_is_accepted(workspace: Path, tmp_path: Path) -> No
     assert runs.height == 1 and runs["epsilon"][0] <= 2.0
 
 
-def test_a_ledger_that_agrees_with_itself_and_its_metrics_but_not_its_plan_is_refused(workspace: Path,
-                                                                                       tmp_path: Path) -> None:
+def test_a_ledger_that_agrees_with_itself_and_its_metrics_but_not_its_plan_is_refused(
+    workspace: Path, tmp_path: Path
+) -> None:
     """A node sampling rate the run never had, ε recomputed and metrics matched: only the re-plan can tell."""
     path = real_run(workspace, tmp_path, ledger=lambda d: d.update(node_sample_rate=0.01))
     ledger = json.loads((path.parent / "ledger.json").read_text())
@@ -438,8 +499,7 @@ def refused_naming(path: Path, field: str, *values: Any) -> InvalidRunError:
 
 def test_a_small_epsilon_beside_a_ledger_at_a_large_delta_is_refused(workspace: Path, tmp_path: Path) -> None:
     # The issue's forgery: metrics.json says ε = 0.5 at its δ; the ledger (consistent with itself) is at δ = 0.3.
-    path = real_run(workspace, tmp_path, metrics={"epsilon": 0.5},
-                    ledger=lambda d: d["target"].update(delta=0.3))
+    path = real_run(workspace, tmp_path, metrics={"epsilon": 0.5}, ledger=lambda d: d["target"].update(delta=0.3))
     stated = json.loads(path.read_text())["target_delta"]
     refused_naming(path, "target_delta", stated, 0.3)
 
@@ -450,26 +510,39 @@ def test_a_delta_not_below_one_over_n_is_refused(workspace: Path, tmp_path: Path
     ledger = json.loads(next(workspace.glob("results/runs/*/*/*/*/ledger.json")).read_text())
     ledger["target"]["delta"] = 0.3
     epsilon = Ledger.from_dict(ledger).composed()[0]
-    path = real_run(workspace, tmp_path, metrics={"target_delta": 0.3, "delta": 0.3, "epsilon": epsilon},
-                    ledger=lambda d: d["target"].update(delta=0.3))
+    path = real_run(
+        workspace,
+        tmp_path,
+        metrics={"target_delta": 0.3, "delta": 0.3, "epsilon": epsilon},
+        ledger=lambda d: d["target"].update(delta=0.3),
+    )
     refused_naming(path, "target_delta", 0.3, "1/N", "N = 300")
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("epsilon", 0.5), ("level", "edge"), ("target_delta", 1e-6), ("accountant", "pld"),
-])
-def test_a_metrics_field_other_than_the_ledgers_is_refused(workspace: Path, tmp_path: Path, field: str,
-                                                           value: Any) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("epsilon", 0.5),
+        ("level", "edge"),
+        ("target_delta", 1e-6),
+        ("accountant", "pld"),
+    ],
+)
+def test_a_metrics_field_other_than_the_ledgers_is_refused(
+    workspace: Path, tmp_path: Path, field: str, value: Any
+) -> None:
     refused_naming(real_run(workspace, tmp_path, metrics={field: value}), field, repr(value))
 
 
 @pytest.mark.parametrize(("name", "value"), [("clip_norm", 2.0), ("batch_size", 64), ("epochs", 3)])
-def test_hyperparameters_other_than_the_ledgers_are_refused(workspace: Path, tmp_path: Path, name: str,
-                                                            value: Any) -> None:
+def test_hyperparameters_other_than_the_ledgers_are_refused(
+    workspace: Path, tmp_path: Path, name: str, value: Any
+) -> None:
     (stored,) = workspace.glob("results/runs/*/*/*/*/metrics.json")
     hparams = {**json.loads(stored.read_text())["hyperparameters"], name: value}
-    refused_naming(real_run(workspace, tmp_path, metrics={"hyperparameters": hparams}), f"hyperparameters.{name}",
-                   repr(value))
+    refused_naming(
+        real_run(workspace, tmp_path, metrics={"hyperparameters": hparams}), f"hyperparameters.{name}", repr(value)
+    )
 
 
 def test_a_ledger_clip_norm_edited_consistently_is_refused(workspace: Path, tmp_path: Path) -> None:

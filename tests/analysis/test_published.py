@@ -20,8 +20,12 @@ from nodedp.config import method_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS_DIR = ROOT.parent / "shared" / "papers"  # the papers' texts, beside the checkout (DESIGN.md)
-TEXTS = {"dpar-t1": "dpar-tables.txt", "dp-gnn": "dp-gnn-node-level.txt", "nip-gnn": "nip-gnn.txt",
-         "progap-t2": "progap.txt"}
+TEXTS = {
+    "dpar-t1": "dpar-tables.txt",
+    "dp-gnn": "dp-gnn-node-level.txt",
+    "nip-gnn": "nip-gnn.txt",
+    "progap-t2": "progap.txt",
+}
 ALL = PUBLISHED + PUBLISHED_UNREGISTERED
 
 
@@ -81,8 +85,18 @@ def test_every_printed_cell_has_one_place_in_its_table() -> None:
     sizes = {paper: len(cells) for paper, cells in shape.items()}
     # DPAR: 5 datasets x (2 eps x 6 private + 3 non-private); DP-GNN 5x4, 6x3, 4x2, 6x3; NIP 4x5, 4x4, 4x4, 4x6;
     # ProGAP 11 methods x 5 datasets: as printed.
-    assert sizes == {"dpar-t1": 75, "dp-gnn-t1": 20, "dp-gnn-t2": 18, "dp-gnn-t3": 8, "dp-gnn-t4": 18,
-                     "nip-gnn-t1": 20, "nip-gnn-t2": 16, "nip-gnn-t3": 16, "nip-gnn-t4": 24, "progap-t2": 55}
+    assert sizes == {
+        "dpar-t1": 75,
+        "dp-gnn-t1": 20,
+        "dp-gnn-t2": 18,
+        "dp-gnn-t3": 8,
+        "dp-gnn-t4": 18,
+        "nip-gnn-t1": 20,
+        "nip-gnn-t2": 16,
+        "nip-gnn-t3": 16,
+        "nip-gnn-t4": 24,
+        "progap-t2": 55,
+    }
 
 
 def test_cells_printed_twice_in_a_paper_agree() -> None:
@@ -116,7 +130,7 @@ def test_each_printed_row_appears_in_order_on_one_line_of_the_paper(paper: str) 
 
 def test_dpar_cells_follow_the_papers_column_by_column_listing() -> None:
     text = _text("dpar-t1")
-    table = text[text.index("Dataset Privacy (ϵ, δ)"):]
+    table = text[text.index("Dataset Privacy (ϵ, δ)") :]
     numbers = [float(x) for x in re.findall(r"(?<![\d.])0\.\d+", table)]
     by_dataset = defaultdict(dict)
     for p in PUBLISHED:
@@ -128,7 +142,7 @@ def test_dpar_cells_follow_the_papers_column_by_column_listing() -> None:
         # The paper lists each column's ε = 1 and ε = 8 values, then the three non-private ones.
         expected = [cells[(c, e)] for c in private for e in (1, 8)] + [cells[(c, math.inf)] for c in nodp]
         printed = [round(x / 100, 6) for x in expected]
-        assert any(numbers[i:i + len(printed)] == printed for i in range(len(numbers))), (dataset, printed)
+        assert any(numbers[i : i + len(printed)] == printed for i in range(len(numbers))), (dataset, printed)
 
 
 def test_published_for_matches_the_suite_run_and_metric() -> None:
@@ -140,5 +154,7 @@ def test_published_for_matches_the_suite_run_and_metric() -> None:
     (mia,) = published_for("cora", "nip-gnn", 4, metric="mia_accuracy")
     assert mia[0].paper == "nip-gnn-t4" and mia[0].accuracy == 49.95
     assert published_for("fb100-haverford76", "gap-edge", 1)[0] == (
-        next(p for p in PUBLISHED if p.dataset == "fb-100" and p.method == "gap-edge"), True)
+        next(p for p in PUBLISHED if p.dataset == "fb-100" and p.method == "gap-edge"),
+        True,
+    )
     assert published_for("ogbn-arxiv-clustered", "gcn", math.inf) == []  # unregistered: never a suite run

@@ -26,8 +26,7 @@ from nodedp.analysis.report import (
 
 def rows_of(page: str, tag: str) -> list[list[str]]:
     """The cells of every <tr> in ``page`` that holds ``tag`` cells (th or td), as written (escaped)."""
-    return [re.findall(rf"<{tag}>(.*?)</{tag}>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", page)
-            if f"<{tag}>" in tr]
+    return [re.findall(rf"<{tag}>(.*?)</{tag}>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", page) if f"<{tag}>" in tr]
 
 
 MARKDOWN = """\
@@ -50,8 +49,10 @@ def test_a_markdown_table_becomes_an_html_table_and_the_other_lines_paragraphs()
     assert rows_of(page, "td") == [["dp-mlp", "51.0 ± 1.2"], ["gap&lt;br&gt; &amp; co", "55.5"]]
     assert ":---" not in page and "---:" not in page  # the separator line is dropped
     paragraphs = re.findall(r"<p>(.*?)</p>", page)
-    assert paragraphs == ["Accuracy on csbm &lt;tiny&gt; &amp; friends",  # the heading's '#' dropped
-                          "Note: † means a read without charge; a &lt; b &amp; c."]
+    assert paragraphs == [
+        "Accuracy on csbm &lt;tiny&gt; &amp; friends",  # the heading's '#' dropped
+        "Note: † means a read without charge; a &lt; b &amp; c.",
+    ]
     # In document order: caption, table, note.
     assert page.index("Accuracy on csbm") < page.index("<table>") < page.index("Note: †")
     assert "<tiny>" not in page and "<br>" not in page
@@ -83,28 +84,58 @@ def test_an_empty_markdown_document_is_refused(text: str) -> None:
 def run(method: str, eps: float, seed: int, spent: float, **extra) -> dict:
     private = math.isfinite(eps)
     row = {name: None for name in RUNS_SCHEMA}
-    row.update({
-        "dataset": "csbm", "method": method, "base_method": method.removesuffix("@paper"), "seed": seed,
-        "private": private, "target_epsilon": eps, "epsilon": spent, "delta": 1e-4 if private else 0.0,
-        "level": "node" if private else "none", "fully_accounted": True,
-        "guarantee": "unconditional" if private else "none", "reference": False, "test_accuracy": 0.5,
-        "git_commit": "abc",
-    })
+    row.update(
+        {
+            "dataset": "csbm",
+            "method": method,
+            "base_method": method.removesuffix("@paper"),
+            "seed": seed,
+            "private": private,
+            "target_epsilon": eps,
+            "epsilon": spent,
+            "delta": 1e-4 if private else 0.0,
+            "level": "node" if private else "none",
+            "fully_accounted": True,
+            "guarantee": "unconditional" if private else "none",
+            "reference": False,
+            "test_accuracy": 0.5,
+            "git_commit": "abc",
+        }
+    )
     row.update(extra)
     return row
 
 
 def ledger_runs() -> pl.DataFrame:
-    return pl.DataFrame([
-        run("dp-mlp", 1.0, 1, 0.95, fully_accounted=False, git_commit="def"),
-        run("dp-mlp", 1.0, 0, 0.9),
-        run("dp-mlp@paper", 1.0, 0, 0.99, reference=True, claimed_delta=2e-3, claim_actual_epsilon=30.0,
-            git_commit=None),
-        run("dp-mlp@paper", 1.0, 1, 0.98, reference=True, claimed_delta=2e-3, claim_actual_epsilon=41.0,
-            git_commit=None),
-        run("mlp", math.inf, 0, 0.0),
-        run("mlp", math.inf, 1, 0.0),
-    ], schema=RUNS_SCHEMA)
+    return pl.DataFrame(
+        [
+            run("dp-mlp", 1.0, 1, 0.95, fully_accounted=False, git_commit="def"),
+            run("dp-mlp", 1.0, 0, 0.9),
+            run(
+                "dp-mlp@paper",
+                1.0,
+                0,
+                0.99,
+                reference=True,
+                claimed_delta=2e-3,
+                claim_actual_epsilon=30.0,
+                git_commit=None,
+            ),
+            run(
+                "dp-mlp@paper",
+                1.0,
+                1,
+                0.98,
+                reference=True,
+                claimed_delta=2e-3,
+                claim_actual_epsilon=41.0,
+                git_commit=None,
+            ),
+            run("mlp", math.inf, 0, 0.0),
+            run("mlp", math.inf, 1, 0.0),
+        ],
+        schema=RUNS_SCHEMA,
+    )
 
 
 def test_ledger_summary_is_one_row_per_cell_over_its_seeds() -> None:
@@ -129,11 +160,21 @@ def test_ledger_summary_is_one_row_per_cell_over_its_seeds() -> None:
 
 
 def test_ledger_summary_orders_seeds_as_numbers_and_cells_by_dataset_then_epsilon() -> None:
-    frame = pl.DataFrame([run("dp-mlp", 8.0, 10, 7.9), run("dp-mlp", 8.0, 2, 7.8), run("dp-mlp", 1.0, 3, 0.9),
-                          {**run("dp-mlp", 1.0, 0, 0.9), "dataset": "cora"}], schema=RUNS_SCHEMA)
+    frame = pl.DataFrame(
+        [
+            run("dp-mlp", 8.0, 10, 7.9),
+            run("dp-mlp", 8.0, 2, 7.8),
+            run("dp-mlp", 1.0, 3, 0.9),
+            {**run("dp-mlp", 1.0, 0, 0.9), "dataset": "cora"},
+        ],
+        schema=RUNS_SCHEMA,
+    )
     summary = ledger_summary(frame)
     assert summary.select("dataset", "target_epsilon", "seeds").rows() == [
-        ("cora", 1.0, "0"), ("csbm", 1.0, "3"), ("csbm", 8.0, "2, 10")]
+        ("cora", 1.0, "0"),
+        ("csbm", 1.0, "3"),
+        ("csbm", 8.0, "2, 10"),
+    ]
 
 
 @pytest.mark.parametrize("column", ["claim_actual_epsilon", "fully_accounted", "git_commit"])
@@ -151,8 +192,9 @@ def test_ledger_summary_refuses_an_empty_runs_table() -> None:
 
 
 def test_table_html_rounds_floats_leaves_nulls_empty_and_escapes() -> None:
-    frame = pl.DataFrame({"name <a>": ["x & y", None, "z"], "value": [0.123456, None, 12345.678],
-                          "count": [3, 4, None]})
+    frame = pl.DataFrame(
+        {"name <a>": ["x & y", None, "z"], "value": [0.123456, None, 12345.678], "count": [3, 4, None]}
+    )
     page = table_html(frame, title="ledgers", notes="one row <per> cell")
     assert rows_of(page, "th") == [["name &lt;a&gt;", "value", "count"]]
     assert rows_of(page, "td") == [["x &amp; y", "0.1235", "3"], ["", "", "4"], ["z", "1.235e+04", ""]]
@@ -162,10 +204,19 @@ def test_table_html_rounds_floats_leaves_nulls_empty_and_escapes() -> None:
 
 # --- the configuration page -------------------------------------------------------------------------------------
 
-CONFIG = {"studies": {"demo": {"datasets": ["csbm-tiny", "cora"], "methods": ["mlp", "dp-mlp"], "epsilons": [1, 8],
-                               "seeds": [0, 1, 2]},
-                      "sweep<x>": {"datasets": ["cora"], "methods": ["gap"], "epsilons": [4], "seeds": [0]}},
-          "methods": {"dp-mlp": {"batch_size": 16}}, "privacy": {"delta": "auto"}}
+CONFIG = {
+    "studies": {
+        "demo": {
+            "datasets": ["csbm-tiny", "cora"],
+            "methods": ["mlp", "dp-mlp"],
+            "epsilons": [1, 8],
+            "seeds": [0, 1, 2],
+        },
+        "sweep<x>": {"datasets": ["cora"], "methods": ["gap"], "epsilons": [4], "seeds": [0]},
+    },
+    "methods": {"dp-mlp": {"batch_size": 16}},
+    "privacy": {"delta": "auto"},
+}
 
 
 def about_rows(page: str) -> dict[str, str]:
@@ -173,8 +224,9 @@ def about_rows(page: str) -> dict[str, str]:
 
 
 def test_about_states_version_commit_config_and_studies() -> None:
-    page = about_html(CONFIG, {"nodedp": "9.8.7", "git_commit": "0123abc", "git_dirty": True},
-                      config_name="my-grid.yaml")
+    page = about_html(
+        CONFIG, {"nodedp": "9.8.7", "git_commit": "0123abc", "git_dirty": True}, config_name="my-grid.yaml"
+    )
     facts = about_rows(page)
     assert facts["nodedp version"] == "9.8.7" and facts["configuration"] == "my-grid.yaml"
     assert facts["git commit"].startswith("0123abc (dirty")
@@ -227,7 +279,9 @@ def test_study_index_links_tables_and_shows_each_figure_with_its_caption(tmp_pat
     files.append(tmp_path / "figures" / "a.caption.txt")  # the workflow passes captions too
     text = study_index("demo", files, root=tmp_path)
     assert text.startswith("# Study demo")
-    assert "* [tables/accuracy.md](tables/accuracy.md)" in text and "* [tables/accuracy.tex](tables/accuracy.tex)" in text
+    assert (
+        "* [tables/accuracy.md](tables/accuracy.md)" in text and "* [tables/accuracy.tex](tables/accuracy.tex)" in text
+    )
     figure = text.index("![a](figures/a.png)")
     assert figure < text.index("Accuracy against ε; mean over 3 seeds.")
     assert "caption.txt" not in text  # shown under its figure, never listed
@@ -236,14 +290,24 @@ def test_study_index_links_tables_and_shows_each_figure_with_its_caption(tmp_pat
 
 def test_study_index_shows_the_audits_table_and_figure_in_a_section_of_their_own(tmp_path: Path) -> None:
     files = drawn(tmp_path, "tables/accuracy.md", "figures/frontier.png")
-    files += drawn(tmp_path, "tables/audit.md", "tables/audit.tex", "report/audit.html", "figures/audit.png",
-                   caption="Empirical privacy audit: 0 of 12 cells refute their claim.")
+    files += drawn(
+        tmp_path,
+        "tables/audit.md",
+        "tables/audit.tex",
+        "report/audit.html",
+        "figures/audit.png",
+        caption="Empirical privacy audit: 0 of 12 cells refute their claim.",
+    )
     text = study_index("demo", files, root=tmp_path)
     audit = text.index("## Empirical privacy audit")
     assert text.index("![frontier](figures/frontier.png)") < audit  # the study's own figures first
-    for line in ("* [tables/audit.md](tables/audit.md)", "* [tables/audit.tex](tables/audit.tex)",
-                 "* [report/audit.html](report/audit.html)", "![audit](figures/audit.png)",
-                 "0 of 12 cells refute their claim."):
+    for line in (
+        "* [tables/audit.md](tables/audit.md)",
+        "* [tables/audit.tex](tables/audit.tex)",
+        "* [report/audit.html](report/audit.html)",
+        "![audit](figures/audit.png)",
+        "0 of 12 cells refute their claim.",
+    ):
         assert text.index(line) > audit, line
     assert text.count("![audit]") == 1 and "make audit STUDY=demo" in text
     # Without an audit, no such section.

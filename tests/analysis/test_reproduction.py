@@ -20,30 +20,52 @@ def runs(cells: dict[tuple[str, str, float], list[float]], *, actual: dict | Non
         ref = method.endswith("@paper")
         spent, at_claim = (actual or {}).get((dataset, method, eps), (eps, eps))
         for seed, acc in enumerate(accs):
-            rows.append({
-                "dataset": dataset, "method": method, "seed": seed, "private": math.isfinite(eps),
-                "target_epsilon": eps, "epsilon": spent + seed if ref else eps, "delta": 1e-4,
-                "level": "node" if math.isfinite(eps) else "none", "fully_accounted": not method.startswith("nip"),
-                "guarantee": "unconditional", "reference": ref, "claimed_delta": 2e-3 if ref else None,
-                "claim_actual_epsilon": at_claim if ref else None, "test_accuracy": acc, "test_macro_f1": acc,
-                "val_accuracy": acc, "val_macro_f1": acc, "train_s": 1.0, "total_s": 2.0, "git_commit": "abc",
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "seed": seed,
+                    "private": math.isfinite(eps),
+                    "target_epsilon": eps,
+                    "epsilon": spent + seed if ref else eps,
+                    "delta": 1e-4,
+                    "level": "node" if math.isfinite(eps) else "none",
+                    "fully_accounted": not method.startswith("nip"),
+                    "guarantee": "unconditional",
+                    "reference": ref,
+                    "claimed_delta": 2e-3 if ref else None,
+                    "claim_actual_epsilon": at_claim if ref else None,
+                    "test_accuracy": acc,
+                    "test_macro_f1": acc,
+                    "val_accuracy": acc,
+                    "val_macro_f1": acc,
+                    "train_s": 1.0,
+                    "total_s": 2.0,
+                    "git_commit": "abc",
+                }
+            )
     return pl.DataFrame(rows, schema=RUNS_SCHEMA)
 
 
 @pytest.fixture
 def summary() -> pl.DataFrame:
-    frame = runs({
-        ("cora-ml", "dpar-em0", 8): [0.22, 0.23, 0.21],
-        ("cora-ml", "dpar-em0@paper", 8): [0.58, 0.60, 0.59],
-        ("cora-ml", "dp-mlp", 8): [0.60, 0.61, 0.62],
-        ("cora-ml", "dp-mlp", 1): [0.50, 0.51, 0.52],
-        ("cora-ml", "dpar-em0", 1): [0.53, 0.54, 0.55],
-        ("cora-ml", "mlp", math.inf): [0.77, 0.78, 0.79],
-        ("fb100-reed98", "progap@paper", 8): [0.30, 0.31, 0.32],
-        ("cora", "nip-gnn@paper", 4): [0.40, 0.41, 0.42],
-    }, actual={("cora-ml", "dpar-em0@paper", 8): (80.0, 60.0), ("fb100-reed98", "progap@paper", 8): (9.0, 8.5),
-               ("cora", "nip-gnn@paper", 4): (7.0, 7.0)})
+    frame = runs(
+        {
+            ("cora-ml", "dpar-em0", 8): [0.22, 0.23, 0.21],
+            ("cora-ml", "dpar-em0@paper", 8): [0.58, 0.60, 0.59],
+            ("cora-ml", "dp-mlp", 8): [0.60, 0.61, 0.62],
+            ("cora-ml", "dp-mlp", 1): [0.50, 0.51, 0.52],
+            ("cora-ml", "dpar-em0", 1): [0.53, 0.54, 0.55],
+            ("cora-ml", "mlp", math.inf): [0.77, 0.78, 0.79],
+            ("fb100-reed98", "progap@paper", 8): [0.30, 0.31, 0.32],
+            ("cora", "nip-gnn@paper", 4): [0.40, 0.41, 0.42],
+        },
+        actual={
+            ("cora-ml", "dpar-em0@paper", 8): (80.0, 60.0),
+            ("fb100-reed98", "progap@paper", 8): (9.0, 8.5),
+            ("cora", "nip-gnn@paper", 4): (7.0, 7.0),
+        },
+    )
     return summarize(frame, n_resamples=1000)
 
 
@@ -79,13 +101,18 @@ def test_reproduction_rows_set_reference_and_suite_runs_beside_the_paper(summary
 
 def test_a_stand_in_and_the_real_dataset_share_one_summary_without_clashing(tmp_path: Path) -> None:
     # DPAR's Cora-ML: the real dataset (inductive) and its transductive ablation, plus an FB-100 stand-in.
-    summary = summarize(runs({
-        ("cora-ml", "gap-nodp", math.inf): [0.76, 0.77, 0.78],
-        ("cora-ml-transductive", "gap-nodp", math.inf): [0.87, 0.88, 0.89],
-        ("cora-ml", "gap", 8): [0.50, 0.51, 0.52],
-        ("cora-ml-transductive", "gap", 8): [0.56, 0.57, 0.58],
-        ("fb100-reed98", "gap", 8): [0.40, 0.41, 0.42],
-    }), n_resamples=1000)
+    summary = summarize(
+        runs(
+            {
+                ("cora-ml", "gap-nodp", math.inf): [0.76, 0.77, 0.78],
+                ("cora-ml-transductive", "gap-nodp", math.inf): [0.87, 0.88, 0.89],
+                ("cora-ml", "gap", 8): [0.50, 0.51, 0.52],
+                ("cora-ml-transductive", "gap", 8): [0.56, 0.57, 0.58],
+                ("fb100-reed98", "gap", 8): [0.40, 0.41, 0.42],
+            }
+        ),
+        n_resamples=1000,
+    )
     header, rows = reproduction_rows(summary)
     by = {(r[1], r[2], r[3]): dict(zip(header, r, strict=True)) for r in rows}
     assert len(by) == len(rows) == 5

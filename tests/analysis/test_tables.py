@@ -122,13 +122,19 @@ def test_other_metric_and_clear_error_for_a_missing_one(tmp_path: Path) -> None:
     match = r"lacks columns .*test_macro_f1_mean.*metrics available: \['test_accuracy'\]"
     with pytest.raises(ValueError, match=match):
         write_tables(
-            summary, markdown_path=tmp_path / "a.md", latex_path=tmp_path / "a.tex",
-            metric="test_macro_f1", regenerate_command=COMMAND,
+            summary,
+            markdown_path=tmp_path / "a.md",
+            latex_path=tmp_path / "a.tex",
+            metric="test_macro_f1",
+            regenerate_command=COMMAND,
         )
     renamed = summary.rename({c: c.replace("test_accuracy", "val_accuracy") for c in summary.columns})
     write_tables(
-        renamed, markdown_path=tmp_path / "v.md", latex_path=tmp_path / "v.tex",
-        metric="val_accuracy", regenerate_command=COMMAND,
+        renamed,
+        markdown_path=tmp_path / "v.md",
+        latex_path=tmp_path / "v.tex",
+        metric="val_accuracy",
+        regenerate_command=COMMAND,
     )
     assert (tmp_path / "v.md").read_text(encoding="utf-8").startswith("Table: Validation accuracy (%)")
 
@@ -179,9 +185,13 @@ def test_no_dagger_and_no_note_when_every_run_is_accounted(tmp_path: Path, colum
 
 
 def test_cells_weaker_than_unconditional_carry_their_guarantee_mark_and_note(tmp_path: Path) -> None:
-    guarantee = (pl.when(pl.col("method") == "gap").then(pl.lit("conditional"))
-                 .when(pl.col("method") == "gcn").then(pl.lit("none"))
-                 .otherwise(pl.lit("unconditional")))
+    guarantee = (
+        pl.when(pl.col("method") == "gap")
+        .then(pl.lit("conditional"))
+        .when(pl.col("method") == "gcn")
+        .then(pl.lit("none"))
+        .otherwise(pl.lit("unconditional"))
+    )
     summary = fake_summary().with_columns(guarantee.alias("guarantee"))
     markdown, latex = write(tmp_path, summary)
     rows = table_lines(markdown)[2:]
@@ -189,7 +199,9 @@ def test_cells_weaker_than_unconditional_carry_their_guarantee_mark_and_note(tmp
     assert conditional == {("amazon", "gap", 3), ("cora", "gap", 2), ("cora", "gap", 4)}
     assert not any(c.endswith(("‡", "§")) for r in rows if r[1] in ("dp_mlp", "gcn") for c in r)
     assert GUARANTEE_NOTES["conditional"] in markdown.splitlines()
-    assert "every degree-bounded method carries this mark" in GUARANTEE_NOTES["conditional"]  # the plan's, not the graph's
+    assert (
+        "every degree-bounded method carries this mark" in GUARANTEE_NOTES["conditional"]
+    )  # the plan's, not the graph's
     assert "‡" not in latex and "\\textsuperscript{\\ddag}" in latex and "same sampled edge list" in latex
     assert set(GUARANTEE_MARKS) == {"conditional"}  # no class depends on a count of the graph
 
@@ -209,8 +221,13 @@ def test_fewer_than_five_seeds_are_called_not_informative(tmp_path: Path) -> Non
 def with_extras(summary: pl.DataFrame) -> pl.DataFrame:
     """cora's majority class is 30.2%, amazon's 41.0%; cora's gap at ε = 0.5 predicts one class in all 5
     seeds, dp_mlp at ε = 8 in 2 of 5."""
-    one_class = (pl.when((pl.col("method") == "gap") & (pl.col("target_epsilon") == 0.5)).then(5)
-                 .when((pl.col("method") == "dp_mlp") & (pl.col("target_epsilon") == 8.0)).then(2).otherwise(0))
+    one_class = (
+        pl.when((pl.col("method") == "gap") & (pl.col("target_epsilon") == 0.5))
+        .then(5)
+        .when((pl.col("method") == "dp_mlp") & (pl.col("target_epsilon") == 8.0))
+        .then(2)
+        .otherwise(0)
+    )
     majority = pl.when(pl.col("dataset") == "cora").then(0.302).otherwise(0.41)
     return summary.with_columns(one_class.alias("n_one_class_runs"), majority.alias("test_majority_accuracy"))
 
@@ -219,8 +236,14 @@ def test_each_dataset_gets_a_majority_class_row_in_the_columns_it_fills(tmp_path
     markdown, latex = write(tmp_path, with_extras(fake_summary()))
     rows = table_lines(markdown)[2:]
     label = f"*{MAJORITY_LABEL}*"
-    assert [r[:2] for r in rows] == [["amazon", "gap"], ["amazon", label], ["cora", "dp_mlp"], ["cora", "gap"],
-                                     ["cora", "gcn"], ["cora", label]]
+    assert [r[:2] for r in rows] == [
+        ["amazon", "gap"],
+        ["amazon", label],
+        ["cora", "dp_mlp"],
+        ["cora", "gap"],
+        ["cora", "gcn"],
+        ["cora", label],
+    ]
     assert rows[1][2:] == ["—", "41.0", "—", "—"]  # amazon ran at ε = 1 only
     assert rows[5][2:] == ["30.2", "—", "30.2", "30.2"]  # cora has no cell at ε = 1
     assert "non-private reference line" in markdown.splitlines()[0]
@@ -234,15 +257,24 @@ def test_each_dataset_gets_a_majority_class_row_in_the_columns_it_fills(tmp_path
 
 def test_a_majority_row_only_where_known_and_only_in_the_accuracy_table(tmp_path: Path) -> None:
     summary = with_extras(fake_summary()).with_columns(
-        pl.when(pl.col("dataset") == "amazon").then(None).otherwise(pl.col("test_majority_accuracy"))
-        .alias("test_majority_accuracy"))
+        pl.when(pl.col("dataset") == "amazon")
+        .then(None)
+        .otherwise(pl.col("test_majority_accuracy"))
+        .alias("test_majority_accuracy")
+    )
     rows = table_lines(write(tmp_path, summary)[0])[2:]
     assert [r[0] for r in rows if r[1] == f"*{MAJORITY_LABEL}*"] == ["cora"]
     assert MAJORITY_LABEL not in write(tmp_path, fake_summary())[0]  # a summary without the column
-    f1 = with_extras(fake_summary()).rename({c: c.replace("test_accuracy", "test_macro_f1")
-                                             for c in fake_summary().columns})
-    write_tables(f1, markdown_path=tmp_path / "f1.md", latex_path=tmp_path / "f1.tex", metric="test_macro_f1",
-                 regenerate_command=COMMAND)
+    f1 = with_extras(fake_summary()).rename(
+        {c: c.replace("test_accuracy", "test_macro_f1") for c in fake_summary().columns}
+    )
+    write_tables(
+        f1,
+        markdown_path=tmp_path / "f1.md",
+        latex_path=tmp_path / "f1.tex",
+        metric="test_macro_f1",
+        regenerate_command=COMMAND,
+    )
     assert MAJORITY_LABEL not in (tmp_path / "f1.md").read_text(encoding="utf-8")
 
 

@@ -31,8 +31,11 @@ def _star_graph(num_nodes: int = 120, extra_edges: int = 150, seed: int = 0) -> 
             pairs.add((min(u, v), max(u, v)))
     edges = torch.tensor(sorted(pairs), dtype=torch.int64).T
     edge_index = torch.cat([edges, edges.flip(0)], dim=1)
-    graph = Data(x=torch.randn(num_nodes, 4, generator=gen), y=torch.randint(3, (num_nodes,), generator=gen),
-                 edge_index=edge_index)
+    graph = Data(
+        x=torch.randn(num_nodes, 4, generator=gen),
+        y=torch.randint(3, (num_nodes,), generator=gen),
+        edge_index=edge_index,
+    )
     return graph, random_split(num_nodes, seed=seed)
 
 
@@ -43,8 +46,11 @@ def _directed_graph(num_nodes: int = 80, num_edges: int = 200, seed: int = 1) ->
         u, v = torch.randint(num_nodes, (2,), generator=gen).tolist()
         if u != v and (v, u) not in pairs:  # strictly one-way, so the graph is not symmetric
             pairs.add((u, v))
-    graph = Data(x=torch.randn(num_nodes, 4, generator=gen), y=torch.randint(4, (num_nodes,), generator=gen),
-                 edge_index=torch.tensor(sorted(pairs), dtype=torch.int64).T.contiguous())
+    graph = Data(
+        x=torch.randn(num_nodes, 4, generator=gen),
+        y=torch.randint(4, (num_nodes,), generator=gen),
+        edge_index=torch.tensor(sorted(pairs), dtype=torch.int64).T.contiguous(),
+    )
     return graph, random_split(num_nodes, seed=seed)
 
 
@@ -69,11 +75,11 @@ def _canary_edge_columns(plan: CanaryPlan) -> Tensor:
     return (edge_index[0] >= n) | (edge_index[1] >= n)
 
 
-
 @pytest.fixture(scope="module")
 def tiny_plan(tiny_inputs) -> CanaryPlan:
-    return plant_canaries(tiny_inputs.graph, tiny_inputs.split, m=60, degree_bound=6,
-                          num_classes=tiny_inputs.num_classes, seed=3)
+    return plant_canaries(
+        tiny_inputs.graph, tiny_inputs.split, m=60, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3
+    )
 
 
 # --------------------------------------------------------------------------- the count
@@ -228,8 +234,9 @@ def test_heavy_tailed_star_and_running_out_of_capacity():
 def test_directed_graph(direction):
     graph, split = _directed_graph()
     num_edges = graph.edge_index.size(1)
-    plan = plant_canaries(graph, split, m=30, degree_bound=6, num_classes=4, seed=4, canary_degree=3,
-                          direction=direction)
+    plan = plant_canaries(
+        graph, split, m=30, degree_bound=6, num_classes=4, seed=4, canary_degree=3, direction=direction
+    )
     assert plan.directed == direction
     _check_edges_and_degrees(plan, split.train, canary_degree=3)
     _check_bounding_keeps_canary_edges(plan)
@@ -245,8 +252,15 @@ def test_directed_default_and_symmetric_direction(tiny_inputs):
     with pytest.raises(ValueError, match="direction"):
         plant_canaries(graph, split, m=5, degree_bound=4, num_classes=4, seed=0, direction="sideways")
     with pytest.raises(ValueError, match="symmetric"):
-        plant_canaries(tiny_inputs.graph, tiny_inputs.split, m=5, degree_bound=4,
-                       num_classes=tiny_inputs.num_classes, seed=0, direction="out")
+        plant_canaries(
+            tiny_inputs.graph,
+            tiny_inputs.split,
+            m=5,
+            degree_bound=4,
+            num_classes=tiny_inputs.num_classes,
+            seed=0,
+            direction="out",
+        )
 
 
 # ------------------------------------------------------------------ the neighbour relation
@@ -313,8 +327,9 @@ def test_value_errors(tiny_inputs):
 def test_canaries_in_feature_columns_of_their_own(tiny_inputs):
     graph = tiny_inputs.graph
     n, d, m = graph.num_nodes, graph.x.size(1), 40
-    plan = plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes,
-                          seed=3, own_column=2.5)
+    plan = plant_canaries(
+        graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3, own_column=2.5
+    )
     x = plan.graph.x
     assert x.shape == (n + m, d + m)
     assert torch.equal(x[:n, :d], graph.x) and not x[:n, d:].any()  # original nodes: zero in the new columns
@@ -332,13 +347,21 @@ def test_canaries_in_feature_columns_of_their_own(tiny_inputs):
     with pytest.raises(ValueError, match="baseline_graph needs"):
         rows.baseline_graph()
     with pytest.raises(ValueError, match="own_column"):
-        plant_canaries(graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3,
-                       own_column=-1.0)
+        plant_canaries(
+            graph, tiny_inputs.split, m=m, degree_bound=6, num_classes=tiny_inputs.num_classes, seed=3, own_column=-1.0
+        )
 
 
 def test_the_scoring_graph_extends_the_private_graph_node_for_node_with_every_canary_in_train(tiny_inputs):
-    plan = plant_canaries(tiny_inputs.graph, tiny_inputs.split, m=12, degree_bound=6,
-                          num_classes=tiny_inputs.num_classes, seed=3, own_column=2.0)
+    plan = plant_canaries(
+        tiny_inputs.graph,
+        tiny_inputs.split,
+        m=12,
+        degree_bound=6,
+        num_classes=tiny_inputs.num_classes,
+        seed=3,
+        own_column=2.0,
+    )
     private, private_split, _ = plan.private_graph()
     graph, split, ids = plan.scoring_graph()
     k = private.num_nodes

@@ -28,8 +28,9 @@ def test_an_included_canary_adds_its_sampled_steps_and_an_excluded_one_nothing()
     assert counts[included].round().sub(counts[included]).abs().max() < 1e-3
     assert counts[included].mean() == pytest.approx(10.0, rel=0.05)  # T·γ
     # A node sample of rate q': only that share of the included canaries is ever drawn.
-    scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=1.0, steps=5, node_sample_rate=0.1,
-                                            runs=4000, seed=1)
+    scores, included = dpsgd_release_scores(
+        noise_multiplier=z, sampling_rate=1.0, steps=5, node_sample_rate=0.1, runs=4000, seed=1
+    )
     drawn = (scores[included] * z > 0.5).float().mean()
     assert drawn == pytest.approx(0.1, abs=0.02)
 
@@ -39,8 +40,9 @@ def test_a_correctly_accounted_release_is_never_refuted(z, rate, steps):
     # The bound stays below the accountant's ε of the same mechanism (RDP, an upper bound on the true ε).
     claimed = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate, steps=steps), delta=DELTA)
     for seed in range(3):
-        scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=rate, steps=steps, runs=RUNS,
-                                                seed=seed)
+        scores, included = dpsgd_release_scores(
+            noise_multiplier=z, sampling_rate=rate, steps=steps, runs=RUNS, seed=seed
+        )
         assert bound(scores, included) <= claimed
 
 
@@ -58,8 +60,9 @@ def test_noise_sized_on_the_node_sample_and_claimed_times_q_is_refuted():
         return high
 
     z = z_for(claimed / q)
-    scores, included = dpsgd_release_scores(noise_multiplier=z, sampling_rate=rate, steps=steps, node_sample_rate=q,
-                                            runs=RUNS, seed=0)
+    scores, included = dpsgd_release_scores(
+        noise_multiplier=z, sampling_rate=rate, steps=steps, node_sample_rate=q, runs=RUNS, seed=0
+    )
     assert bound(scores, included, delta=delta) > claimed
     assert attack_auc(scores.numpy(), included.numpy()) < 0.6  # 91% of the included canaries were never sampled
 
@@ -70,8 +73,10 @@ def test_the_ledgers_dp_sgd_record_is_found_and_bad_settings_are_refused():
             self.kind, self.params = kind, params
 
     class Ledger:
-        mechanisms = (Record("gaussian", mechanism="nap"),
-                      Record("subsampled_gaussian", noise_std=2.0, clip_norm=1.0, sampling_rate=0.1, steps=5))
+        mechanisms = (
+            Record("gaussian", mechanism="nap"),
+            Record("subsampled_gaussian", noise_std=2.0, clip_norm=1.0, sampling_rate=0.1, steps=5),
+        )
 
     assert dpsgd_record(Ledger()).params["noise_std"] == 2.0
     with pytest.raises(ValueError, match="node_sample_rate"):

@@ -21,10 +21,14 @@ def method_train(inputs: RunInputs, method: str, epsilon: float, seed: int, **hp
     """``train`` for tstf_attack: one run of a registered method, as tests/audit/test_run.py builds it."""
     info = get_method(method)
     hp = info.parse_hparams(hparams)
-    spec = RunSpec(dataset="csbm-tiny", method=method, seed=seed, target_epsilon=epsilon,
-                   target_delta=1e-3 if math.isfinite(epsilon) else 0.0)
-    return lambda graph, split: info.run(RunInputs(graph=graph, split=split, num_classes=inputs.num_classes),
-                                         spec, hp)
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=method,
+        seed=seed,
+        target_epsilon=epsilon,
+        target_delta=1e-3 if math.isfinite(epsilon) else 0.0,
+    )
+    return lambda graph, split: info.run(RunInputs(graph=graph, split=split, num_classes=inputs.num_classes), spec, hp)
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +48,9 @@ def chance_band(n: int, level: float = 0.99) -> float:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_an_overfitting_mlp_leaks_membership(noisy_inputs, seed):
-    train = method_train(noisy_inputs, "mlp", math.inf, seed, epochs=300, hidden_dim=256, lr=0.01,
-                         weight_decay=0.0, dropout=0.0)
+    train = method_train(
+        noisy_inputs, "mlp", math.inf, seed, epochs=300, hidden_dim=256, lr=0.01, weight_decay=0.0, dropout=0.0
+    )
     result = tstf_attack(noisy_inputs.graph, noisy_inputs.split, train=train, seed=seed)
     assert result.members == result.nonmembers == 75 and result.k == 3
     assert result.target_train_accuracy - result.target_test_accuracy > 0.4  # the premise: it overfits
@@ -62,8 +67,14 @@ def test_a_dp_mlp_at_small_epsilon_is_at_chance(noisy_inputs, seed):
     band = chance_band(result.members + result.nonmembers)
     assert abs(result.accuracy - 0.5) <= band  # measured 0.45-0.56
     assert result.accuracy <= math.exp(0.5) / (1 + math.exp(0.5))  # below what (0.5, δ)-DP could allow anyway
-    assert set(result.as_dict()) >= {"accuracy", "auc", "members", "nonmembers", "shadow_train_accuracy",
-                                     "target_test_accuracy"}
+    assert set(result.as_dict()) >= {
+        "accuracy",
+        "auc",
+        "members",
+        "nonmembers",
+        "shadow_train_accuracy",
+        "target_test_accuracy",
+    }
 
 
 def test_the_partition_is_four_balanced_disjoint_seeded_parts(tiny_inputs):
@@ -77,8 +88,10 @@ def test_the_partition_is_four_balanced_disjoint_seeded_parts(tiny_inputs):
     assert bool(torch.isin(everything, labelled).all())
     assert all(q.dtype == torch.int64 and bool((q[1:] > q[:-1]).all()) for q in quarters)  # sorted as Split wants
     again, other = partition_nodes(split, seed=0), partition_nodes(split, seed=1)
-    assert all(torch.equal(a, b) for a, b in zip(quarters, [again.target_in, again.target_out, again.shadow_in,
-                                                            again.shadow_out], strict=True))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(quarters, [again.target_in, again.target_out, again.shadow_in, again.shadow_out], strict=True)
+    )
     assert not torch.equal(parts.target_in, other.target_in)
     target = parts.target_split("inductive", 7)
     assert torch.equal(target.train, parts.target_in) and torch.equal(target.test, parts.target_out)
@@ -86,8 +99,13 @@ def test_the_partition_is_four_balanced_disjoint_seeded_parts(tiny_inputs):
 
 
 def test_nodes_outside_the_split_are_never_in_a_part():
-    split = Split(train=torch.arange(0, 20), val=torch.empty(0, dtype=torch.int64), test=torch.arange(30, 50),
-                  setting="transductive", seed=0)
+    split = Split(
+        train=torch.arange(0, 20),
+        val=torch.empty(0, dtype=torch.int64),
+        test=torch.arange(30, 50),
+        setting="transductive",
+        seed=0,
+    )
     parts = partition_nodes(split, seed=3)
     everything = torch.cat([parts.target_in, parts.target_out, parts.shadow_in, parts.shadow_out])
     assert everything.numel() == 40 and not bool(((everything >= 20) & (everything < 30)).any())
@@ -121,8 +139,13 @@ def fake_method(calls: list, leak: float = 10.0):
             logits[split.train, other.y[split.train]] = leak
             return logits
 
-        return RunResult(val={"accuracy": None}, test={"accuracy": 1 / 3}, ledger=Ledger.non_private(),
-                         train_seconds=0.0, predict=predict)
+        return RunResult(
+            val={"accuracy": None},
+            test={"accuracy": 1 / 3},
+            ledger=Ledger.non_private(),
+            train_seconds=0.0,
+            predict=predict,
+        )
 
     return train
 
@@ -141,22 +164,31 @@ def test_trains_on_the_members_subgraph_and_queries_the_full_graph(tiny_inputs):
     assert target_graph.num_nodes == graph.num_nodes and torch.equal(target_graph.x, graph.x)
     src, dst = target_graph.edge_index
     inside = (torch.isin(src, target.train) & torch.isin(dst, target.train)) | (
-        torch.isin(src, target.test) & torch.isin(dst, target.test))
+        torch.isin(src, target.test) & torch.isin(dst, target.test)
+    )
     assert bool(inside.all()) and 0 < target_graph.edge_index.size(1) < graph.edge_index.size(1)
 
 
 def test_input_validation(tiny_inputs):
     graph, split = tiny_inputs.graph, tiny_inputs.split
     train = fake_method([])
-    small = Split(train=torch.arange(10), val=torch.empty(0, dtype=torch.int64), test=torch.arange(10, 15),
-                  setting="transductive", seed=0)
+    small = Split(
+        train=torch.arange(10),
+        val=torch.empty(0, dtype=torch.int64),
+        test=torch.arange(10, 15),
+        setting="transductive",
+        seed=0,
+    )
     with pytest.raises(ValueError, match="too few labelled nodes"):
         tstf_attack(graph, small, train=train, seed=0)
     with pytest.raises(ValueError, match="out of range"):
         tstf_attack(graph, random_split(graph.num_nodes + 5, seed=0), train=train, seed=0)
-    for kwargs, message in [({"seed": -1}, "seed"), ({"seed": 0, "k": 0}, "k must"),
-                            ({"seed": 0, "attack_epochs": 0}, "attack_epochs"), ({"seed": 0, "attack_lr": 0.0},
-                                                                                 "attack_lr")]:
+    for kwargs, message in [
+        ({"seed": -1}, "seed"),
+        ({"seed": 0, "k": 0}, "k must"),
+        ({"seed": 0, "attack_epochs": 0}, "attack_epochs"),
+        ({"seed": 0, "attack_lr": 0.0}, "attack_lr"),
+    ]:
         with pytest.raises(ValueError, match=message):
             tstf_attack(graph, split, train=train, **kwargs)
     with pytest.raises(ValueError, match="callable"):
@@ -169,8 +201,13 @@ def test_input_validation(tiny_inputs):
         tstf_attack(graph, split, train=no_predict, seed=0)
 
     def short_predict(g, s):
-        return RunResult(val={}, test={"accuracy": 0.5}, ledger=Ledger.non_private(), train_seconds=0.0,
-                         predict=lambda other, parts=None: torch.zeros(5, 3))
+        return RunResult(
+            val={},
+            test={"accuracy": 0.5},
+            ledger=Ledger.non_private(),
+            train_seconds=0.0,
+            predict=lambda other, parts=None: torch.zeros(5, 3),
+        )
 
     with pytest.raises(ValueError, match="expected logits"):
         tstf_attack(graph, split, train=short_predict, seed=0)

@@ -59,8 +59,9 @@ def test_the_papers_root_d_noise_is_refuted_where_the_own_row_matters():
     # R = 20 the true shift is √401/4 ≈ 5 standard deviations, and the audit refutes the claim.
     d, r, z = 1, 20.0, 4.0
     claimed = gaussian_epsilon(1 / z, DELTA)
-    scores, included = nap_release_scores(noise_std=z * math.sqrt(d), row_clip=r, max_degree=d,
-                                          m=best_canary_count(DELTA), seed=0)
+    scores, included = nap_release_scores(
+        noise_std=z * math.sqrt(d), row_clip=r, max_degree=d, m=best_canary_count(DELTA), seed=0
+    )
     assert epsilon_one_run(scores.numpy(), included.numpy(), delta=DELTA).epsilon > claimed
 
 
@@ -70,8 +71,11 @@ def test_the_ledger_nap_record_is_found_and_bad_settings_are_refused():
             self.params = params
 
     class Ledger:
-        mechanisms = (Record(mechanism="dp_sgd"), Record(mechanism="nap", level="edge"),
-                      Record(mechanism="nap", level="node", noise_std=2.0))
+        mechanisms = (
+            Record(mechanism="dp_sgd"),
+            Record(mechanism="nap", level="edge"),
+            Record(mechanism="nap", level="node", noise_std=2.0),
+        )
 
     assert nap_record(Ledger()).params["noise_std"] == 2.0
     with pytest.raises(ValueError, match="max_degree"):

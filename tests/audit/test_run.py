@@ -31,11 +31,23 @@ def test_a_correct_dp_mlp_stays_below_its_ledger_epsilon(tiny_inputs):
 
 def test_methods_without_a_node_level_epsilon_are_refused(tiny_inputs):
     with pytest.raises(ValueError, match="not private"):
-        audit_run(tiny_inputs, spec("mlp", float("inf")), get_method("mlp").parse_hparams({}), method="mlp",
-                  bounds=BOUNDS, m=20)
+        audit_run(
+            tiny_inputs,
+            spec("mlp", float("inf")),
+            get_method("mlp").parse_hparams({}),
+            method="mlp",
+            bounds=BOUNDS,
+            m=20,
+        )
     with pytest.raises(ValueError, match="edge-level"):
-        audit_run(tiny_inputs, spec("edgerand", 1.0), get_method("edgerand").parse_hparams({}), method="edgerand",
-                  bounds=BOUNDS, m=20)
+        audit_run(
+            tiny_inputs,
+            spec("edgerand", 1.0),
+            get_method("edgerand").parse_hparams({}),
+            method="edgerand",
+            bounds=BOUNDS,
+            m=20,
+        )
 
 
 def test_canaries_are_wired_within_the_identity_bound_of_every_bounding_the_method_runs():
@@ -65,8 +77,11 @@ def csbm_inputs(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("audit") / "csbm-homophilous"
     build_dataset("csbm-homophilous", folder)
-    return RunInputs(graph=load_graph(folder), split=make_split(folder, seed=0),
-                     num_classes=read_json(folder / "meta.json")["num_classes"])
+    return RunInputs(
+        graph=load_graph(folder),
+        split=make_split(folder, seed=0),
+        num_classes=read_json(folder / "meta.json")["num_classes"],
+    )
 
 
 CSBM_BOUNDS = {"in-degree": 10, "out-degree": 20, "degree": 20}  # csbm-homophilous's public K and D
@@ -83,8 +98,9 @@ def divide_dp_sgd_noise(monkeypatch, divisor: float) -> None:
     def broken(**kwargs):
         plan = correct(**kwargs)
         config = plan.privacy_config
-        object.__setattr__(plan, "privacy_config",
-                           lambda: dataclasses.replace(config(), noise_std=config().noise_std / divisor))
+        object.__setattr__(
+            plan, "privacy_config", lambda: dataclasses.replace(config(), noise_std=config().noise_std / divisor)
+        )
         return plan
 
     monkeypatch.setattr(mlp_module, "plan_dpsgd", broken)
@@ -92,8 +108,9 @@ def divide_dp_sgd_noise(monkeypatch, divisor: float) -> None:
 
 def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_not(csbm_inputs, monkeypatch):
     # A linear DP-MLP trained with plain SGD: each canary's own column is moved by its own gradient alone.
-    hp = get_method("dp-mlp").parse_hparams({"epochs": 100, "batch_size": 64, "num_layers": 1, "optimizer": "sgd",
-                                             "lr": 0.5})
+    hp = get_method("dp-mlp").parse_hparams(
+        {"epochs": 100, "batch_size": 64, "num_layers": 1, "optimizer": "sgd", "lr": 0.5}
+    )
     run_spec = RunSpec(dataset="csbm-homophilous", method="dp-mlp", seed=0, target_epsilon=1.0, target_delta=1e-4)
 
     def audit():
@@ -111,8 +128,9 @@ def test_dp_sgd_with_its_noise_divided_by_ten_is_caught_and_the_correct_one_is_n
 def test_a_graph_method_is_audited_with_its_structure_built_on_the_private_graph(tiny_inputs):
     # DP-GCN reads the in-degree bounding: canaries within ⌊K/2⌋, so Algorithm 1 keeps every canary edge.
     # K is the hyperparameters' (the plan's, which the structure must match): BOUNDS, as structure_bounds gives it.
-    hp = get_method("dp-gcn").parse_hparams({"epochs": 3, "batch_size": 32, "hidden_dim": 16,
-                                             "in_degree_bound": BOUNDS["in-degree"]})
+    hp = get_method("dp-gcn").parse_hparams(
+        {"epochs": 3, "batch_size": 32, "hidden_dim": 16, "in_degree_bound": BOUNDS["in-degree"]}
+    )
     result = audit_run(tiny_inputs, spec("dp-gcn", 4.0), hp, method="dp-gcn", bounds=BOUNDS, m=40, seed=2)
     assert result.canary_degree_bound == BOUNDS["in-degree"] // 2
     assert result.canaries == 40 == len(result.scores) == len(result.inclusion)
@@ -150,8 +168,16 @@ def test_dpar_claiming_q_times_its_sample_epsilon_is_caught_by_its_dp_sgd_releas
         hp = get_method("dpar-features").parse_hparams({"accounting": accounting, "epochs": 20})
         name = "dpar-features@paper" if accounting == "paper" else "dpar-features"
         run_spec = RunSpec(dataset="csbm-homophilous", method=name, seed=0, target_epsilon=1.0, target_delta=1e-4)
-        return audit_run(csbm_inputs, run_spec, hp, method="dpar-features", bounds=CSBM_BOUNDS, m=100, seed=0,
-                         dataset="csbm-homophilous")
+        return audit_run(
+            csbm_inputs,
+            run_spec,
+            hp,
+            method="dpar-features",
+            bounds=CSBM_BOUNDS,
+            m=100,
+            seed=0,
+            dataset="csbm-homophilous",
+        )
 
     paper = audit("paper")
     release = paper.dpsgd_release

@@ -20,9 +20,23 @@ DOWNLOADED = sorted(name for name, info in DATASETS.items() if info.kind == "dow
 
 def test_every_paper_dataset_is_registered():
     wanted = {
-        "cora", "citeseer", "pubmed", "cora-ml", "ms-academic", "coauthor-cs", "coauthor-physics",
-        "amazon-computers", "amazon-photo", "facebook", "fb-100", "facebook-pagepage", "lastfm-asia",
-        "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-mag",
+        "cora",
+        "citeseer",
+        "pubmed",
+        "cora-ml",
+        "ms-academic",
+        "coauthor-cs",
+        "coauthor-physics",
+        "amazon-computers",
+        "amazon-photo",
+        "facebook",
+        "fb-100",
+        "facebook-pagepage",
+        "lastfm-asia",
+        "reddit",
+        "ogbn-arxiv",
+        "ogbn-products",
+        "ogbn-mag",
     }
     assert wanted <= set(DOWNLOADED)
     assert {school_id(s) for s in FACEBOOK100_SCHOOLS} <= set(DOWNLOADED)
@@ -47,7 +61,10 @@ def test_cora_ml_transductive_is_cora_ml_under_the_transductive_ablation(tmp_pat
     assert ablation.files == real.files  # the same upstream file: the mirror serves it, the lock entry is shared
     assert (ablation.protocol, real.protocol) == ("dpar-transductive", "dpar")
     assert (ablation.out_degree_bound, ablation.in_degree_bound, ablation.citation) == (
-        real.out_degree_bound, real.in_degree_bound, real.citation)
+        real.out_degree_bound,
+        real.in_degree_bound,
+        real.citation,
+    )
     raw_dir = tmp_path / "raw"
     raw_dir.mkdir()
     write_npz_graph(raw_dir / real.files[0].filename)
@@ -94,7 +111,10 @@ def test_real_dataset_through_the_mirror_matches_the_paper(name, shared_mirror, 
     paper = PAPERS[name]
     if "nodes" in paper:
         assert (meta["num_nodes"], meta["num_features"], meta["num_classes"]) == (
-            paper["nodes"], paper["features"], paper["classes"])
+            paper["nodes"],
+            paper["features"],
+            paper["classes"],
+        )
     if "undirected_edges" in paper:
         assert meta["num_edges"] == 2 * paper["undirected_edges"]
     if "raw_edges" in paper:

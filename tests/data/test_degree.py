@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache
 
 import pytest
 import torch
@@ -17,8 +17,15 @@ NUM_NODES = 1500
 @cache
 def heavy_graph(seed: int) -> Tensor:
     spec = CSBMSpec(
-        num_nodes=NUM_NODES, num_classes=3, avg_degree=10.0, homophily=0.5, num_features=3,
-        feature_signal=0.0, degree_exponent=2.1, class_weights=None, seed=seed,
+        num_nodes=NUM_NODES,
+        num_classes=3,
+        avg_degree=10.0,
+        homophily=0.5,
+        num_features=3,
+        feature_signal=0.0,
+        degree_exponent=2.1,
+        class_weights=None,
+        seed=seed,
     )
     return generate_csbm(spec).edge_index
 
@@ -74,8 +81,9 @@ def test_bound_out_degree_invariants(graph_seed: int, max_degree: int) -> None:
 
 def test_in_degree_edges_from_non_training_nodes_are_dropped() -> None:
     edges = heavy_graph(0)
-    nobody = bound_in_degree(edges, num_nodes=NUM_NODES, train_nodes=torch.empty(0, dtype=torch.long),
-                             max_degree=5, seed=0)
+    nobody = bound_in_degree(
+        edges, num_nodes=NUM_NODES, train_nodes=torch.empty(0, dtype=torch.long), max_degree=5, seed=0
+    )
     assert nobody.size(1) == 0
 
 
@@ -172,10 +180,7 @@ def test_overfull_node_loses_all_incoming_edges() -> None:
     # two or more must drop them all, so kept counts are only ever 0 or 1.
     edges = torch.tensor([[1, 2, 3, 4], [0, 0, 0, 0]])
     train = torch.tensor([1, 2, 3, 4])
-    counts = {
-        bound_in_degree(edges, num_nodes=5, train_nodes=train, max_degree=1, seed=s).size(1)
-        for s in range(300)
-    }
+    counts = {bound_in_degree(edges, num_nodes=5, train_nodes=train, max_degree=1, seed=s).size(1) for s in range(300)}
     assert counts == {0, 1}
 
 
@@ -369,8 +374,9 @@ def test_out_degree_bounding_is_unstable_as_the_theorem_says(seed: int) -> None:
     full = kept_sets(bound_out_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=seed), by=1)
     changed_rows = []
     for u in range(targets):
-        reduced = kept_sets(bound_out_degree(edges[:, edges[1] != u], num_nodes=num_nodes, max_degree=max_degree,
-                                             seed=seed), by=1)
+        reduced = kept_sets(
+            bound_out_degree(edges[:, edges[1] != u], num_nodes=num_nodes, max_degree=max_degree, seed=seed), by=1
+        )
         changed_rows.append(1 + sum(full.get(z, set()) != reduced.get(z, set()) for z in range(targets) if z != u))
     assert sum(changed_rows) / targets == pytest.approx(1 + m * max_degree / (max_degree + 1))  # 9.25
     assert max(changed_rows) > 2 * (max_degree + 1)
@@ -391,13 +397,19 @@ def test_the_artifact_states_the_public_bound_within_which_the_sampling_is_the_i
 
     # An undirected star: the centre has degree 6, every leaf degree 1; all nodes train.
     leaves = torch.arange(1, 7)
-    edge_index = torch.cat([torch.stack([torch.zeros(6, dtype=torch.long), leaves]),
-                            torch.stack([leaves, torch.zeros(6, dtype=torch.long)])], dim=1)
+    edge_index = torch.cat(
+        [
+            torch.stack([torch.zeros(6, dtype=torch.long), leaves]),
+            torch.stack([leaves, torch.zeros(6, dtype=torch.long)]),
+        ],
+        dim=1,
+    )
     train = torch.arange(7)
     for bound, over in ((6 * (2 if kind == "in-degree" else 1), 0), (4, 1)):
         artifact = degree_artifact(edge_index, kind=kind, bound=bound, seed=0, num_nodes=7, train_nodes=train)
-        assert artifact["identity_bound"] == identity_bound(kind, bound) == (bound // 2 if kind == "in-degree"
-                                                                           else bound)
+        assert (
+            artifact["identity_bound"] == identity_bound(kind, bound) == (bound // 2 if kind == "in-degree" else bound)
+        )
         assert "nodes_over" not in artifact  # a count of the input: the stability report's, never a run's
         if over == 0:  # within the identity bound the sampling keeps every edge
             assert artifact["edge_index"].size(1) == edge_index.size(1)

@@ -319,8 +319,14 @@ def scripted():
 def test_transient_failures_are_retried_until_the_file_comes(scripted, tmp_path, failures):
     data = b"arrives in the end\n"
     url = scripted.publish("t/a.bin", data, *failures)
-    paths = fetch_files([RemoteFile(url, sha256=sha256(data))], tmp_path / "t", mirror=scripted.url,
-                        retries=len(failures) + 1, backoff_s=0, progress=False)
+    paths = fetch_files(
+        [RemoteFile(url, sha256=sha256(data))],
+        tmp_path / "t",
+        mirror=scripted.url,
+        retries=len(failures) + 1,
+        backoff_s=0,
+        progress=False,
+    )
     assert paths[0].read_bytes() == data
     assert scripted.count("t/a.bin") == len(failures) + 1
 

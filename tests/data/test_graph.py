@@ -175,11 +175,15 @@ def test_a_directed_cycle_is_not_undirected_though_its_degrees_balance() -> None
 
     from nodedp.data import graph_stats
 
-    cycle = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long),
-                 edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    cycle = Data(
+        x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long), edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]])
+    )
     assert graph_stats(cycle)["is_undirected"] is False
-    both = Data(x=torch.zeros(3, 1), y=torch.zeros(3, dtype=torch.long),
-                edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]))
+    both = Data(
+        x=torch.zeros(3, 1),
+        y=torch.zeros(3, dtype=torch.long),
+        edge_index=torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]]),
+    )
     assert graph_stats(both)["is_undirected"] is True
 
 

@@ -217,7 +217,10 @@ def test_registry_holds_the_papers_protocols() -> None:
         for name in ("gap-facebook", "gap-reddit", "gap-amazon", "gap-fb100", "dpar-reddit")
     }
     assert thresholds == {
-        "gap-facebook": 1_000, "gap-reddit": 10_000, "gap-amazon": 100_000, "gap-fb100": 100_000,
+        "gap-facebook": 1_000,
+        "gap-reddit": 10_000,
+        "gap-amazon": 100_000,
+        "gap-fb100": 100_000,
         "dpar-reddit": 10_000,
     }
     assert dict(PROTOCOLS["nip-gnn-top10"].steps)["keep_top_k_classes"] == {"k": 10}
@@ -281,7 +284,9 @@ def test_apply_protocol_report_counts_every_step() -> None:
     out, report = apply_protocol(raw, "gap-school")
     assert report["protocol"] == "gap-school"
     assert report["input"] == {"num_nodes": 325, "num_edges": 327, "num_classes": 3, "num_unlabeled": 5}
-    rows = [(s["step"], s["before"]["num_nodes"], s["after"]["num_nodes"], s["after"]["num_edges"]) for s in report["steps"]]
+    rows = [
+        (s["step"], s["before"]["num_nodes"], s["after"]["num_nodes"], s["after"]["num_edges"]) for s in report["steps"]
+    ]
     assert rows == [
         ("remove_unlabeled_nodes", 325, 320, 321),  # nodes 319..323 and the 6 ring edges touching them
         ("remove_self_loops", 320, 320, 320),
@@ -309,7 +314,9 @@ def test_apply_protocol_is_deterministic() -> None:
 
 
 def test_apply_protocol_names_the_protocol_and_step_that_fail() -> None:
-    with pytest.raises(ValueError, match="protocol 'gap-facebook', step 3: filter_classes_by_count: no class has >= 1000"):
+    with pytest.raises(
+        ValueError, match="protocol 'gap-facebook', step 3: filter_classes_by_count: no class has >= 1000"
+    ):
         apply_protocol(school_like_graph(), "gap-facebook")
 
 
@@ -376,7 +383,9 @@ def test_cora_under_nip_gnn_matches_the_paper_table() -> None:
 def test_cora_ml_under_dpar_keeps_every_node() -> None:
     from torch_geometric.io import read_npz
 
-    raw = read_npz(str(shared_file("github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz")), to_undirected=False)
+    raw = read_npz(
+        str(shared_file("github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz")), to_undirected=False
+    )
     _, report = apply_protocol(Data(x=raw.x.float(), y=raw.y, edge_index=raw.edge_index), "dpar")
     # DPAR Table 2: 2,995 nodes, 7 classes, 8,416 edges = the file's directed citations;
     # symmetrised they are 8,158 pairs.

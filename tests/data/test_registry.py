@@ -36,8 +36,12 @@ def single_node() -> Data:
 
 def info(name: str, **overrides: object) -> DatasetInfo:
     fields = dict(
-        name=name, kind="synthetic", description="one node", build=single_node,
-        out_degree_bound=1, in_degree_bound=1,
+        name=name,
+        kind="synthetic",
+        description="one node",
+        build=single_node,
+        out_degree_bound=1,
+        in_degree_bound=1,
     )
     return DatasetInfo(**{**fields, **overrides})  # type: ignore[arg-type]
 

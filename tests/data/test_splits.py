@@ -62,8 +62,12 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
 
 def raw_split(tmp_path: Path, **overrides: object) -> Path:
     payload = {
-        "train": torch.tensor([0, 1, 2]), "val": torch.tensor([3]), "test": torch.tensor([4, 5]),
-        "setting": "transductive", "seed": 0, **overrides,
+        "train": torch.tensor([0, 1, 2]),
+        "val": torch.tensor([3]),
+        "test": torch.tensor([4, 5]),
+        "setting": "transductive",
+        "seed": 0,
+        **overrides,
     }
     path = tmp_path / "split.pt"
     torch.save(payload, path)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -18,8 +18,15 @@ from nodedp.structure.subgraphs import sample_subgraphs
 @cache
 def heavy_graph(num_nodes: int, seed: int) -> Tensor:
     spec = CSBMSpec(
-        num_nodes=num_nodes, num_classes=3, avg_degree=8.0, homophily=0.5, num_features=3,
-        feature_signal=0.0, degree_exponent=2.1, class_weights=None, seed=seed,
+        num_nodes=num_nodes,
+        num_classes=3,
+        avg_degree=8.0,
+        homophily=0.5,
+        num_features=3,
+        feature_signal=0.0,
+        degree_exponent=2.1,
+        class_weights=None,
+        seed=seed,
     )
     return generate_csbm(spec).edge_index
 
@@ -39,8 +46,9 @@ def brute_out_rows(edges: Tensor, *, num_nodes: int, bound: int, seed: int) -> l
     full = in_sets(bound_out_degree(edges, num_nodes=num_nodes, max_degree=bound, seed=seed), num_nodes)
     counts = []
     for u in range(num_nodes):
-        reduced = in_sets(bound_out_degree(without(edges, u), num_nodes=num_nodes, max_degree=bound, seed=seed),
-                          num_nodes)
+        reduced = in_sets(
+            bound_out_degree(without(edges, u), num_nodes=num_nodes, max_degree=bound, seed=seed), num_nodes
+        )
         counts.append(1 + sum(full[z] != reduced[z] for z in range(num_nodes) if z != u))
     return counts
 
@@ -99,8 +107,16 @@ def test_out_degree_rows_match_brute_force(seed: int) -> None:
 def test_in_degree_subgraphs_match_brute_force(layers: int) -> None:
     edges, seed = heavy_graph(NUM_NODES, 2), 3
     train = random_split(NUM_NODES, seed=0).train
-    report = bounding_instability(edges, num_nodes=NUM_NODES, kind="in-degree", bound=2, seed=seed, sample=None,
-                                  train_nodes=train, num_layers=(layers,))
+    report = bounding_instability(
+        edges,
+        num_nodes=NUM_NODES,
+        kind="in-degree",
+        bound=2,
+        seed=seed,
+        sample=None,
+        train_nodes=train,
+        num_layers=(layers,),
+    )
     counts = brute_subgraphs(edges, num_nodes=NUM_NODES, train=train, bound=2, seed=seed, layers=layers)
     check_against(report, f"subgraphs_r{layers}", counts)
     assert report[f"subgraphs_r{layers}"]["accountant"] == max_occurrences(max_degree=2, num_layers=layers)
@@ -127,8 +143,9 @@ def test_graph_within_the_bound_moves_only_the_accountants_units() -> None:
     the bounding is the identity and no removal moves more than the accountant counts."""
     edges, n = cycle(30), 30
     train = torch.arange(0, n, 2)
-    report = bounding_report(edges, num_nodes=n, train_nodes=train, in_degree_bound=4, out_degree_bound=2,
-                             sample=None, hubs=0)
+    report = bounding_report(
+        edges, num_nodes=n, train_nodes=train, in_degree_bound=4, out_degree_bound=2, sample=None, hubs=0
+    )
     assert set(report) == {"out-degree", "in-degree", "degree"}
     for kind in report.values():
         assert kind["frac_over_bound"] == 0.0
@@ -144,8 +161,9 @@ def test_graph_within_the_bound_moves_only_the_accountants_units() -> None:
 
 def test_bounding_report_leaves_out_the_undirected_kind_on_directed_graphs() -> None:
     edges = torch.tensor([[0, 1, 2], [1, 2, 0]])
-    report = bounding_report(edges, num_nodes=3, train_nodes=torch.tensor([0, 1]), in_degree_bound=1,
-                             out_degree_bound=1, sample=None)
+    report = bounding_report(
+        edges, num_nodes=3, train_nodes=torch.tensor([0, 1]), in_degree_bound=1, out_degree_bound=1, sample=None
+    )
     assert set(report) == {"out-degree", "in-degree"}
 
 
@@ -155,15 +173,17 @@ def test_degree_excess_counts_nodes_over_the_bound() -> None:
     assert degree_excess(star, num_nodes=6, kind="out-degree", bound=4) == {"frac_over_bound": pytest.approx(1 / 6)}
     assert degree_excess(star, num_nodes=6, kind="degree", bound=5) == {"frac_over_bound": 0.0}
     excess = degree_excess(star, num_nodes=6, kind="in-degree", bound=2, train_nodes=torch.tensor([1, 2, 3]))
-    assert excess == {"frac_over_bound": pytest.approx(1 / 6), "frac_sampled": pytest.approx(1 / 6),
-                      "frac_out_over_bound": 0.0}
+    assert excess == {
+        "frac_over_bound": pytest.approx(1 / 6),
+        "frac_sampled": pytest.approx(1 / 6),
+        "frac_out_over_bound": 0.0,
+    }
 
 
 def test_hubs_and_explicit_nodes() -> None:
     edges = heavy_graph(NUM_NODES, 0)
     hub = int(torch.bincount(edges[0], minlength=NUM_NODES).argmax())
-    only = bounding_instability(edges, num_nodes=NUM_NODES, kind="degree", bound=3, seed=0,
-                                nodes=torch.tensor([hub]))
+    only = bounding_instability(edges, num_nodes=NUM_NODES, kind="degree", bound=3, seed=0, nodes=torch.tensor([hub]))
     assert only["sample"] == 1 and only["pairs"]["argmax_node"] == hub
     with_hubs = bounding_instability(edges, num_nodes=NUM_NODES, kind="degree", bound=3, seed=0, sample=5, hubs=3)
     assert with_hubs["sample"] == 5 and 0 < with_hubs["hubs"] <= 3

@@ -12,8 +12,15 @@ from nodedp.data.synthetic import CSBMSpec, generate_csbm
 
 def spec(**overrides: object) -> CSBMSpec:
     base = dict(
-        num_nodes=2000, num_classes=4, avg_degree=10.0, homophily=0.8, num_features=16,
-        feature_signal=2.0, degree_exponent=2.5, class_weights=None, seed=0,
+        num_nodes=2000,
+        num_classes=4,
+        avg_degree=10.0,
+        homophily=0.8,
+        num_features=16,
+        feature_signal=2.0,
+        degree_exponent=2.5,
+        class_weights=None,
+        seed=0,
     )
     return CSBMSpec(**{**base, **overrides})  # type: ignore[arg-type]
 

@@ -30,8 +30,9 @@ def _pairs(edge_index: torch.Tensor, num_nodes: int, *, undirected: bool) -> set
 def test_entries_flip_at_the_randomized_response_rate(undirected, epsilon):
     n = 600
     edges = _random_graph(n, 4000, undirected=undirected)
-    out = randomize_adjacency(edges, num_nodes=n, epsilon=epsilon, undirected=undirected,
-                              generator=torch.Generator().manual_seed(1))
+    out = randomize_adjacency(
+        edges, num_nodes=n, epsilon=epsilon, undirected=undirected, generator=torch.Generator().manual_seed(1)
+    )
     before, after = _pairs(edges, n, undirected=undirected), _pairs(out, n, undirected=undirected)
     total = n * (n - 1) // 2 if undirected else n * (n - 1)
     p = flip_probability(epsilon)
@@ -50,11 +51,16 @@ def test_entries_flip_at_the_randomized_response_rate(undirected, epsilon):
 def test_same_generator_state_same_output_and_larger_epsilon_keeps_more():
     n = 300
     edges = _random_graph(n, 1500, undirected=True)
-    a = randomize_adjacency(edges, num_nodes=n, epsilon=1.0, undirected=True, generator=torch.Generator().manual_seed(3))
-    b = randomize_adjacency(edges, num_nodes=n, epsilon=1.0, undirected=True, generator=torch.Generator().manual_seed(3))
+    a = randomize_adjacency(
+        edges, num_nodes=n, epsilon=1.0, undirected=True, generator=torch.Generator().manual_seed(3)
+    )
+    b = randomize_adjacency(
+        edges, num_nodes=n, epsilon=1.0, undirected=True, generator=torch.Generator().manual_seed(3)
+    )
     assert torch.equal(a, b)
-    loose = randomize_adjacency(edges, num_nodes=n, epsilon=8.0, undirected=True,
-                                generator=torch.Generator().manual_seed(3))
+    loose = randomize_adjacency(
+        edges, num_nodes=n, epsilon=8.0, undirected=True, generator=torch.Generator().manual_seed(3)
+    )
     before = _pairs(edges, n, undirected=True)
     assert len(before ^ _pairs(loose, n, undirected=True)) < len(before ^ _pairs(a, n, undirected=True))
 

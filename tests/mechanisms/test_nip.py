@@ -30,8 +30,17 @@ from nodedp.mechanisms.nip import (
 
 @cache
 def heavy_graph(num_nodes: int, seed: int) -> Tensor:
-    spec = CSBMSpec(num_nodes=num_nodes, num_classes=3, avg_degree=8.0, homophily=0.5, num_features=3,
-                    feature_signal=0.0, degree_exponent=2.1, class_weights=None, seed=seed)
+    spec = CSBMSpec(
+        num_nodes=num_nodes,
+        num_classes=3,
+        avg_degree=8.0,
+        homophily=0.5,
+        num_features=3,
+        feature_signal=0.0,
+        degree_exponent=2.1,
+        class_weights=None,
+        seed=seed,
+    )
     return generate_csbm(spec).edge_index
 
 
@@ -98,8 +107,9 @@ def test_rank_shares_a_neighbours_unused_budget_up_to_the_d_over_dk_cap() -> Non
     # r = 1/4 and 3/4; a share r(D − D_k) + 1 above D/D_k (i.e. r > 1/D_k) is capped at D/D_k.
     edges = torch.tensor([[0, 1, 0, 2], [1, 0, 2, 0]])
     max_degree = 10
-    beta = nip_budget_weights(edges, num_nodes=3, ranks=torch.tensor([1.0, 1.0, 3.0], dtype=torch.float64),
-                              max_degree=max_degree)
+    beta = nip_budget_weights(
+        edges, num_nodes=3, ranks=torch.tensor([1.0, 1.0, 3.0], dtype=torch.float64), max_degree=max_degree
+    )
     assert beta[1].item() == pytest.approx(1 / 4 * (max_degree - 2) + 1)
     assert beta[2].item() == pytest.approx(max_degree / 2)
     assert beta[0].item() == pytest.approx(max_degree)  # its neighbours have degree 1 (the star case below)
@@ -155,22 +165,25 @@ def test_worst_case_ratio_bounds_theorem3_for_budgets_from_another_graph(max_deg
     gaps = []
     for i, source in enumerate(graphs):
         for scheme in ("paper", "capped"):
-            beta = nip_budget_weights(source, num_nodes=n, ranks=random_ranks(n, i), max_degree=max_degree,
-                                      scheme=scheme)
-            for epsilons in (0.3 * beta, torch.rand(n, generator=torch.Generator().manual_seed(i),
-                                                    dtype=torch.float64) * beta + 1e-3):
+            beta = nip_budget_weights(
+                source, num_nodes=n, ranks=random_ranks(n, i), max_degree=max_degree, scheme=scheme
+            )
+            for epsilons in (
+                0.3 * beta,
+                torch.rand(n, generator=torch.Generator().manual_seed(i), dtype=torch.float64) * beta + 1e-3,
+            ):
                 worst = worst_case_theorem3_ratio(epsilons, epsilon_a=0.3, max_degree=max_degree)
                 for target in graphs:
-                    ratio = theorem3_ratio(target, num_nodes=n, epsilons=epsilons, epsilon_a=0.3,
-                                           max_degree=max_degree)
+                    ratio = theorem3_ratio(target, num_nodes=n, epsilons=epsilons, epsilon_a=0.3, max_degree=max_degree)
                     assert ratio <= worst * (1 + 1e-12)
                     gaps.append(worst - ratio)
                 order = epsilons.argsort(descending=True)
-                centre, leaves = int(order[0]), order[1:max_degree + 1]
+                centre, leaves = int(order[0]), order[1 : max_degree + 1]
                 spokes = torch.stack([torch.full_like(leaves, centre), leaves])
                 worst_graph = torch.cat([spokes, spokes.flip(0)], dim=1)
-                assert theorem3_ratio(worst_graph, num_nodes=n, epsilons=epsilons, epsilon_a=0.3,
-                                      max_degree=max_degree) == pytest.approx(worst, rel=1e-12)
+                assert theorem3_ratio(
+                    worst_graph, num_nodes=n, epsilons=epsilons, epsilon_a=0.3, max_degree=max_degree
+                ) == pytest.approx(worst, rel=1e-12)
     assert min(gaps) >= 0 and max(gaps) > 0
 
 
@@ -178,8 +191,9 @@ def test_worst_case_ratio_bounds_theorem3_for_budgets_from_another_graph(max_deg
 @pytest.mark.parametrize("scheme", ["paper", "capped", "uniform"])
 def test_scaled_budgets_keep_the_ranking_and_meet_theorem3_on_every_graph(max_degree: int, scheme: str) -> None:
     n = 200
-    beta = nip_budget_weights(bounded(n, max_degree, 5), num_nodes=n, ranks=random_ranks(n, 5),
-                              max_degree=max_degree, scheme=scheme)
+    beta = nip_budget_weights(
+        bounded(n, max_degree, 5), num_nodes=n, ranks=random_ranks(n, 5), max_degree=max_degree, scheme=scheme
+    )
     scaled = scale_budgets_to_worst_case(beta, max_degree=max_degree)
     before = worst_case_theorem3_ratio(beta, epsilon_a=1.0, max_degree=max_degree)
     assert scaled.worst_case_ratio_before_scaling == before
@@ -219,8 +233,9 @@ def test_node_removal_changes_the_aggregate_by_at_most_2d_and_costs_at_most_rati
     x = torch.rand(n, 6, generator=generator, dtype=torch.float64) + 0.1
     if signed:
         x = x * torch.randn(n, 6, generator=generator, dtype=torch.float64).sign()
-    epsilons = epsilon_a * nip_budget_weights(edges, num_nodes=n, ranks=random_ranks(n, 2), max_degree=max_degree,
-                                              scheme=scheme)
+    epsilons = epsilon_a * nip_budget_weights(
+        edges, num_nodes=n, ranks=random_ranks(n, 2), max_degree=max_degree, scheme=scheme
+    )
     ratio = theorem3_ratio(edges, num_nodes=n, epsilons=epsilons, epsilon_a=epsilon_a, max_degree=max_degree)
     full = sum_aggregate(x, edges)
     changes, losses = [], []
@@ -242,16 +257,18 @@ def test_laplace_noise_has_scale_2d_over_epsilon_per_row() -> None:
     edges = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
     x = torch.rand(n, width, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     epsilons = torch.tensor([0.5, 1.0, 2.0, 4.0], dtype=torch.float64)
-    out = laplace_sum_aggregate(x, edges, epsilons=epsilons, max_degree=max_degree,
-                                generator=torch.Generator().manual_seed(2))
+    out = laplace_sum_aggregate(
+        x, edges, epsilons=epsilons, max_degree=max_degree, generator=torch.Generator().manual_seed(2)
+    )
     noise = out - sum_aggregate(x, edges)
     scale = 2 * max_degree / epsilons
     # Laplace(b): std √2·b; the sample std of 40 000 draws is within ~0.6% (kurtosis 6), so 3% is 5 SE.
     assert noise.std(dim=1).tolist() == pytest.approx((math.sqrt(2) * scale).tolist(), rel=0.03)
     assert noise.abs().mean(dim=1).tolist() == pytest.approx(scale.tolist(), rel=0.03)  # E|Lap(b)| = b
     assert bool((noise.mean(dim=1).abs() < 5 * math.sqrt(2) * scale / math.sqrt(width)).all())  # unbiased
-    again = laplace_sum_aggregate(x, edges, epsilons=epsilons, max_degree=max_degree,
-                                  generator=torch.Generator().manual_seed(2))
+    again = laplace_sum_aggregate(
+        x, edges, epsilons=epsilons, max_degree=max_degree, generator=torch.Generator().manual_seed(2)
+    )
     assert torch.equal(out, again)
 
 
@@ -265,8 +282,9 @@ def test_aggregate_rows_are_l1_normalized_sums_and_zero_rows_stay_zero() -> None
 def test_aggregate_refuses_degrees_above_the_bound() -> None:
     edges = star(4)
     with pytest.raises(ValueError, match="degree 4 > max_degree = 3"):
-        laplace_sum_aggregate(torch.ones(5, 2), edges, epsilons=torch.ones(5), max_degree=3,
-                              generator=torch.Generator())
+        laplace_sum_aggregate(
+            torch.ones(5, 2), edges, epsilons=torch.ones(5), max_degree=3, generator=torch.Generator()
+        )
 
 
 # --- degree-preserving edge randomization (Section 4.3, Theorem 4) -------------------------------------------------
@@ -344,8 +362,11 @@ def test_eq12_on_private_degrees_has_no_finite_privacy_bound() -> None:
     assert float(p_alone[0]) == 0.0 < float(p_joined[0])
     assert float(p_joined[0]) == pytest.approx(2 / (1 + n - n * s + s))
     randomized = torch.tensor([[0, 3], [3, 0]])  # a randomized edge at node 0 (present w.p. > 0 either way)
-    kept = [sample_randomized_edges(randomized, probs, torch.Generator().manual_seed(seed), rule="pair").size(1)
-            for probs in (p_alone, p_joined) for seed in range(40)]
+    kept = [
+        sample_randomized_edges(randomized, probs, torch.Generator().manual_seed(seed), rule="pair").size(1)
+        for probs in (p_alone, p_joined)
+        for seed in range(40)
+    ]
     assert sum(kept[:40]) == 0 < sum(kept[40:])
 
 

@@ -61,7 +61,10 @@ def exact_release(probs: Tensor | None) -> tuple[Tensor, Tensor]:
     law = torch.zeros(graphs.size(0), lo.numel() + 1, dtype=torch.float64)
     law[:, 0] = 1
     for pair in range(lo.numel()):  # the number kept: a Poisson binomial per randomized graph
-        law = law * (1 - keep[:, pair:pair + 1]) + torch.nn.functional.pad(law[:, :-1], (1, 0)) * keep[:, pair:pair + 1]
+        law = (
+            law * (1 - keep[:, pair : pair + 1])
+            + torch.nn.functional.pad(law[:, :-1], (1, 0)) * keep[:, pair : pair + 1]
+        )
     return (weight.unsqueeze(1) * keep).sum(0), (weight.unsqueeze(1) * law).sum(0)
 
 
@@ -106,8 +109,9 @@ def discrepancy(released: Tensor, probs: Tensor | None) -> tuple[float, float]:
 def dense_suite(generator: torch.Generator) -> Tensor:
     released = degree_preserving_randomization(EDGES, num_nodes=N, s=S, generator=generator)
     estimate = debiased_degree(released, num_nodes=N, s=S).clamp(min=0, max=D)
-    return sample_randomized_edges(released, unbiased_sampling_probability(estimate, num_nodes=N, s=S), generator,
-                                   rule="pair")
+    return sample_randomized_edges(
+        released, unbiased_sampling_probability(estimate, num_nodes=N, s=S), generator, rule="pair"
+    )
 
 
 def sparse_suite(generator: torch.Generator) -> Tensor:
@@ -120,8 +124,9 @@ def suite_with_independent_flips(generator: torch.Generator) -> Tensor:
     released = degree_preserving_randomization(EDGES, num_nodes=N, s=S, generator=generator)
     estimate = debiased_degree(released, num_nodes=N, s=S).clamp(min=0, max=D)
     other = degree_preserving_randomization(EDGES, num_nodes=N, s=S, generator=generator)
-    return sample_randomized_edges(other, unbiased_sampling_probability(estimate, num_nodes=N, s=S), generator,
-                                   rule="pair")
+    return sample_randomized_edges(
+        other, unbiased_sampling_probability(estimate, num_nodes=N, s=S), generator, rule="pair"
+    )
 
 
 def dense_paper(generator: torch.Generator) -> Tensor:
@@ -130,21 +135,27 @@ def dense_paper(generator: torch.Generator) -> Tensor:
 
 
 def sparse_paper(generator: torch.Generator) -> Tensor:
-    return randomize_and_resample_with_probabilities(EDGES, PAPER_PROBS, num_nodes=N, s=S, generator=generator,
-                                                     dense_max_pairs=0)
+    return randomize_and_resample_with_probabilities(
+        EDGES, PAPER_PROBS, num_nodes=N, s=S, generator=generator, dense_max_pairs=0
+    )
 
 
 def paper_without_the_input_edges(generator: torch.Generator) -> Tensor:
     """Wrong: every pair appears w.p. s/2, as if the input had no edges (a sparse draw that forgot the XOR)."""
-    released = degree_preserving_randomization(torch.empty(2, 0, dtype=torch.long), num_nodes=N, s=S,
-                                               generator=generator)
+    released = degree_preserving_randomization(
+        torch.empty(2, 0, dtype=torch.long), num_nodes=N, s=S, generator=generator
+    )
     return sample_randomized_edges(released, PAPER_PROBS, generator, rule="pair")
 
 
-@pytest.mark.parametrize(("dense", "sparse", "wrong", "probs"), [
-    (dense_suite, sparse_suite, suite_with_independent_flips, None),
-    (dense_paper, sparse_paper, paper_without_the_input_edges, PAPER_PROBS),
-], ids=["suite", "reference"])
+@pytest.mark.parametrize(
+    ("dense", "sparse", "wrong", "probs"),
+    [
+        (dense_suite, sparse_suite, suite_with_independent_flips, None),
+        (dense_paper, sparse_paper, paper_without_the_input_edges, PAPER_PROBS),
+    ],
+    ids=["suite", "reference"],
+)
 def test_sparse_and_dense_releases_have_the_exact_distribution_and_a_wrong_sampler_does_not(
     dense: Sampler, sparse: Sampler, wrong: Sampler, probs: Tensor | None
 ) -> None:
@@ -160,9 +171,13 @@ def test_sparse_and_dense_releases_have_the_exact_distribution_and_a_wrong_sampl
 def test_streaming_pass_counts_exactly_the_flips_it_reports_in_blocks_of_any_size(pairs_per_block: int) -> None:
     n, q = 40, 0.3
     lo, hi = torch.triu_indices(n, n, 1)
-    counts, flips = nip_sparse._stream_flips(num_nodes=n, flip_rate=q, lookup=lo * n + hi,
-                                             generator=torch.Generator().manual_seed(2),
-                                             pairs_per_block=pairs_per_block)
+    counts, flips = nip_sparse._stream_flips(
+        num_nodes=n,
+        flip_rate=q,
+        lookup=lo * n + hi,
+        generator=torch.Generator().manual_seed(2),
+        pairs_per_block=pairs_per_block,
+    )
     as_float = flips.to(torch.float64)
     reported = torch.zeros(n, dtype=torch.float64).index_add_(0, lo, as_float).index_add_(0, hi, as_float)
     assert torch.equal(counts, reported)
@@ -177,8 +192,9 @@ def test_candidates_are_each_pair_once_independently_at_the_rate(monkeypatch, ra
     hits = torch.zeros(n, n)
     generator = torch.Generator().manual_seed(3)
     for _ in range(trials):
-        rows, cols = (torch.cat(part) for part in zip(*nip_sparse._bernoulli_pair_chunks(n, rate=rate,
-                                                                                          generator=generator)))
+        rows, cols = (
+            torch.cat(part) for part in zip(*nip_sparse._bernoulli_pair_chunks(n, rate=rate, generator=generator))
+        )
         keys = rows * n + cols
         assert bool((rows < cols).all()) and bool((cols < n).all()) and bool((keys.diff() > 0).all())
         hits[rows, cols] += 1
@@ -188,13 +204,24 @@ def test_candidates_are_each_pair_once_independently_at_the_rate(monkeypatch, ra
         return
     assert abs(float(upper.mean()) / trials - rate) < 4.5 * math.sqrt(rate * (1 - rate) / (trials * total))
     # every pair at the same rate: the spread across pairs is binomial
-    assert float(stats.chi2.sf(float(((upper - trials * rate) ** 2).sum()) / (trials * rate * (1 - rate)),
-                               total - 1)) > 1e-4
+    assert (
+        float(stats.chi2.sf(float(((upper - trials * rate) ** 2).sum()) / (trials * rate * (1 - rate)), total - 1))
+        > 1e-4
+    )
 
 
 def bounded_csbm(num_nodes: int, max_degree: int) -> Tensor:
-    spec = CSBMSpec(num_nodes=num_nodes, num_classes=3, avg_degree=8.0, homophily=0.5, num_features=3,
-                    feature_signal=0.0, degree_exponent=2.5, class_weights=None, seed=0)
+    spec = CSBMSpec(
+        num_nodes=num_nodes,
+        num_classes=3,
+        avg_degree=8.0,
+        homophily=0.5,
+        num_features=3,
+        feature_signal=0.0,
+        degree_exponent=2.5,
+        class_weights=None,
+        seed=0,
+    )
     return bound_undirected_degree(generate_csbm(spec).edge_index, num_nodes=num_nodes, max_degree=max_degree, seed=0)
 
 
@@ -238,11 +265,19 @@ def test_on_a_thousand_nodes_sparse_and_dense_releases_agree_in_size(reference: 
         generator, out = torch.Generator().manual_seed(seed), []
         for _ in range(draws):
             if reference:
-                kept = randomize_and_resample_with_probabilities(edges, probs, num_nodes=n, s=s, generator=generator,
-                                                                 dense_max_pairs=dense_max_pairs)
+                kept = randomize_and_resample_with_probabilities(
+                    edges, probs, num_nodes=n, s=s, generator=generator, dense_max_pairs=dense_max_pairs
+                )
             else:
-                kept = randomize_and_resample(edges, num_nodes=n, s=s, max_degree=max_degree, generator=generator,
-                                              dense_max_pairs=dense_max_pairs, pairs_per_block=10_000)
+                kept = randomize_and_resample(
+                    edges,
+                    num_nodes=n,
+                    s=s,
+                    max_degree=max_degree,
+                    generator=generator,
+                    dense_max_pairs=dense_max_pairs,
+                    pairs_per_block=10_000,
+                )
             out.append([kept.size(1), int(torch.isin(kept[0] * n + kept[1], input_keys).sum())])
         return torch.tensor(out, dtype=torch.float64)
 
@@ -258,8 +293,9 @@ def test_reference_release_at_twenty_thousand_nodes_has_its_expected_size() -> N
     edges = bounded_csbm(n, max_degree)
     s = min_keep_parameter(2.0, max_degree)
     probs = paper_sampling_probability(torch.bincount(edges[1], minlength=n).to(torch.float64), num_nodes=n, s=s)
-    kept = randomize_and_resample_with_probabilities(edges, probs, num_nodes=n, s=s,
-                                                     generator=torch.Generator().manual_seed(4))
+    kept = randomize_and_resample_with_probabilities(
+        edges, probs, num_nodes=n, s=s, generator=torch.Generator().manual_seed(4)
+    )
     root = probs.sqrt()
     lo, hi = edges[:, edges[0] < edges[1]]
     on_edges = root[lo] * root[hi]

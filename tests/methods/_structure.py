@@ -15,8 +15,9 @@ from nodedp.train import metrics_from_logits
 def with_bound(inputs: RunInputs, kind: str, bound: int, *, seed: int = 0) -> RunInputs:
     """``inputs`` plus the ``kind`` artifact ("in-degree", "out-degree" or "degree") at public bound ``bound``."""
     graph, split = inputs.graph, inputs.split
-    artifact = degree_artifact(graph.edge_index, kind=kind, bound=bound, seed=seed, num_nodes=graph.num_nodes,
-                               train_nodes=split.train)
+    artifact = degree_artifact(
+        graph.edge_index, kind=kind, bound=bound, seed=seed, num_nodes=graph.num_nodes, train_nodes=split.train
+    )
     return RunInputs(graph=graph, split=split, num_classes=inputs.num_classes, structure={kind: artifact})
 
 
@@ -24,8 +25,15 @@ def extended_graph(inputs: RunInputs, *, degree_bound: int, extra: int = 6, isol
     """The input graph plus ``extra`` appended nodes, each wired to ≤ 3 training nodes whose degrees stay within
     ``degree_bound`` (so a bounding at it keeps their edges): the audit's canaries (``plant_canaries``), all of
     them present; ``isolated``: the same nodes without their edges."""
-    plan = plant_canaries(inputs.graph, inputs.split, m=extra, degree_bound=degree_bound, canary_degree=3,
-                          num_classes=inputs.num_classes, seed=1)
+    plan = plant_canaries(
+        inputs.graph,
+        inputs.split,
+        m=extra,
+        degree_bound=degree_bound,
+        canary_degree=3,
+        num_classes=inputs.num_classes,
+        seed=1,
+    )
     edges = inputs.graph.edge_index if isolated else plan.graph.edge_index
     return Data(x=plan.graph.x, y=plan.graph.y, edge_index=edges)
 

@@ -32,8 +32,17 @@ METHODS = ["dp-mlp", "gap", "progap", "dp-gcn", "dpar-em0", "nip-gnn", "dpdgc-fa
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory):
     root = tmp_path_factory.mktemp("transfers")
-    spec = CSBMSpec(num_nodes=NODES, num_classes=4, avg_degree=8.0, homophily=0.7, num_features=FEATURES,
-                    feature_signal=2.0, degree_exponent=2.5, class_weights=None, seed=3)
+    spec = CSBMSpec(
+        num_nodes=NODES,
+        num_classes=4,
+        avg_degree=8.0,
+        homophily=0.7,
+        num_features=FEATURES,
+        feature_signal=2.0,
+        degree_exponent=2.5,
+        class_weights=None,
+        seed=3,
+    )
     save_graph(generate_csbm(spec), root / "graph", name="csbm-homophilous", source={"kind": "synthetic"})
     save_split(random_split(NODES, seed=0), root / "split.pt")
     return root
@@ -71,8 +80,7 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
     from nodedp.data import get_dataset
 
     dataset = json.loads((cell / "graph" / "meta.json").read_text())["name"]
-    bounds = nodedp.config.structure_bounds(get_dataset(dataset),
-                                            dataclasses.asdict(info.parse_hparams(hparams)))
+    bounds = nodedp.config.structure_bounds(get_dataset(dataset), dataclasses.asdict(info.parse_hparams(hparams)))
     structure = []
     for kind in info.needs:
         path = out.parent / f"{method}-{epochs}-{kind}.pt"
@@ -80,13 +88,50 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
             args = ["dp-appr", "--method", base, "--hparams", json.dumps(hparams), "--epsilon", "8"]
         else:
             args = ["bound-degree", "--kind", kind, "--bound", str(bounds[kind])]
-        assert main([*args, "--graph", str(cell / "graph"), "--split", str(cell / "split.pt"), "--seed", "0",
-                     "--out", str(path)]) == 0
+        assert (
+            main(
+                [
+                    *args,
+                    "--graph",
+                    str(cell / "graph"),
+                    "--split",
+                    str(cell / "split.pt"),
+                    "--seed",
+                    "0",
+                    "--out",
+                    str(path),
+                ]
+            )
+            == 0
+        )
         structure.append(str(path))
-    assert main(["train", "--method", base, "--name", method, "--hparams", json.dumps(hparams), "--graph",
-                 str(cell / "graph"), "--split", str(cell / "split.pt"), "--epsilon", "8", "--seed", "0",
-                 "--out", str(out), "--stage-timings", str(out.parent / f"{method}-{epochs}.json"),
-                 *(["--structure", *structure] if structure else [])]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--method",
+                base,
+                "--name",
+                method,
+                "--hparams",
+                json.dumps(hparams),
+                "--graph",
+                str(cell / "graph"),
+                "--split",
+                str(cell / "split.pt"),
+                "--epsilon",
+                "8",
+                "--seed",
+                "0",
+                "--out",
+                str(out),
+                "--stage-timings",
+                str(out.parent / f"{method}-{epochs}.json"),
+                *(["--structure", *structure] if structure else []),
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.parametrize("method", METHODS)

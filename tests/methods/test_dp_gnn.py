@@ -77,8 +77,9 @@ def test_removing_a_node_changes_at_most_n_k_r_terms_and_the_clipped_sum_by_2c_e
     # The neighbouring graph: w and its edges gone, every other sampled edge list kept.
     kept_without = kept[:, (kept[0] != w) & (kept[1] != w)]
     train_without = train[train != w]
-    neighbour = sample_subgraphs(kept_without, roots=train_without, num_nodes=graph.num_nodes,
-                                 num_layers=num_layers, max_degree=K)
+    neighbour = sample_subgraphs(
+        kept_without, roots=train_without, num_nodes=graph.num_nodes, num_layers=num_layers, max_degree=K
+    )
 
     torch.manual_seed(0)
     model = SubgraphGNN(graph.num_features, 8, tiny_inputs.num_classes, layer=layer, num_layers=num_layers).double()
@@ -114,8 +115,9 @@ def _inputs(tiny_inputs) -> RunInputs:
 def test_layerwise_percentile_thresholds_are_an_uncharged_read_and_c_is_their_total(tiny_inputs):
     info = get_method("dp-gcn")
     spec = RunSpec(dataset="csbm-tiny", method="dp-gcn", seed=0, target_epsilon=4.0, target_delta=1e-3)
-    hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
-                             "clip_percentile": 75, **PUBLIC_K})
+    hp = info.parse_hparams(
+        {"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise", "clip_percentile": 75, **PUBLIC_K}
+    )
     result = info.run(_inputs(tiny_inputs), spec, hp)
     ledger = result.ledger
     (read,) = ledger.uncharged
@@ -136,8 +138,9 @@ def test_layerwise_percentile_thresholds_are_an_uncharged_read_and_c_is_their_to
 def test_layerwise_from_clip_norm_splits_c_equally_and_stays_fully_accounted(tiny_inputs):
     info = get_method("dp-sage")
     spec = RunSpec(dataset="csbm-tiny", method="dp-sage", seed=0, target_epsilon=4.0, target_delta=1e-3)
-    hp = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise",
-                             "clip_norm": 2.0, **PUBLIC_K})
+    hp = info.parse_hparams(
+        {"epochs": 1, "batch_size": 32, "hidden_dim": 8, "clipping": "layerwise", "clip_norm": 2.0, **PUBLIC_K}
+    )
     ledger = info.run(_inputs(tiny_inputs), spec, hp).ledger
     (record,) = ledger.mechanisms
     layer_clips = record.params["layer_clip_norms"]
@@ -148,8 +151,10 @@ def test_layerwise_from_clip_norm_splits_c_equally_and_stays_fully_accounted(tin
 
 @pytest.mark.parametrize(
     ("values", "match"),
-    [({"clipping": "per-tensor"}, r"unknown clipping 'per-tensor'; choose from \['flat', 'layerwise'\]"),
-     ({"clip_percentile": 101.0}, r"clip_percentile must be in \(0, 100\]")],
+    [
+        ({"clipping": "per-tensor"}, r"unknown clipping 'per-tensor'; choose from \['flat', 'layerwise'\]"),
+        ({"clip_percentile": 101.0}, r"clip_percentile must be in \(0, 100\]"),
+    ],
 )
 def test_clipping_hparams_are_validated(values, match):
     with pytest.raises(ValueError, match=match):
@@ -167,8 +172,9 @@ def test_an_in_degree_bound_hparam_must_match_the_artifact(tiny_inputs):
     assert record.params["max_degree"] == K
     # Unset, K is the dataset's public bound (csbm-tiny's 5): the plan's, which the artifact must match.
     default = info.parse_hparams({"epochs": 1, "batch_size": 32, "hidden_dim": 8})
-    with pytest.raises(ValueError, match=f"csbm-tiny's public in-degree bound is K=5 but the in-degree artifact was "
-                                         f"bounded to K={K}"):
+    with pytest.raises(
+        ValueError, match=f"csbm-tiny's public in-degree bound is K=5 but the in-degree artifact was bounded to K={K}"
+    ):
         info.run(_inputs(tiny_inputs), spec, default)
 
 
@@ -179,12 +185,16 @@ def test_auto_accountant_is_pld_and_needs_less_noise_than_rdp_at_the_same_target
     kind = "in-degree" if method == "dp-gcn" else "out-degree"
     # DP-GCN at K (its hyperparameter), DPDGC at csbm-tiny's public out-degree bound D (it has no such hyperparameter)
     inputs = with_bound(tiny_inputs, kind, K if method == "dp-gcn" else get_dataset("csbm-tiny").out_degree_bound)
-    hp = info.parse_hparams({"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1}
-                            if method == "dpdgc" else {"epochs": 1, "batch_size": 64, "hidden_dim": 8, **PUBLIC_K})
+    hp = info.parse_hparams(
+        {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1}
+        if method == "dpdgc"
+        else {"epochs": 1, "batch_size": 64, "hidden_dim": 8, **PUBLIC_K}
+    )
     noise = {}
     for accountant in ("rdp", "pld"):
-        spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=2.0, target_delta=1e-3,
-                       accountant=accountant)
+        spec = RunSpec(
+            dataset="csbm-tiny", method=method, seed=0, target_epsilon=2.0, target_delta=1e-3, accountant=accountant
+        )
         ledger = info.run(inputs, spec, hp).ledger
         assert ledger.accountant == accountant
         spent = verify_ledger_dict(ledger.to_dict())
@@ -195,8 +205,10 @@ def test_auto_accountant_is_pld_and_needs_less_noise_than_rdp_at_the_same_target
 
 # --- reference mode (accounting: paper) ----------------------------------------------------------------------------
 
-def _public_code_epsilon(lam: float, *, n: int, k: int, m: int, steps: int, delta: float,
-                         orders=tuple(1 + 0.1 * i for i in range(1, 90))) -> float:
+
+def _public_code_epsilon(
+    lam: float, *, n: int, k: int, m: int, steps: int, delta: float, orders=tuple(1 + 0.1 * i for i in range(1, 90))
+) -> float:
     """The paper's public accountant written out by hand: noise multiplier λ relative to the sensitivity
     2C·N(K,1), its Gaussian RDP α/(2λ²) scaled by (i/N(K,1))² for i of the N(K,1) terms in the batch,
     mixed over i ~ Hypergeometric(n, N(K,1), m), times the steps, and converted as dp_accounting does."""
@@ -223,15 +235,18 @@ def test_paper_noise_is_the_public_accountants_lambda_at_delta_one_over_ten_n():
     assert 4.0 * (1 - 2e-4) <= hand <= 4.0 * (1 + 1e-9)  # the claimed ε, by the paper's own formula
     assert _public_code_epsilon(0.999 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)) > 4.0  # the least noise
     assert paper_epsilon(noise_multiplier=2 * z, **sizes) == pytest.approx(
-        _public_code_epsilon(2 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)), rel=1e-9)
+        _public_code_epsilon(2 * lam, n=n, k=k, m=m, steps=steps, delta=1 / (10 * n)), rel=1e-9
+    )
     # Per clip group, the paper's noise std is z·C_l; over the whole gradient that is z/√L times its bound C.
     assert paper_reference_noise_multiplier(target_epsilon=4.0, num_groups=3, **sizes) == pytest.approx(
-        z / math.sqrt(3))
+        z / math.sqrt(3)
+    )
     # Orders ≤ 9.9 cannot state a small ε at δ = 1/(10N) for any useful noise: refused, not faked.
     assert paper_epsilon_floor(90941) == pytest.approx(1.1776, abs=1e-4)
     with pytest.raises(ValueError, match="cannot state epsilon = 1 for any useful noise"):
-        paper_noise_multiplier(target_epsilon=1.0, num_examples=90941, max_degree=7, num_layers=1, batch_size=10000,
-                               steps=910)
+        paper_noise_multiplier(
+            target_epsilon=1.0, num_examples=90941, max_degree=7, num_layers=1, batch_size=10000, steps=910
+        )
 
 
 def _hand_theorem_one_epsilon(z: float, *, n: int, d: int, m: int, steps: int, delta: float) -> float:
@@ -254,16 +269,31 @@ def test_paper_noise_under_reports_by_the_number_of_clip_groups_and_is_sound_for
     actual = {}
     for groups in (1, 3):
         z = paper_reference_noise_multiplier(target_epsilon=8.0, num_groups=groups, **sizes)
-        params = hypergeometric_gaussian_params(noise_multiplier=z, clip_norm=1.0, num_examples=n, max_degree=k,
-                                                num_layers=1, batch_size=m, steps=steps)
-        record = MechanismRecord(name="dp-sgd", kind="hypergeometric_gaussian", touches=("features",), params=params,
-                                 sensitivity=2 * (k + 1), sensitivity_reason="Lemma 2", dp_event=None)
-        ledger = Ledger(level="node", target_epsilon=8.0, target_delta=1e-4, mechanisms=(record,),
-                        accountant=accountant, claim=Claim(epsilon=8.0, delta=paper_delta(n), rule="r", source="s"))
+        params = hypergeometric_gaussian_params(
+            noise_multiplier=z, clip_norm=1.0, num_examples=n, max_degree=k, num_layers=1, batch_size=m, steps=steps
+        )
+        record = MechanismRecord(
+            name="dp-sgd",
+            kind="hypergeometric_gaussian",
+            touches=("features",),
+            params=params,
+            sensitivity=2 * (k + 1),
+            sensitivity_reason="Lemma 2",
+            dp_event=None,
+        )
+        ledger = Ledger(
+            level="node",
+            target_epsilon=8.0,
+            target_delta=1e-4,
+            mechanisms=(record,),
+            accountant=accountant,
+            claim=Claim(epsilon=8.0, delta=paper_delta(n), rule="r", source="s"),
+        )
         actual[groups] = ledger.actual_claim_epsilon()
         if accountant == "rdp":
             assert actual[groups] == pytest.approx(
-                _hand_theorem_one_epsilon(z, n=n, d=k + 1, m=m, steps=steps, delta=paper_delta(n)), rel=1e-6)
+                _hand_theorem_one_epsilon(z, n=n, d=k + 1, m=m, steps=steps, delta=paper_delta(n)), rel=1e-6
+            )
     assert actual[1] <= 8.0  # one clip norm: the paper's accountant is sound (the suite's is tighter)
     assert actual[3] > 1.7 * 8.0  # three layers: noise √3 too small, ε about doubles
 
@@ -273,8 +303,9 @@ def test_paper_reference_mode_runs_with_the_papers_noise_and_records_the_actual_
     info = get_method(method)
     assert info.has_reference_mode
     spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-3)
-    hp = info.parse_hparams({"epochs": 2, "batch_size": 64, "hidden_dim": 20, "accounting": "paper", "clip_norm": 2.0,
-                             **PUBLIC_K})
+    hp = info.parse_hparams(
+        {"epochs": 2, "batch_size": 64, "hidden_dim": 20, "accounting": "paper", "clip_norm": 2.0, **PUBLIC_K}
+    )
     assert hp.clipping == "flat"  # reference mode clips layer-wise whatever `clipping` says
     result = info.run(_inputs(tiny_inputs), spec, hp)
     ledger = result.ledger
@@ -287,8 +318,9 @@ def test_paper_reference_mode_runs_with_the_papers_noise_and_records_the_actual_
     groups = len(layer_clips)
     assert groups >= 3 and list(layer_clips.values()) == pytest.approx([2.0 / math.sqrt(groups)] * groups)
     assert params["clip_norm"] == pytest.approx(2.0) and record.sensitivity == pytest.approx(2 * 2.0 * (K + 1))
-    z = paper_noise_multiplier(target_epsilon=4.0, num_examples=n, max_degree=K, num_layers=1, batch_size=64,
-                               steps=params["steps"])
+    z = paper_noise_multiplier(
+        target_epsilon=4.0, num_examples=n, max_degree=K, num_layers=1, batch_size=64, steps=params["steps"]
+    )
     assert params["noise_multiplier"] == pytest.approx(z / math.sqrt(groups), rel=1e-12)
     # The loop's noise std is the paper's per-layer std z·C_l, drawn over the whole gradient.
     assert result.details["noise_std"] == pytest.approx(z * 2.0 / math.sqrt(groups), rel=1e-9)
@@ -374,10 +406,10 @@ def test_inductive_predict_drops_cross_part_edges_and_isolates_extra_nodes(tiny_
     split = Split(train=base.train, val=base.val, test=base.test, setting="inductive", seed=base.seed)
     graph = tiny_inputs.graph
     edges = remove_cross_split_edges(graph.edge_index, split)  # as the workflow's bound-degree rule does
-    artifact = degree_artifact(edges, kind="in-degree", bound=K, seed=SEED, num_nodes=graph.num_nodes,
-                               train_nodes=split.train)
-    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
-                       structure={"in-degree": artifact})
+    artifact = degree_artifact(
+        edges, kind="in-degree", bound=K, seed=SEED, num_nodes=graph.num_nodes, train_nodes=split.train
+    )
+    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes, structure={"in-degree": artifact})
     n, extra = graph.num_nodes, 4
     result = _run_with_predict(inputs, method)
     own = result.predict(graph)
@@ -395,8 +427,13 @@ def test_inductive_predict_drops_cross_part_edges_and_isolates_extra_nodes(tiny_
     assert torch.equal(result.predict(Data(x=graph.x, y=graph.y, edge_index=edges)), own)
     # Given parts of the extended graph (the extra nodes as training nodes, as the audit scores canaries), the
     # extra nodes' edges to training nodes are read: those with such an edge change, the rest do not.
-    parts = Split(train=torch.cat([split.train, torch.arange(n, n + extra)]), val=split.val, test=split.test,
-                  setting="inductive", seed=split.seed)
+    parts = Split(
+        train=torch.cat([split.train, torch.arange(n, n + extra)]),
+        val=split.val,
+        test=split.test,
+        setting="inductive",
+        seed=split.seed,
+    )
     read = result.predict(wired, parts)
     src, dst = wired.edge_index
     in_train = torch.zeros(n + extra, dtype=torch.bool)

@@ -39,8 +39,15 @@ DELTA = 1e-4
 
 def _artifact(tiny_inputs, method: str, epsilon: float, seed: int = 0, **hparams):
     hp = get_method(method).parse_hparams({**FAST, **hparams})
-    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, method=method, hp=hp, target_epsilon=epsilon,
-                             target_delta=DELTA if math.isfinite(epsilon) else 0.0, seed=seed)
+    artifact = build_dp_appr(
+        tiny_inputs.graph,
+        tiny_inputs.split,
+        method=method,
+        hp=hp,
+        target_epsilon=epsilon,
+        target_delta=DELTA if math.isfinite(epsilon) else 0.0,
+        seed=seed,
+    )
     return artifact, hp
 
 
@@ -48,10 +55,19 @@ def _run(tiny_inputs, method: str, epsilon: float, artifact=None, seed: int = 0,
     info = get_method(method)
     if artifact is None:
         artifact, _ = _artifact(tiny_inputs, method, epsilon, seed=seed, **hparams)
-    inputs = RunInputs(graph=tiny_inputs.graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
-                       structure={"dp-appr": artifact})
-    spec = RunSpec(dataset="csbm-tiny", method=method, seed=seed, target_epsilon=epsilon,
-                   target_delta=DELTA if info.private else 0.0)
+    inputs = RunInputs(
+        graph=tiny_inputs.graph,
+        split=tiny_inputs.split,
+        num_classes=tiny_inputs.num_classes,
+        structure={"dp-appr": artifact},
+    )
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=method,
+        seed=seed,
+        target_epsilon=epsilon,
+        target_delta=DELTA if info.private else 0.0,
+    )
     return info.run(inputs, spec, info.parse_hparams({**FAST, **hparams}))
 
 
@@ -75,8 +91,9 @@ def test_artifact_rows_have_k_entries_within_the_sample_and_the_cap(tiny_inputs,
 
 def test_node_sample_has_the_public_rate(tiny_inputs):
     n = tiny_inputs.split.train.numel()
-    sizes = [_artifact(tiny_inputs, "dpar-nodp", math.inf, seed=s, sample_rate=0.3)[0]["sample"].numel()
-             for s in range(30)]
+    sizes = [
+        _artifact(tiny_inputs, "dpar-nodp", math.inf, seed=s, sample_rate=0.3)[0]["sample"].numel() for s in range(30)
+    ]
     mean = sum(sizes) / len(sizes)
     assert abs(mean - 0.3 * n) < 4 * math.sqrt(0.3 * 0.7 * n / len(sizes))
 
@@ -108,7 +125,8 @@ def test_run_composes_the_artifact_and_dp_sgd_to_the_target(tiny_inputs, method)
     # the reference code's figure is recorded beside ours: its two parts × q', never composed
     parts = result.details["claimed_epsilon_parts_on_sample"]
     assert result.details["claimed_epsilon"] == pytest.approx(
-        FAST["sample_rate"] * (parts["dp_appr"] + parts["dp_sgd"]))
+        FAST["sample_rate"] * (parts["dp_appr"] + parts["dp_sgd"])
+    )
 
 
 def test_non_private_variant_has_an_empty_ledger(tiny_inputs):
@@ -190,8 +208,10 @@ def _random_graph(n: int, p: float, rng: random.Random) -> torch.Tensor:
 def _examples(sample, sources, index, value, *, num_nodes, k, tau, clip=training_examples):
     """Every sampled node id → its example: the (neighbour id, weight) pairs of non-zero weight."""
     nbr, weight = clip(sample, sources, index, value, num_nodes=num_nodes, k=k, tau=tau)
-    return {int(u): tuple(sorted((int(sample[c]), float(w)) for c, w in zip(nbr[i], weight[i], strict=True) if w))
-            for i, u in enumerate(sample)}
+    return {
+        int(u): tuple(sorted((int(sample[c]), float(w)) for c, w in zip(nbr[i], weight[i], strict=True) if w))
+        for i, u in enumerate(sample)
+    }
 
 
 def _old_training_examples(sample, sources, index, value, *, num_nodes, k, tau):
@@ -221,18 +241,27 @@ def test_every_removal_from_the_sample_changes_at_most_d_training_examples(metho
     """Hold the released DP-APPR matrix fixed (DP-SGD's analysis is conditional on it), remove each sampled
     node v in turn with the coupled priorities, rebuild every example and count those that changed."""
     k, max_rows, tau = 3, 2, 1.0
-    d = poisson_occurrence_gaussian_params(sampling_rate=0.1, max_rows=max_rows, noise_multiplier=1.0, clip_norm=1.0,
-                                           steps=1, occurrence_rule=SOURCE_RULE)["max_occurrences"]
-    hp = get_method(method).parse_hparams({"k": k, "max_rows": max_rows, "sample_rate": 0.6,
-                                           "num_sources": num_sources, "tau": tau})
+    d = poisson_occurrence_gaussian_params(
+        sampling_rate=0.1, max_rows=max_rows, noise_multiplier=1.0, clip_norm=1.0, steps=1, occurrence_rule=SOURCE_RULE
+    )["max_occurrences"]
+    hp = get_method(method).parse_hparams(
+        {"k": k, "max_rows": max_rows, "sample_rate": 0.6, "num_sources": num_sources, "tau": tau}
+    )
     epsilon = math.inf if method == "dpar-nodp" else 200.0
     worst = worst_old = worst_fixed = 0
     for seed, (kind, n, shape) in enumerate(GRAPHS):
         rng = random.Random(seed)
         edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
         graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
-        art = build_dp_appr(graph, split, method=method, hp=hp, target_epsilon=epsilon,
-                            target_delta=0.0 if method == "dpar-nodp" else DELTA, seed=seed)
+        art = build_dp_appr(
+            graph,
+            split,
+            method=method,
+            hp=hp,
+            target_epsilon=epsilon,
+            target_delta=0.0 if method == "dpar-nodp" else DELTA,
+            seed=seed,
+        )
         sample, priority, index, value = (art[key] for key in ("sample", "source_priority", "index", "value"))
         common = {"num_nodes": n, "k": k, "tau": tau}
         before = _examples(sample, art["sources"], index, value, **common)
@@ -243,8 +272,10 @@ def test_every_removal_from_the_sample_changes_at_most_d_training_examples(metho
             count = _changed(before, _examples(rest, sources, index, value, **common))
             assert count <= d, (kind, n, v, count)
             worst = max(worst, count)
-            worst_old = max(worst_old, _changed(old_before, _examples(rest, sources, index, value,
-                                                                      clip=_old_training_examples, **common)))
+            worst_old = max(
+                worst_old,
+                _changed(old_before, _examples(rest, sources, index, value, clip=_old_training_examples, **common)),
+            )
             # the same priorities, uncoupled: later sources shift rows
             fixed = rest[rank_sources(priority[sample != v], num_rows=num_sources)]
             worst_fixed = max(worst_fixed, _changed(before, _examples(rest, fixed, index, value, **common)))
@@ -259,15 +290,22 @@ def test_one_node_moves_the_clipped_gradient_sum_by_at_most_2c_times_d(tiny_inpu
     examples rebuilt); the clipped sum over all training examples moves by ≤ 2·C·d, d the ledger's."""
     artifact, hp = _artifact(tiny_inputs, "dpar-em0", 50.0, max_rows=2, num_sources=30)
     graph = tiny_inputs.graph
-    d = poisson_occurrence_gaussian_params(sampling_rate=0.1, max_rows=hp.max_rows, noise_multiplier=1.0,
-                                           clip_norm=1.0, steps=1, occurrence_rule=SOURCE_RULE)["max_occurrences"]
+    d = poisson_occurrence_gaussian_params(
+        sampling_rate=0.1,
+        max_rows=hp.max_rows,
+        noise_multiplier=1.0,
+        clip_norm=1.0,
+        steps=1,
+        occurrence_rule=SOURCE_RULE,
+    )["max_occurrences"]
     torch.manual_seed(0)
     model = PPRGo(graph.num_features, 8, tiny_inputs.num_classes)
     clip = 0.05  # small enough that every example's gradient is clipped
 
     def clipped_sum(sample: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
-        nbr, weight = training_examples(sample, sources, artifact["index"], artifact["value"],
-                                        num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau)
+        nbr, weight = training_examples(
+            sample, sources, artifact["index"], artifact["value"], num_nodes=graph.num_nodes, k=hp.k, tau=hp.tau
+        )
         hooks = PerSampleGradients(model)
         with hooks.capture():
             out = model((graph.x[sample][nbr], weight))
@@ -300,8 +338,15 @@ def test_artifact_for_other_settings_is_refused(tiny_inputs):
         info.run(tiny_inputs, spec, info.parse_hparams(FAST))
 
 
-@pytest.mark.parametrize(("hparams", "match"), [({"ratio": 1.0}, "ratio"), ({"sample_rate": 0.0}, "sample_rate"),
-                                                 ({"max_rows": 0}, "max_rows"), ({"tau": 0.0}, "tau")])
+@pytest.mark.parametrize(
+    ("hparams", "match"),
+    [
+        ({"ratio": 1.0}, "ratio"),
+        ({"sample_rate": 0.0}, "sample_rate"),
+        ({"max_rows": 0}, "max_rows"),
+        ({"tau": 0.0}, "tau"),
+    ],
+)
 def test_bad_hyperparameters_are_refused(hparams, match):
     with pytest.raises(ValueError, match=match):
         get_method("dpar-em0").parse_hparams(hparams)
@@ -318,6 +363,7 @@ def test_artifact_settings_hold_only_what_the_option_reads():
 
 
 # Reference mode (accounting: paper): the noise DPAR's own accounting gives the claimed ε, the ledger's actual ε.
+
 
 def _rule_delta(num_train: int, q: float) -> float:
     """§4.1: δ ≈ 1 / (nodes of the sampled training graph, ⌈q'·|train|⌉)."""
@@ -341,14 +387,19 @@ def test_reference_run_records_the_claim_and_its_actual_epsilon(tiny_inputs, met
     # the same mechanisms as a suite run, only the noise differs
     suite = _run(tiny_inputs, method, eps).ledger
     assert [(r.name, r.kind, r.sensitivity) for r in ledger.mechanisms] == [
-        (r.name, r.kind, r.sensitivity) for r in suite.mechanisms]
+        (r.name, r.kind, r.sensitivity) for r in suite.mechanisms
+    ]
     sgd = ledger.mechanisms[-1]
     assert sgd.params["max_occurrences"] == FAST["max_rows"] + 2
     noise = paper_noise(method, get_method(method).parse_hparams(FAST), num_train=num_train, epsilon=eps, delta=delta)
     assert sgd.params["noise_multiplier"] == pytest.approx(noise["sgd_noise_multiplier"], rel=1e-12)
     # DP-SGD by the public code's accountant (one example per node) at (1 − ratio)·ε/q', δ/2q' on the sample
-    assert reference_dpsgd_epsilon(noise_multiplier=sgd.params["noise_multiplier"], sampling_rate=sgd.params[
-        "sampling_rate"], steps=sgd.params["steps"], delta=delta / (2 * q)) == pytest.approx(0.5 * eps / q, rel=1e-9)
+    assert reference_dpsgd_epsilon(
+        noise_multiplier=sgd.params["noise_multiplier"],
+        sampling_rate=sgd.params["sampling_rate"],
+        steps=sgd.params["steps"],
+        delta=delta / (2 * q),
+    ) == pytest.approx(0.5 * eps / q, rel=1e-9)
     first = ledger.mechanisms[0].params
     if method == "dpar-gm":
         assert first["noise_multiplier"] == pytest.approx(noise["dp_appr"]["noise_multiplier"], rel=1e-12)
@@ -363,8 +414,9 @@ def test_reference_run_records_the_claim_and_its_actual_epsilon(tiny_inputs, met
     assert result.details["actual_epsilon_at_claimed_delta"] == pytest.approx(actual)
     # the pure function gives the run's ledger without running
     hp = get_method(method).parse_hparams({**FAST, "accounting": "paper"})
-    offline = reference_ledger(method, hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA,
-                               claimed_delta=delta)
+    offline = reference_ledger(
+        method, hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA, claimed_delta=delta
+    )
     assert offline.actual_claim_epsilon() == pytest.approx(actual, rel=1e-9)
 
 
@@ -380,8 +432,7 @@ def test_reference_gm_artifact_actual_epsilon_by_hand(tiny_inputs):
     ledger = Ledger.from_dict(json.loads(artifact["ledger"]))
     z, m = artifact["noise"]["noise_multiplier"], hp.num_sources
     on_sample = epsilon_of(dp_event.GaussianDpEvent(z / math.sqrt(m)), delta=delta / (2 * q))
-    assert ledger.composed_at(delta / 2)[0] == pytest.approx(amplified(on_sample, delta / (2 * q), rate=q)[0],
-                                                             rel=1e-6)
+    assert ledger.composed_at(delta / 2)[0] == pytest.approx(amplified(on_sample, delta / (2 * q), rate=q)[0], rel=1e-6)
     # the paper's forward claim of this noise is its part ratio·ε/q' (Theorem 3 with sensitivity C1)
     assert artifact["claimed_epsilon_on_sample"] == pytest.approx(hp.ratio * eps / q, rel=1e-9)
 
@@ -394,8 +445,16 @@ def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
     assert appr_spec("dpar-em0", suite) != appr_spec("dpar-em0", paper)
     with pytest.raises(ValueError, match="no paper reference mode"):
         appr_spec("dpar-nodp", paper)
-    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, method="dpar-em0", hp=paper, target_epsilon=1.0,
-                             target_delta=DELTA, seed=0, dataset="cora-ml")
+    artifact = build_dp_appr(
+        tiny_inputs.graph,
+        tiny_inputs.split,
+        method="dpar-em0",
+        hp=paper,
+        target_epsilon=1.0,
+        target_delta=DELTA,
+        seed=0,
+        dataset="cora-ml",
+    )
     assert Ledger.from_dict(json.loads(artifact["ledger"])).claim.delta == 2e-3  # Table 1, Cora-ML
     # a suite artifact cannot serve a reference run, nor the other way round
     with pytest.raises(ValueError, match="built for other settings"):
@@ -405,6 +464,7 @@ def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
 
 
 # Features (dpar-features): §4's baseline, Algorithm 2 with one-hot APPR rows, no DP-APPR.
+
 
 @pytest.mark.parametrize("accounting", ["suite", "paper"])
 def test_features_artifact_is_em0s_node_sample_alone_and_every_example_is_a_self_row(tiny_inputs, accounting):
@@ -446,8 +506,9 @@ def test_features_every_removal_from_the_sample_changes_exactly_one_training_exa
     from nodedp.methods.dpar import dp_sgd_record
 
     hp = get_method("dpar-features").parse_hparams({"sample_rate": 0.6, "max_rows": 3, "k": 4})
-    record = dp_sgd_record("dp-sgd:dpar-features", hp, option="features", sampling_rate=0.1, steps=1,
-                           noise_multiplier=1.0)
+    record = dp_sgd_record(
+        "dp-sgd:dpar-features", hp, option="features", sampling_rate=0.1, steps=1, noise_multiplier=1.0
+    )
     d = record.params["max_occurrences"]
     assert d == 1 and record.params["occurrence_rule"] == "self_only" and record.params["max_rows"] == 0
     assert record.sensitivity == 2 * hp.clip_norm
@@ -456,8 +517,9 @@ def test_features_every_removal_from_the_sample_changes_exactly_one_training_exa
         rng = random.Random(seed)
         edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
         graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
-        art = build_dp_appr(graph, split, method="dpar-features", hp=hp, target_epsilon=1.0, target_delta=DELTA,
-                            seed=seed)
+        art = build_dp_appr(
+            graph, split, method="dpar-features", hp=hp, target_epsilon=1.0, target_delta=DELTA, seed=seed
+        )
         sample, sources, index, value = (art[key] for key in ("sample", "sources", "index", "value"))
         common = {"num_nodes": n, "k": 1, "tau": hp.tau}
         before = _examples(sample, sources, index, value, **common)
@@ -479,8 +541,15 @@ def test_features_one_node_moves_the_clipped_gradient_sum_by_at_most_2c(tiny_inp
     clip = 0.05
 
     def clipped_sum(sample: torch.Tensor) -> torch.Tensor:
-        nbr, weight = training_examples(sample, artifact["sources"], artifact["index"], artifact["value"],
-                                        num_nodes=graph.num_nodes, k=1, tau=hp.tau)
+        nbr, weight = training_examples(
+            sample,
+            artifact["sources"],
+            artifact["index"],
+            artifact["value"],
+            num_nodes=graph.num_nodes,
+            k=1,
+            tau=hp.tau,
+        )
         hooks = PerSampleGradients(model)
         with hooks.capture():
             out = model((graph.x[sample][nbr], weight))
@@ -512,7 +581,8 @@ def test_features_suite_run_spends_all_of_the_target_on_dp_sgd_at_one_occurrence
     assert result.details["dp_appr_noise"] == {}
     parts = result.details["claimed_epsilon_parts_on_sample"]
     assert parts["dp_appr"] == 0.0 and result.details["claimed_epsilon"] == pytest.approx(
-        FAST["sample_rate"] * parts["dp_sgd"])
+        FAST["sample_rate"] * parts["dp_sgd"]
+    )
     # the whole budget on d = 1: less noise than em0's DP-SGD (half the budget, d = max_rows + 2)
     em0 = _run(tiny_inputs, "dpar-em0", 4.0).ledger.mechanisms[-1]
     assert sgd.params["noise_multiplier"] < em0.params["noise_multiplier"]
@@ -544,17 +614,25 @@ def test_features_reference_run_puts_the_whole_claim_on_dp_sgd(tiny_inputs):
     z = sgd.params["noise_multiplier"]
     assert z == pytest.approx(noise["sgd_noise_multiplier"], rel=1e-12)
     # literally the paper's rule with DP-APPR's share 0: the public accountant gives ε/q' at δ/q' (not δ/2q')
-    assert reference_dpsgd_epsilon(noise_multiplier=z, sampling_rate=sgd.params["sampling_rate"],
-                                   steps=sgd.params["steps"], delta=delta / q) == pytest.approx(eps / q, rel=1e-9)
+    assert reference_dpsgd_epsilon(
+        noise_multiplier=z, sampling_rate=sgd.params["sampling_rate"], steps=sgd.params["steps"], delta=delta / q
+    ) == pytest.approx(eps / q, rel=1e-9)
     # and less noise than DP-SGD's half of a DP-APPR option (ratio 0.5, δ/2)
-    half = paper_dp_sgd_noise_multiplier(epsilon=eps, delta=delta, sample_rate=q, ratio=0.5,
-                                         sampling_rate=sgd.params["sampling_rate"], steps=sgd.params["steps"])
+    half = paper_dp_sgd_noise_multiplier(
+        epsilon=eps,
+        delta=delta,
+        sample_rate=q,
+        ratio=0.5,
+        sampling_rate=sgd.params["sampling_rate"],
+        steps=sgd.params["steps"],
+    )
     assert z < half
     actual = ledger.actual_claim_epsilon()
     assert actual >= eps and result.details["actual_epsilon_at_claimed_delta"] == pytest.approx(actual)
     assert result.details["claimed_epsilon_parts_on_sample"] == {"dp_appr": 0.0, "dp_sgd": pytest.approx(eps / q)}
-    offline = reference_ledger("dpar-features", hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA,
-                               claimed_delta=delta)
+    offline = reference_ledger(
+        "dpar-features", hp, num_train=num_train, target_epsilon=eps, target_delta=DELTA, claimed_delta=delta
+    )
     assert offline.actual_claim_epsilon() == pytest.approx(actual, rel=1e-9)
     assert offline.claim == ledger.claim and len(offline.mechanisms) == 1
     assert verify_ledger_dict(offline.to_dict()) == pytest.approx(offline.composed()[0])
@@ -582,10 +660,13 @@ def test_predict_is_the_evaluations_inference_and_reaches_power_steps_hops(tiny_
     assert logits.shape == (total, tiny_inputs.num_classes) and torch.isfinite(logits).all()
     assert torch.equal(result.predict(extended).cpu(), logits)  # its argument and the weights alone
     # local: nodes without edges change nothing; P steps of power iteration reach P hops from the new nodes
-    torch.testing.assert_close(result.predict(_extended(tiny_inputs, isolated=True)).cpu()[:n], own,
-                               rtol=0, atol=1e-6)
-    near = _within_hops(extended.edge_index, torch.arange(n, total), num_nodes=total,
-                        hops=get_method(method).parse_hparams(FAST).power_steps)[:n]
+    torch.testing.assert_close(result.predict(_extended(tiny_inputs, isolated=True)).cpu()[:n], own, rtol=0, atol=1e-6)
+    near = _within_hops(
+        extended.edge_index,
+        torch.arange(n, total),
+        num_nodes=total,
+        hops=get_method(method).parse_hparams(FAST).power_steps,
+    )[:n]
     assert near.any() and (~near).any()
     torch.testing.assert_close(logits[:n][~near], own[~near], rtol=0, atol=1e-6)
     assert (logits[:n][near] - own[near]).abs().max() > 1e-4

@@ -50,8 +50,13 @@ def _inputs(tiny_inputs) -> RunInputs:
 
 def _spec(method: str, epsilon: float) -> RunSpec:
     private = get_method(method).private
-    return RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon if private else math.inf,
-                   target_delta=1e-4 if private else 0.0)
+    return RunSpec(
+        dataset="csbm-tiny",
+        method=method,
+        seed=0,
+        target_epsilon=epsilon if private else math.inf,
+        target_delta=1e-4 if private else 0.0,
+    )
 
 
 def _run(inputs, method: str, epsilon: float = 4.0, **hparams):
@@ -240,8 +245,14 @@ def test_clipped_gradient_sum_is_per_sample_gradients_of_the_dense_model(clip_no
 
     got = noise.clone()
     grads = split_flat(got, [encoder.table.weight, encoder.shift.bias])
-    clipped_gradient_sum(encoder, rows, labels[nodes], clip_norm=clip_norm,
-                         table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+    clipped_gradient_sum(
+        encoder,
+        rows,
+        labels[nodes],
+        clip_norm=clip_norm,
+        table_grad=grads[encoder.table.weight],
+        shift_grad=grads[encoder.shift.bias],
+    )
     torch.testing.assert_close(got, expected)
     untouched = torch.ones(n, dtype=torch.bool).index_fill_(0, rows.columns, False)
     assert torch.equal(grads[encoder.table.weight][:, untouched], noise[: 5 * n].view(5, n)[:, untouched])
@@ -260,18 +271,39 @@ def test_encoder_training_with_the_closed_form_clipped_sum_equals_the_generic_ru
         return adjacency_rows(edges, idx, num_nodes=n), labels[idx]
 
     def sparse_sum(rows, targets, grads):
-        clipped_gradient_sum(encoder, rows, targets, clip_norm=privacy.clip_norm,
-                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+        clipped_gradient_sum(
+            encoder,
+            rows,
+            targets,
+            clip_norm=privacy.clip_norm,
+            table_grad=grads[encoder.table.weight],
+            shift_grad=grads[encoder.shift.bias],
+        )
 
     def train_sparse(privacy: PrivacyConfig) -> int:
-        return train_model(encoder, batch_fn=batch_fn, batches=batches, optim=optim, privacy=privacy,
-                           generator=torch.Generator().manual_seed(3), device="cpu", clipped_sum=sparse_sum,
-                           on_step=lambda _step: encoder.normalize_()).steps
+        return train_model(
+            encoder,
+            batch_fn=batch_fn,
+            batches=batches,
+            optim=optim,
+            privacy=privacy,
+            generator=torch.Generator().manual_seed(3),
+            device="cpu",
+            clipped_sum=sparse_sum,
+            on_step=lambda _step: encoder.normalize_(),
+        ).steps
 
     steps = train_sparse(privacy)
-    train_model(_DenseEncoder(reference), batch_fn=lambda idx: (_dense(batch_fn(idx)[0], n), labels[idx]),
-                batches=batches, optim=optim, privacy=privacy, generator=torch.Generator().manual_seed(3),
-                device="cpu", on_step=lambda _step: reference.normalize_())
+    train_model(
+        _DenseEncoder(reference),
+        batch_fn=lambda idx: (_dense(batch_fn(idx)[0], n), labels[idx]),
+        batches=batches,
+        optim=optim,
+        privacy=privacy,
+        generator=torch.Generator().manual_seed(3),
+        device="cpu",
+        on_step=lambda _step: reference.normalize_(),
+    )
     assert steps == len(batches)
     torch.testing.assert_close(encoder.table.weight, reference.table.weight)
     torch.testing.assert_close(encoder.shift.bias, reference.shift.bias)
@@ -307,8 +339,14 @@ def test_an_encoder_batch_costs_its_edges_not_the_graphs_size():
     grads = split_flat(noisy, [encoder.table.weight, encoder.shift.bias])
     with _OpOutputs(exempt=noisy) as recorded:
         rows = adjacency_rows(edges, nodes, num_nodes=n, csr=csr)
-        clipped_gradient_sum(encoder, rows, torch.zeros(16, dtype=torch.long), clip_norm=1.0,
-                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+        clipped_gradient_sum(
+            encoder,
+            rows,
+            torch.zeros(16, dtype=torch.long),
+            clip_norm=1.0,
+            table_grad=grads[encoder.table.weight],
+            shift_grad=grads[encoder.shift.bias],
+        )
     assert recorded.sizes and max(size for _, size in recorded.sizes) < n, max(recorded.sizes, key=lambda x: x[1])
     assert noisy[: hidden * n].count_nonzero() > 0
 
@@ -326,12 +364,19 @@ def test_encoder_gradient_sum_moves_by_2c_rho_and_can_exceed_the_public_factor()
 
     def clipped_sum(e: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         torch.manual_seed(0)
-        encoder = AdjacencyEncoder(n, 2, hidden_dim=8, row_clip=math.sqrt(d),
-                                   generator=torch.Generator().manual_seed(1))
+        encoder = AdjacencyEncoder(
+            n, 2, hidden_dim=8, row_clip=math.sqrt(d), generator=torch.Generator().manual_seed(1)
+        )
         flat = torch.zeros(encoder.table.weight.numel() + encoder.shift.bias.numel())
         grads = split_flat(flat, [encoder.table.weight, encoder.shift.bias])
-        clipped_gradient_sum(encoder, adjacency_rows(e, nodes[present], num_nodes=n), labels[present], clip_norm=c,
-                             table_grad=grads[encoder.table.weight], shift_grad=grads[encoder.shift.bias])
+        clipped_gradient_sum(
+            encoder,
+            adjacency_rows(e, nodes[present], num_nodes=n),
+            labels[present],
+            clip_norm=c,
+            table_grad=grads[encoder.table.weight],
+            shift_grad=grads[encoder.shift.bias],
+        )
         return flat
 
     everyone = torch.ones(n, dtype=torch.bool)
@@ -390,13 +435,16 @@ def test_released_noise_has_the_ledgers_std(tiny_inputs):
     assert residual.std().item() == pytest.approx(plan.nap.noise_std, rel=0.03)
 
 
-@pytest.mark.parametrize(("values", "match"), [
-    ({"encoder_share": 0.6, "emb_share": 0.4}, "must be < 1"),
-    ({"encoder_epochs": 0}, "encoder_share must be 0"),
-    ({"encoder_share": 0.0}, "encoder_share must be 0"),
-    ({"emb_share": 0.0}, "emb_share"),
-    ({"paper_max_degree": -1}, "paper_max_degree"),
-])
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"encoder_share": 0.6, "emb_share": 0.4}, "must be < 1"),
+        ({"encoder_epochs": 0}, "encoder_share must be 0"),
+        ({"encoder_share": 0.0}, "encoder_share must be 0"),
+        ({"emb_share": 0.0}, "emb_share"),
+        ({"paper_max_degree": -1}, "paper_max_degree"),
+    ],
+)
 def test_bad_shares_are_refused_before_any_work(values, match):
     with pytest.raises(ValueError, match=match):
         get_method("dpdgc").parse_hparams(values)
@@ -407,7 +455,6 @@ def test_non_private_twin_learns_and_has_no_noise(tiny_inputs):
     assert result.ledger.level == "none" and not result.ledger.mechanisms
     assert result.details["noise_std"] == 0.0
     assert result.test["accuracy"] > 0.6
-
 
 
 def test_standardizing_the_embedding_is_post_processing(tiny_inputs):
@@ -446,8 +493,9 @@ def test_reference_run_records_the_claim_and_its_ledger_round_trips(tiny_inputs)
         assert ours.params["noise_multiplier"] != pytest.approx(theirs.params["noise_multiplier"])
 
 
-@pytest.mark.parametrize(("num_train_nodes", "delta"), [(1, 0.1), (150, 1e-3), (999, 1e-3), (1000, 1e-4),
-                                                        (2031, 1e-4), (100_000, 1e-6)])
+@pytest.mark.parametrize(
+    ("num_train_nodes", "delta"), [(1, 0.1), (150, 1e-3), (999, 1e-3), (1000, 1e-4), (2031, 1e-4), (100_000, 1e-6)]
+)
 def test_public_delta_is_one_over_ten_to_the_digits(num_train_nodes, delta):
     assert public_code_delta(num_train_nodes) == pytest.approx(delta, rel=1e-12)
 
@@ -456,8 +504,9 @@ def test_public_sigma_reproduces_autodp_on_cora_sizes():
     # The public code's own calibration (autodp 0.2.3.1: AmplificationBySampling(PoissonSampling=False) with the
     # improved bound, 100·2031 // 64 steps a stage, ExactGaussianMechanism for DP-Emb, δ = 1e-4), run
     # independently of this suite for Cora's 2031 training nodes, batch 64, 100 + 100 epochs, ε = 4: σ = 5.38216.
-    noise = public_code_noise(claimed_epsilon=4.0, num_train_nodes=2031, batch_size=64, encoder_epochs=100,
-                              epochs=100, max_degree=20)
+    noise = public_code_noise(
+        claimed_epsilon=4.0, num_train_nodes=2031, batch_size=64, encoder_epochs=100, epochs=100, max_degree=20
+    )
     assert noise.sigma == pytest.approx(5.38216, rel=2e-4)
     assert noise.delta == pytest.approx(1e-4)
 
@@ -468,8 +517,9 @@ def test_reference_noise_is_the_public_codes_rule(tiny_inputs):
     plan = _paper_plan(inputs)
     sigma = plan.noise["public_sigma"]
     # σ is what the code's accountant calls ε = 4 (its search: ε(σ) within 1e-4 below the claim).
-    claimed = public_code_epsilon(sigma, num_train_nodes=n, batch_size=32, encoder_epochs=1, epochs=1,
-                                  delta=public_code_delta(n))
+    claimed = public_code_epsilon(
+        sigma, num_train_nodes=n, batch_size=32, encoder_epochs=1, epochs=1, delta=public_code_delta(n)
+    )
     assert 4.0 * (1 - 1e-4) <= claimed <= 4.0
     encoder, emb, classifier = plan.ledger.mechanisms
     # The literal noise of dpdgc_ndp.py: DPOptimizer(σ·2√(D+1)), PMA std σ·norm_scale·√(2D), DPOptimizer(σ·2).
@@ -527,10 +577,10 @@ def test_predict_reads_its_argument_alone_and_one_hop_into_the_new_nodes(tiny_in
     assert (logits[n:] - isolated[n:]).abs().amax(1).min() > 1e-6
 
 
-@pytest.mark.parametrize(("method", "hparams"), [("dpdgc", {}), ("dpdgc", {"standardize_embedding": True}),
-                                                 ("dpdgc-nodp", {})])
-def test_predict_on_the_input_is_the_evaluation_once_dp_emb_adds_no_noise(tiny_inputs, monkeypatch, method,
-                                                                          hparams):
+@pytest.mark.parametrize(
+    ("method", "hparams"), [("dpdgc", {}), ("dpdgc", {"standardize_embedding": True}), ("dpdgc-nodp", {})]
+)
+def test_predict_on_the_input_is_the_evaluation_once_dp_emb_adds_no_noise(tiny_inputs, monkeypatch, method, hparams):
     """predict skips DP-Emb's noise; with none drawn (the -nodp twin's own, switched off otherwise) it scores the
     input as the evaluation did: the artifact's bounding reproduced from its public D and seed, the same bias and
     standardization."""
@@ -548,10 +598,17 @@ def test_inductive_predict_reads_each_parts_edges_and_drops_the_new_nodes_edges(
     _noise_free(monkeypatch)
     split = dataclasses.replace(tiny_inputs.split, setting="inductive")
     graph = tiny_inputs.graph
-    artifact = degree_artifact(remove_cross_split_edges(graph.edge_index, split), kind="out-degree", bound=D,
-                               seed=3, num_nodes=graph.num_nodes, train_nodes=split.train)
-    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
-                       structure={"out-degree": artifact})
+    artifact = degree_artifact(
+        remove_cross_split_edges(graph.edge_index, split),
+        kind="out-degree",
+        bound=D,
+        seed=3,
+        num_nodes=graph.num_nodes,
+        train_nodes=split.train,
+    )
+    inputs = RunInputs(
+        graph=graph, split=split, num_classes=tiny_inputs.num_classes, structure={"out-degree": artifact}
+    )
     result = _run(inputs, "dpdgc", epochs=5, lr=0.01)
     own = result.predict(graph).cpu()
     assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)

@@ -8,8 +8,13 @@ from nodedp.methods import RunSpec, get_method
 
 def run(inputs, method: str, epsilon: float):
     info = get_method(method)
-    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon,
-                   target_delta=0.0 if epsilon == float("inf") else 1e-4)
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=method,
+        seed=0,
+        target_epsilon=epsilon,
+        target_delta=0.0 if epsilon == float("inf") else 1e-4,
+    )
     return info.run(inputs, spec, info.parse_hparams({"epochs": 30, "hidden_dim": 16}))
 
 

@@ -29,8 +29,9 @@ def _inputs(tiny_inputs) -> RunInputs:
 
 def _run(inputs, method: str, epsilon: float, **hparams):
     info = get_method(method)
-    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon,
-                   target_delta=1e-4 if info.private else 0.0)
+    spec = RunSpec(
+        dataset="csbm-tiny", method=method, seed=0, target_epsilon=epsilon, target_delta=1e-4 if info.private else 0.0
+    )
     fast = {**FAST, "encoder_epochs": 1} if method.startswith("gap") else FAST
     return info.run(inputs, spec, info.parse_hparams({**fast, **hparams}))
 
@@ -115,8 +116,11 @@ def test_the_guarantee_is_the_plans_whatever_number_of_nodes_exceeds_the_degree_
     assert int((degrees > D).sum()) > 0  # csbm-tiny exceeds D = 4 somewhere: the sampling is not the identity
     over = _run(_inputs(tiny_inputs), "progap", 4.0).ledger
     g = tiny_inputs.graph
-    within = RunInputs(graph=Data(x=g.x, y=g.y, edge_index=_inputs(tiny_inputs).structure["out-degree"]["edge_index"]),
-                       split=tiny_inputs.split, num_classes=tiny_inputs.num_classes)
+    within = RunInputs(
+        graph=Data(x=g.x, y=g.y, edge_index=_inputs(tiny_inputs).structure["out-degree"]["edge_index"]),
+        split=tiny_inputs.split,
+        num_classes=tiny_inputs.num_classes,
+    )
     assert int(torch.bincount(within.graph.edge_index[0]).max()) <= D
     inside = with_bound(within, "out-degree", D)
     assert torch.equal(inside.structure["out-degree"]["edge_index"], within.graph.edge_index)  # the identity
@@ -146,8 +150,9 @@ def test_gap_caches_every_hop_row_normalized_after_its_noise(tiny_inputs):
     assert len(caches) == 3 and nap.calls == 2 and caches[0] is x0
     for hop in caches[1:]:
         assert torch.allclose(hop.norm(dim=-1), torch.ones(graph.num_nodes), atol=1e-5)
-    raw = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)(x0, graph.edge_index,
-                                                                              generator=make_generator(0))
+    raw = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)(
+        x0, graph.edge_index, generator=make_generator(0)
+    )
     assert raw.norm(dim=-1).mean() > 5  # what the classifier saw before: noise of std 5·√(D + R²) per entry
 
 
@@ -198,9 +203,18 @@ def test_reference_mode_draws_the_papers_noise_and_records_the_actual_epsilon(ti
 
     def eq11_rdp(alpha: int) -> float:
         # Eq. 11 is for K + 1 stages of T steps; GAP has 2 stages: scale the DP-SGD part to `stages`.
-        whole = progap_eq11_epsilon(num_nodes=n_train, batch_size=batch, steps=steps, clip=1.0, sigma_gp=z,
-                                    hops=2, nap_sensitivity_sq=D, sigma_ap=nap.params["noise_std"],
-                                    delta=huge_delta, orders=[alpha]) - math.log(1 / huge_delta) / (alpha - 1)
+        whole = progap_eq11_epsilon(
+            num_nodes=n_train,
+            batch_size=batch,
+            steps=steps,
+            clip=1.0,
+            sigma_gp=z,
+            hops=2,
+            nap_sensitivity_sq=D,
+            sigma_ap=nap.params["noise_std"],
+            delta=huge_delta,
+            orders=[alpha],
+        ) - math.log(1 / huge_delta) / (alpha - 1)
         nap_part = D * 2 * alpha / (2 * nap.params["noise_std"] ** 2)
         return (whole - nap_part) * stages / 3 + nap_part
 
@@ -233,8 +247,9 @@ def test_reference_mode_is_node_level_only(tiny_inputs):
 
 @pytest.mark.parametrize("method", ["gap", "progap"])
 def test_an_out_degree_bound_of_its_own_must_match_the_artifact(tiny_inputs, method):
-    with pytest.raises(ValueError, match=f"out_degree_bound is {D + 1} but the out-degree artifact was bounded to "
-                                         f"D={D}"):
+    with pytest.raises(
+        ValueError, match=f"out_degree_bound is {D + 1} but the out-degree artifact was bounded to D={D}"
+    ):
         _run(_inputs(tiny_inputs), method, 4.0, out_degree_bound=D + 1)
     nap = _run(_inputs(tiny_inputs), method, 4.0, out_degree_bound=D).ledger.mechanisms[0]
     assert nap.sensitivity == pytest.approx(math.sqrt(2 * D))  # Δ = √(D + R²), R = √D
@@ -256,17 +271,12 @@ def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
     """``extended_graph`` with this file's degree bound."""
     return extended_graph(inputs, degree_bound=D, extra=extra, isolated=isolated)
 
+
 EVERY_LEVEL = ["gap", "progap", "gap-edge", "progap-edge", "gap-nodp", "progap-nodp"]
 
 
 def _epsilon(method: str) -> float:
     return 4.0 if get_method(method).private else math.inf
-
-
-
-
-
-
 
 
 @pytest.mark.parametrize("method", EVERY_LEVEL)
@@ -326,10 +336,17 @@ def test_inductive_predict_reads_each_parts_edges_and_drops_the_new_nodes_edges(
     _noise_free(monkeypatch)
     split = dataclasses.replace(tiny_inputs.split, setting="inductive")
     graph = tiny_inputs.graph
-    artifact = degree_artifact(remove_cross_split_edges(graph.edge_index, split), kind="out-degree", bound=D,
-                               seed=3, num_nodes=graph.num_nodes, train_nodes=split.train)
-    inputs = RunInputs(graph=graph, split=split, num_classes=tiny_inputs.num_classes,
-                       structure={"out-degree": artifact})
+    artifact = degree_artifact(
+        remove_cross_split_edges(graph.edge_index, split),
+        kind="out-degree",
+        bound=D,
+        seed=3,
+        num_nodes=graph.num_nodes,
+        train_nodes=split.train,
+    )
+    inputs = RunInputs(
+        graph=graph, split=split, num_classes=tiny_inputs.num_classes, structure={"out-degree": artifact}
+    )
     result = _run(inputs, method, 4.0, **_trained(method))
     own = result.predict(graph).cpu()
     assert _accuracy(own, graph, split.test) == pytest.approx(result.test["accuracy"], abs=1e-9)
@@ -338,7 +355,7 @@ def test_inductive_predict_reads_each_parts_edges_and_drops_the_new_nodes_edges(
     assert torch.equal(result.predict(own_parts).cpu(), own)
     extended = result.predict(_extended(inputs)).cpu()
     assert torch.equal(extended, result.predict(_extended(inputs, isolated=True)).cpu())
-    torch.testing.assert_close(extended[:graph.num_nodes], own, rtol=0, atol=1e-6)
+    torch.testing.assert_close(extended[: graph.num_nodes], own, rtol=0, atol=1e-6)
 
 
 def test_predict_refuses_a_graph_smaller_than_the_input(tiny_inputs):

@@ -40,7 +40,8 @@ def test_test_metrics_carry_the_classes_predicted_and_the_majority_class_referen
     # the majority class of the training nodes' true labels, scored on the test nodes: no model involved
     assert result.test["majority_accuracy"] == majority_class_accuracy(y[split.train], y[split.test])
     assert result.test["majority_accuracy"] == pytest.approx(
-        (y[split.test] == torch.bincount(y[split.train]).argmax()).double().mean().item())
+        (y[split.test] == torch.bincount(y[split.train]).argmax()).double().mean().item()
+    )
 
 
 def test_smaller_epsilon_means_more_noise(tiny_inputs):

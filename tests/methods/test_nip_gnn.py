@@ -71,8 +71,17 @@ def test_parts_add_up_to_the_target_exactly_and_match_the_mechanisms(tiny_inputs
 
 
 def heavy_private_graph(num_nodes: int, max_degree: int, seed: int):
-    spec = CSBMSpec(num_nodes=num_nodes, num_classes=3, avg_degree=6.0, homophily=0.5, num_features=3,
-                    feature_signal=0.0, degree_exponent=2.1, class_weights=None, seed=seed)
+    spec = CSBMSpec(
+        num_nodes=num_nodes,
+        num_classes=3,
+        avg_degree=6.0,
+        homophily=0.5,
+        num_features=3,
+        feature_signal=0.0,
+        degree_exponent=2.1,
+        class_weights=None,
+        seed=seed,
+    )
     edges = generate_csbm(spec).edge_index
     return bound_undirected_degree(edges, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
 
@@ -107,8 +116,9 @@ def test_budgets_from_the_released_graph_meet_theorem3_on_the_private_graph_and_
     s = min_keep_parameter(epsilon_b, max_degree)
     released = degree_preserving_randomization(private, num_nodes=n, s=s, generator=generator)
     estimate = debiased_degree(released, num_nodes=n, s=s).clamp(min=0, max=max_degree)
-    released = sample_randomized_edges(released, unbiased_sampling_probability(estimate, num_nodes=n, s=s),
-                                       generator, rule="pair")
+    released = sample_randomized_edges(
+        released, unbiased_sampling_probability(estimate, num_nodes=n, s=s), generator, rule="pair"
+    )
     rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=NipHparams(), seed=seed)
     degree = torch.bincount(private[0], minlength=n)
     assert not torch.equal(torch.bincount(rebounded[0], minlength=n), degree)  # the premise: they differ
@@ -116,10 +126,12 @@ def test_budgets_from_the_released_graph_meet_theorem3_on_the_private_graph_and_
     used_ratios, unscaled_ratios = [], []
     for graph in neighbouring_graphs(private, budgets.weights, num_nodes=n, max_degree=max_degree, additions=8):
         assert int(torch.bincount(graph[0], minlength=n).max()) <= max_degree
-        used_ratios.append(theorem3_ratio(graph, num_nodes=n, epsilons=budgets.weights, epsilon_a=1.0,
-                                          max_degree=max_degree))
-        unscaled_ratios.append(theorem3_ratio(graph, num_nodes=n, epsilons=unscaled, epsilon_a=1.0,
-                                              max_degree=max_degree))
+        used_ratios.append(
+            theorem3_ratio(graph, num_nodes=n, epsilons=budgets.weights, epsilon_a=1.0, max_degree=max_degree)
+        )
+        unscaled_ratios.append(
+            theorem3_ratio(graph, num_nodes=n, epsilons=unscaled, epsilon_a=1.0, max_degree=max_degree)
+        )
     assert len(used_ratios) == 1 + n + 8
     assert max(used_ratios) <= budgets.worst_case_ratio <= 1
     # released-graph budgets meet the constraint there, not on the graphs NAP may run on
@@ -141,10 +153,18 @@ def test_a_graph_beyond_the_dense_threshold_is_released_sparsely_in_both_modes()
     """4200 nodes (> 4096): ``nip_sparse`` draws the release without its ≈ s·N²/4-edge intermediate."""
     n = 4200
     assert not uses_dense_release(n)
-    spec = CSBMSpec(num_nodes=n, num_classes=3, avg_degree=6.0, homophily=0.9, num_features=8, feature_signal=3.0,
-                    degree_exponent=2.5, class_weights=None, seed=0)
-    inputs = with_bound(RunInputs(graph=generate_csbm(spec), split=random_split(n, seed=0), num_classes=3),
-                        "degree", D)
+    spec = CSBMSpec(
+        num_nodes=n,
+        num_classes=3,
+        avg_degree=6.0,
+        homophily=0.9,
+        num_features=8,
+        feature_signal=3.0,
+        degree_exponent=2.5,
+        class_weights=None,
+        seed=0,
+    )
+    inputs = with_bound(RunInputs(graph=generate_csbm(spec), split=random_split(n, seed=0), num_classes=3), "degree", D)
     bounded_edges = inputs.structure["degree"]["edge_index"].size(1)
     # s ≈ 4e-22: no pair flips, so every debiased degree is the true one and p_u = 1: the bounded graph itself
     nearly_exact = _run(inputs, 2000.0, epochs=1)
@@ -209,8 +229,9 @@ def _check_reference_ledger(result, epsilon: float, *, resample: bool = True) ->
     assert Ledger.from_dict(d).to_dict() == d
     assert verify_ledger_dict(d) == ledger.composed()[0] == ledger.actual_claim_epsilon()  # pure ε: δ plays no part
     reads = {read.name for read in ledger.uncharged}
-    assert reads == ({"max-degree:nip-gnn@paper", "resampling-degrees:nip-gnn@paper"} if resample
-                     else {"max-degree:nip-gnn@paper"})
+    assert reads == (
+        {"max-degree:nip-gnn@paper", "resampling-degrees:nip-gnn@paper"} if resample else {"max-degree:nip-gnn@paper"}
+    )
     assert not ledger.fully_accounted and d["fully_accounted"] is False
     return ledger
 
@@ -274,8 +295,10 @@ def test_an_exact_diagnosis_spends_only_the_parts_that_ran_and_marks_the_others_
     # the parts that ran keep the full method's noise (NAP's budgets follow the graph it is given)
     kept = {r.name: r for r in full.ledger.mechanisms}
     assert len(ledger.mechanisms) == 3 - len(parts)
-    assert all((kept[r.name].pure_epsilon, kept[r.name].sensitivity) == (r.pure_epsilon, r.sensitivity)
-               for r in ledger.mechanisms)
+    assert all(
+        (kept[r.name].pure_epsilon, kept[r.name].sensitivity) == (r.pure_epsilon, r.sensitivity)
+        for r in ledger.mechanisms
+    )
     if "edges" in parts:  # the bounded private graph itself, not a randomized one
         assert result.details["released_edges"] == inputs.structure["degree"]["edge_index"].size(1)
 
@@ -308,12 +331,17 @@ def _extended(inputs, extra: int = 6, *, isolated: bool = False) -> Data:
     return extended_graph(inputs, degree_bound=D, extra=extra, isolated=isolated)
 
 
-
-
-
-
-@pytest.mark.parametrize("hparams", [{}, {"budgets": "uniform"}, {"resample": False}, {"aggregation": "plain"},
-                                     {"accounting": "paper"}, {"exact": "labels"}])
+@pytest.mark.parametrize(
+    "hparams",
+    [
+        {},
+        {"budgets": "uniform"},
+        {"resample": False},
+        {"aggregation": "plain"},
+        {"accounting": "paper"},
+        {"exact": "labels"},
+    ],
+)
 def test_predict_gives_finite_logits_on_appended_nodes_from_its_argument_alone(tiny_inputs, hparams):
     """Every variant (the config's ablations, reference mode, a diagnosis) infers the same way: one path."""
     inputs = _inputs(tiny_inputs)

@@ -106,12 +106,23 @@ def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypat
     assert seen["edges"].size(1) > 0 and torch.equal(part[src], part[dst])
 
 
-_BOUNDED = sorted(m for m in method_names()
-                  if get_method(m).private and set(get_method(m).needs) & {"in-degree", "out-degree", "degree"})
+_BOUNDED = sorted(
+    m
+    for m in method_names()
+    if get_method(m).private and set(get_method(m).needs) & {"in-degree", "out-degree", "degree"}
+)
 # The degree bounds: a plan uses the public bound its hyperparameters set (else the dataset's), and the run refuses
 # an artifact bounded to another one; 3 where a method has such a hyperparameter.
-_QUICK = {"epochs": 1, "batch_size": 64, "hidden_dim": 8, "encoder_epochs": 1, "hops": 1, "out_degree_bound": 3,
-          "in_degree_bound": 3, "max_degree": 3}
+_QUICK = {
+    "epochs": 1,
+    "batch_size": 64,
+    "hidden_dim": 8,
+    "encoder_epochs": 1,
+    "hops": 1,
+    "out_degree_bound": 3,
+    "in_degree_bound": 3,
+    "max_degree": 3,
+}
 
 
 def _public_bound(hp, kind: str) -> int:
@@ -169,8 +180,14 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
         inputs = with_bound(inputs, kind, _public_bound(hp, kind))
     check_reference_name(f"{method}@paper", hp)
-    spec = RunSpec(dataset="csbm-tiny", method=f"{method}@paper", seed=0, target_epsilon=4.0, target_delta=1e-4,
-                   accountant=info.auto_accountant)
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=f"{method}@paper",
+        seed=0,
+        target_epsilon=4.0,
+        target_delta=1e-4,
+        accountant=info.auto_accountant,
+    )
     ledger = info.run(inputs, spec, hp).ledger
     assert ledger.claim is not None and ledger.claim.epsilon == 4.0 and ledger.target_epsilon == 4.0
     actual = verify_ledger_dict(ledger.to_dict())

@@ -98,24 +98,29 @@ def test_progap_stage_shapes_and_embeddings() -> None:
         torch.testing.assert_close(emb.norm(dim=1), torch.ones(B))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ProGAP(FEATURES, CLASSES, depth=2).stage(2),
-    lambda: GAPClassifier(FEATURES, CLASSES, hops=2),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ProGAP(FEATURES, CLASSES, depth=2).stage(2),
+        lambda: GAPClassifier(FEATURES, CLASSES, hops=2),
+    ],
+)
 def test_logits_depend_on_every_hop(make: Callable[[], nn.Module]) -> None:
     model = make().eval()
-    inputs = tuple(torch.randn(B, FEATURES if k == 0 or isinstance(model, GAPClassifier) else HIDDEN)
-                   for k in range(3))
+    inputs = tuple(torch.randn(B, FEATURES if k == 0 or isinstance(model, GAPClassifier) else HIDDEN) for k in range(3))
     base = model(inputs)
     for k in range(3):
         moved = tuple(x + 1.0 if j == k else x for j, x in enumerate(inputs))
         assert not torch.allclose(model(moved), base), f"hop {k} is ignored"
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ProGAP(FEATURES, CLASSES, depth=1).stage(1),
-    lambda: GAPClassifier(FEATURES, CLASSES, hops=1),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ProGAP(FEATURES, CLASSES, depth=1).stage(1),
+        lambda: GAPClassifier(FEATURES, CLASSES, hops=1),
+    ],
+)
 def test_wrong_number_of_hops_is_refused(make: Callable[[], nn.Module]) -> None:
     model = make()
     with pytest.raises(ValueError, match="tuple of 2 tensors"):
@@ -157,8 +162,7 @@ def _brute_force(model: nn.Module, inputs: Inputs, y: Tensor) -> Tensor:
     for i in range(len(y)):
         loss = F.cross_entropy(model(_rows(inputs, i)), y[i : i + 1], reduction="sum")
         grads = torch.autograd.grad(loss, params, allow_unused=True)
-        rows.append(torch.cat([(g if g is not None else torch.zeros_like(p)).flatten()
-                               for g, p in zip(grads, params)]))
+        rows.append(torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(grads, params)]))
     return torch.stack(rows)
 
 
@@ -193,11 +197,14 @@ def test_gap_per_sample_gradients_match_brute_force(normalization: str) -> None:
     _check_per_sample(classifier, tuple(torch.randn(B, HIDDEN) for _ in range(3)))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ProGAP(FEATURES, CLASSES, depth=1, normalization="batch").stage(1),
-    lambda: GAPEncoder(FEATURES, CLASSES, normalization="batch"),
-    lambda: GAPClassifier(HIDDEN, CLASSES, hops=1, normalization="batch"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ProGAP(FEATURES, CLASSES, depth=1, normalization="batch").stage(1),
+        lambda: GAPEncoder(FEATURES, CLASSES, normalization="batch"),
+        lambda: GAPClassifier(HIDDEN, CLASSES, hops=1, normalization="batch"),
+    ],
+)
 def test_batch_norm_variant_is_refused_by_per_sample_gradients(make: Callable[[], nn.Module]) -> None:
     with pytest.raises(ValueError, match="BatchNorm"):
         PerSampleGradients(make())
@@ -220,8 +227,15 @@ def test_stage_trains_only_its_base_and_head() -> None:
 def _one_step(stage: ProGAPStage, inputs: tuple[Tensor, ...], *, private: bool) -> None:
     y = torch.randint(0, CLASSES, (B,))
     privacy = PrivacyConfig(clip_norm=1.0, noise_std=0.1, expected_batch_size=B) if private else None
-    train_model(stage, batch_fn=lambda i: (tuple(x[i] for x in inputs), y[i]), batches=[torch.arange(B)],
-                optim=OptimConfig("sgd", lr=1.0), privacy=privacy, generator=make_generator(0), device="cpu")
+    train_model(
+        stage,
+        batch_fn=lambda i: (tuple(x[i] for x in inputs), y[i]),
+        batches=[torch.arange(B)],
+        optim=OptimConfig("sgd", lr=1.0),
+        privacy=privacy,
+        generator=make_generator(0),
+        device="cpu",
+    )
 
 
 @pytest.mark.parametrize(("normalization", "private"), [("group", True), ("batch", False)])

@@ -19,15 +19,11 @@ def test_one_layer_is_a_linear_model() -> None:
 def test_layer_widths_and_output_shape(num_layers: int) -> None:
     model = MLP(7, 16, 3, num_layers=num_layers)
     linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    assert [(m.in_features, m.out_features) for m in linears] == (
-        [(7, 16)] + [(16, 16)] * (num_layers - 2) + [(16, 3)]
-    )
+    assert [(m.in_features, m.out_features) for m in linears] == ([(7, 16)] + [(16, 16)] * (num_layers - 2) + [(16, 3)])
     assert model(torch.randn(10, 7)).shape == (10, 3)
 
 
-@pytest.mark.parametrize(
-    ("name", "kind"), [("relu", nn.ReLU), ("selu", nn.SELU), ("tanh", nn.Tanh)]
-)
+@pytest.mark.parametrize(("name", "kind"), [("relu", nn.ReLU), ("selu", nn.SELU), ("tanh", nn.Tanh)])
 def test_activation(name: str, kind: type[nn.Module]) -> None:
     model = MLP(4, 8, 2, num_layers=3, activation=name)
     assert sum(isinstance(m, kind) for m in model.modules()) == 2

@@ -15,29 +15,37 @@ FEATURES, HIDDEN, CLASSES = 4, 6, 3
 # A small directed graph (src -> dst) around root 0. In-neighbours: 0 <- {1, 2, 3};
 # 1 <- {4, 2}; 2 <- {5}; 3 <- {}. The edges into 4 and 5 and the nodes 6-8 are outside
 # 0's 2-hop subgraph (Algorithm 2 uses only edges into nodes at depth < r).
-EDGES = torch.tensor([
-    [1, 2, 3, 4, 2, 5, 6, 0, 7, 0, 3],
-    [0, 0, 0, 1, 1, 2, 4, 5, 6, 8, 7],
-])
+EDGES = torch.tensor(
+    [
+        [1, 2, 3, 4, 2, 5, 6, 0, 7, 0, 3],
+        [0, 0, 0, 1, 1, 2, 4, 5, 6, 8, 7],
+    ]
+)
 NUM_NODES = 9
 
 # The root's r-hop in-neighbourhoods by hand: local row i is global node NODES[i];
 # ADJ[a][c] = 1 iff NODES[c] -> NODES[a] is an edge into a node at depth < r.
 SUBGRAPHS = {
-    1: ([0, 1, 2, 3], [
-        [0, 1, 1, 1],
-        [0, 0, 0, 0],
-        [0, 0, 0, 0],
-        [0, 0, 0, 0],
-    ]),
-    2: ([0, 1, 2, 3, 4, 5], [
-        [0, 1, 1, 1, 0, 0],
-        [0, 0, 1, 0, 1, 0],
-        [0, 0, 0, 0, 0, 1],
-        [0, 0, 0, 0, 0, 0],
-        [0, 0, 0, 0, 0, 0],
-        [0, 0, 0, 0, 0, 0],
-    ]),
+    1: (
+        [0, 1, 2, 3],
+        [
+            [0, 1, 1, 1],
+            [0, 0, 0, 0],
+            [0, 0, 0, 0],
+            [0, 0, 0, 0],
+        ],
+    ),
+    2: (
+        [0, 1, 2, 3, 4, 5],
+        [
+            [0, 1, 1, 1, 0, 0],
+            [0, 0, 1, 0, 1, 0],
+            [0, 0, 0, 0, 0, 1],
+            [0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0],
+        ],
+    ),
 }
 
 
@@ -124,9 +132,9 @@ def test_per_example_gradients_equal_one_backward_per_example(layer: str, num_la
     adj = (torch.rand(batch, size, size) < 0.5).double()
     mask = torch.tensor([[True] * n + [False] * (size - n) for n in (5, 3, 1, 4)])
     y = torch.randint(CLASSES, (batch,))
-    expected = torch.stack([
-        _flat_gradient(model, (x[i : i + 1], adj[i : i + 1], mask[i : i + 1]), y[i : i + 1]) for i in range(batch)
-    ])
+    expected = torch.stack(
+        [_flat_gradient(model, (x[i : i + 1], adj[i : i + 1], mask[i : i + 1]), y[i : i + 1]) for i in range(batch)]
+    )
     # Every parameter tensor (GIN's ε included) is reached, so the comparison covers it.
     assert all(part.abs().sum() > 0 for part in expected.split([p.numel() for p in model.parameters()], dim=1))
     psg = PerSampleGradients(model)

@@ -44,12 +44,47 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     bound = structure_bounds(get_dataset("csbm-tiny"), {})["out-degree"]
     artifact = root / "results/structure/csbm-tiny/out-degree.pt"
     artifact.parent.mkdir(parents=True)
-    assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "out-degree", "--bound",
-                 str(bound), "--seed", "0", "--out", str(artifact)]) == 0
+    assert (
+        main(
+            [
+                "bound-degree",
+                "--graph",
+                str(graph),
+                "--split",
+                str(split),
+                "--kind",
+                "out-degree",
+                "--bound",
+                str(bound),
+                "--seed",
+                "0",
+                "--out",
+                str(artifact),
+            ]
+        )
+        == 0
+    )
     for name, method, eps, hparams in CELLS:
-        args = ["train", "--graph", str(graph), "--split", str(split), "--method", method, "--name", name,
-                "--epsilon", eps, "--seed", "0", "--hparams", json.dumps(hparams), "--no-progress",
-                "--out", str(root / _run_dir(name, eps))]
+        args = [
+            "train",
+            "--graph",
+            str(graph),
+            "--split",
+            str(split),
+            "--method",
+            method,
+            "--name",
+            name,
+            "--epsilon",
+            eps,
+            "--seed",
+            "0",
+            "--hparams",
+            json.dumps(hparams),
+            "--no-progress",
+            "--out",
+            str(root / _run_dir(name, eps)),
+        ]
         if get_method(method).level == "node":
             args += ["--structure", str(artifact)]
         assert main(args) == 0, name
@@ -86,8 +121,15 @@ def test_the_reference_mode_plan_carries_the_papers_claim(workspace):
 def test_the_plan_reads_public_inputs_only():
     """The same public inputs give the same ledger; D is the dataset's (or the hyperparameters'), the identity bound
     D, and the sizes are the public ones."""
-    public = PublicInputs(dataset="csbm-tiny", num_nodes=300, num_train=225, num_features=8, num_classes=3,
-                          num_edges=2316, is_undirected=True)
+    public = PublicInputs(
+        dataset="csbm-tiny",
+        num_nodes=300,
+        num_train=225,
+        num_features=8,
+        num_classes=3,
+        num_edges=2316,
+        is_undirected=True,
+    )
     spec = RunSpec(dataset="csbm-tiny", method="gap", seed=0, target_epsilon=2.0, target_delta=1e-3)
     info = get_method("gap")
     hp = info.parse_hparams({"epochs": 1, "encoder_epochs": 1, "batch_size": 32})
@@ -160,12 +202,14 @@ def test_every_forgery_of_a_real_gap_run_is_refused_naming_the_field(workspace, 
     edit, field = FORGERIES[name]
     forged = _forged(workspace, tmp_path, edit)
     assert json.loads((forged / "ledger.json").read_text()) != json.loads(
-        (workspace / _run_dir("gap", "2") / "ledger.json").read_text())
+        (workspace / _run_dir("gap", "2") / "ledger.json").read_text()
+    )
     check = verify_run(forged)
     assert check.refusals, f"the {name} forgery verified"
     # the re-plan names it (the edge-level forgery is also refused for its δ ≥ 1/N of edges)
-    assert any(r.field.startswith("ledger") and field in r.field for r in check.refusals), \
-        [str(r) for r in check.refusals]
+    assert any(r.field.startswith("ledger") and field in r.field for r in check.refusals), [
+        str(r) for r in check.refusals
+    ]
 
 
 def test_an_untouched_copy_of_the_gap_run_verifies(workspace, tmp_path, monkeypatch):

@@ -40,13 +40,56 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     artifact = root / f"results/structure/csbm-tiny/transductive/in-degree~{K}/seed~0.pt"
     artifact.parent.mkdir(parents=True)
-    assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "in-degree", "--bound",
-                 str(K), "--seed", "0", "--out", str(artifact)]) == 0
+    assert (
+        main(
+            [
+                "bound-degree",
+                "--graph",
+                str(graph),
+                "--split",
+                str(split),
+                "--kind",
+                "in-degree",
+                "--bound",
+                str(K),
+                "--seed",
+                "0",
+                "--out",
+                str(artifact),
+            ]
+        )
+        == 0
+    )
     for name, (method, run_name, eps, accountant, hparams) in RUNS.items():
-        assert main(["train", "--graph", str(graph), "--split", str(split), "--structure", str(artifact),
-                     "--method", method, "--name", run_name, "--epsilon", eps, "--seed", "0", "--accountant",
-                     accountant, "--hparams", json.dumps(hparams), "--no-progress", "--out",
-                     str(root / _out(name))]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--graph",
+                    str(graph),
+                    "--split",
+                    str(split),
+                    "--structure",
+                    str(artifact),
+                    "--method",
+                    method,
+                    "--name",
+                    run_name,
+                    "--epsilon",
+                    eps,
+                    "--seed",
+                    "0",
+                    "--accountant",
+                    accountant,
+                    "--hparams",
+                    json.dumps(hparams),
+                    "--no-progress",
+                    "--out",
+                    str(root / _out(name)),
+                ]
+            )
+            == 0
+        )
     return root
 
 
@@ -78,10 +121,19 @@ def test_the_plan_is_the_runs_ledger_field_for_field(workspace, tiny_inputs):
     """The run's own ledger, not only one verify accepts: every field, floats exactly."""
     ledger, metrics = _read(workspace / _out("dp-sage"))
     info = get_method("dp-sage")
-    public = PublicInputs.of(json.loads((workspace / "resources/graphs/csbm-tiny/meta.json").read_text()),
-                             num_train=int(tiny_inputs.split.train.numel()), setting="transductive")
-    spec = RunSpec(dataset="csbm-tiny", method="dp-sage", seed=0, target_epsilon=4.0,
-                   target_delta=metrics["target_delta"], accountant="rdp")
+    public = PublicInputs.of(
+        json.loads((workspace / "resources/graphs/csbm-tiny/meta.json").read_text()),
+        num_train=int(tiny_inputs.split.train.numel()),
+        setting="transductive",
+    )
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method="dp-sage",
+        seed=0,
+        target_epsilon=4.0,
+        target_delta=metrics["target_delta"],
+        accountant="rdp",
+    )
     assert info.plan == "nodedp.plans.dp_gnn:plan_dp_sage"
     plan = plan_dp_gnn(public, spec, info.parse_hparams(metrics["hyperparameters"]), layer="sage")
     assert plan.ledger.to_dict() == ledger
@@ -98,8 +150,9 @@ def test_layer_names_are_the_models_clip_groups():
 
     for layer in ("gcn", "sage", "gin", "gat"):
         for r in (1, 2):
-            model = GraphReadout(SubgraphGNN(5, 8, 3, layer=layer, num_layers=r), torch.zeros(4, 5),
-                                 torch.zeros(2, 0, dtype=torch.long))
+            model = GraphReadout(
+                SubgraphGNN(5, 8, 3, layer=layer, num_layers=r), torch.zeros(4, 5), torch.zeros(2, 0, dtype=torch.long)
+            )
             assert tuple(trainable_layer_names(model)) == layer_names(layer, r)
 
 
@@ -108,6 +161,7 @@ def _scale_layers_to(total: float):
         clips = _params(ledger)["layer_clip_norms"]
         for key in clips:
             clips[key] = total / math.sqrt(len(clips))  # they total √(Σ C_l²) = total; clip_norm stays
+
     return edit
 
 
@@ -149,9 +203,15 @@ def test_every_forgery_of_a_real_run_is_refused_naming_the_field(workspace, tmp_
     check = verify_run(forged)
     assert check.refusals, f"the {forgery} forgery verified"
     fields = [r.field for r in check.refusals]
-    expected = {"layer_clip_norms": "layer_clip_norms", "layer_clip_norms@paper": "layer_clip_norms",
-                "batch_size": "batch_size", "hyperparameters.batch_size": "steps", "degree_bound": "degree_bound",
-                "in_degree_bound": "noise_multiplier", "claim": "claim"}[forgery]
+    expected = {
+        "layer_clip_norms": "layer_clip_norms",
+        "layer_clip_norms@paper": "layer_clip_norms",
+        "batch_size": "batch_size",
+        "hyperparameters.batch_size": "steps",
+        "degree_bound": "degree_bound",
+        "in_degree_bound": "noise_multiplier",
+        "claim": "claim",
+    }[forgery]
     assert any(expected in f for f in fields), [str(r) for r in check.refusals]
 
 
@@ -162,14 +222,24 @@ def test_an_untouched_copy_verifies(workspace, tmp_path, monkeypatch):
 
 # --- clip_percentile > 0: thresholds read off the private data, the run's own input to the plan ------------------
 
+
 def _replan_with_stated_thresholds(workspace: Path, run: Path, tiny_inputs) -> list:
     """What verify does once it passes a planner its ``run_supplied`` values read off the stated ledger."""
     ledger, metrics = _read(run)
     info = get_method(metrics["base_method"])
-    public = PublicInputs.of(json.loads((workspace / "resources/graphs/csbm-tiny/meta.json").read_text()),
-                             num_train=int(tiny_inputs.split.train.numel()), setting="transductive")
-    spec = RunSpec(dataset="csbm-tiny", method=metrics["method"], seed=0, target_epsilon=metrics["target_epsilon"],
-                   target_delta=metrics["target_delta"], accountant=ledger["accountant"])
+    public = PublicInputs.of(
+        json.loads((workspace / "resources/graphs/csbm-tiny/meta.json").read_text()),
+        num_train=int(tiny_inputs.split.train.numel()),
+        setting="transductive",
+    )
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=metrics["method"],
+        seed=0,
+        target_epsilon=metrics["target_epsilon"],
+        target_delta=metrics["target_delta"],
+        accountant=ledger["accountant"],
+    )
     module, _, function = info.plan.partition(":")
     planner = getattr(__import__(module, fromlist=[function]), function)
     supplied = {key: read(ledger) for key, read in planner.run_supplied.items()}
@@ -191,6 +261,8 @@ def test_percentile_thresholds_are_the_runs_own_and_the_rest_re_plans(workspace,
     assert sorted(thresholds) == sorted(layer_names("gcn", 1))
     # ... so a clip norm that is not their total (noise and sensitivity matched to it) is refused.
     forged = _forged(workspace, tmp_path, "dp-gcn-percentile", _scale_layers_to(_params(ledger)["clip_norm"] * 2))
-    assert any("layer_clip_norms" in f or "clip_norm" in f
-               for f, _, _ in _replan_with_stated_thresholds(workspace, forged, tiny_inputs))
+    assert any(
+        "layer_clip_norms" in f or "clip_norm" in f
+        for f, _, _ in _replan_with_stated_thresholds(workspace, forged, tiny_inputs)
+    )
     assert any("clip_norm" in r.field for r in verify_run(forged).refusals), verify_run(forged).refusals

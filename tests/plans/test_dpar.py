@@ -40,11 +40,37 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     for name, (method, hparams) in RUNS.items():
         artifact = root / _artifact_path(name)
         artifact.parent.mkdir(parents=True)
-        common = ["--graph", str(graph), "--split", str(split), "--method", method, "--hparams",
-                  json.dumps(hparams), "--epsilon", EPSILON, "--seed", "0"]
+        common = [
+            "--graph",
+            str(graph),
+            "--split",
+            str(split),
+            "--method",
+            method,
+            "--hparams",
+            json.dumps(hparams),
+            "--epsilon",
+            EPSILON,
+            "--seed",
+            "0",
+        ]
         assert main(["dp-appr", *common, "--out", str(artifact)]) == 0
-        assert main(["train", *common, "--name", name, "--no-progress", "--structure", str(artifact),
-                     "--out", str(root / _run_dir(name))]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    *common,
+                    "--name",
+                    name,
+                    "--no-progress",
+                    "--structure",
+                    str(artifact),
+                    "--out",
+                    str(root / _run_dir(name)),
+                ]
+            )
+            == 0
+        )
     return root
 
 
@@ -67,8 +93,14 @@ def test_real_dpar_runs_verify_and_their_artifacts_hold_the_planned_ledger(works
     split = load_split(Path("results/splits/csbm-tiny/transductive/seed~0.pt"), num_nodes=meta["num_nodes"])
     public = PublicInputs.of(meta, num_train=split.train.numel(), setting=split.setting)
     run_ledger = json.loads((_run_dir(name) / "ledger.json").read_text())
-    spec = RunSpec(dataset="csbm-tiny", method=name, seed=0, target_epsilon=float(EPSILON),
-                   target_delta=run_ledger["target"]["delta"], accountant=run_ledger["accountant"])
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=name,
+        seed=0,
+        target_epsilon=float(EPSILON),
+        target_delta=run_ledger["target"]["delta"],
+        accountant=run_ledger["accountant"],
+    )
     planned = plan_dp_appr(public, spec, info.parse_hparams(hparams), method=method).ledger.to_dict()
     beside = json.loads(_artifact_path(name).with_suffix(".ledger.json").read_text())
     assert json.loads(json.dumps(planned)) == beside
@@ -119,12 +151,12 @@ FORGERIES = {
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
-def test_every_forgery_of_a_real_dpar_run_is_refused_naming_the_field(workspace, tmp_path, monkeypatch, name,
-                                                                      forgery):
+def test_every_forgery_of_a_real_dpar_run_is_refused_naming_the_field(workspace, tmp_path, monkeypatch, name, forgery):
     monkeypatch.chdir(workspace)
     forged = _forged(workspace, tmp_path, name, FORGERIES[forgery])
     assert json.loads((forged / "ledger.json").read_text()) != json.loads(
-        (workspace / _run_dir(name) / "ledger.json").read_text())
+        (workspace / _run_dir(name) / "ledger.json").read_text()
+    )
     check = verify_run(forged)
     assert check.refusals, f"the {forgery} forgery of {name} verified"
     assert any(r.field.endswith(f".{forgery}") for r in check.refusals), [str(r) for r in check.refusals]
@@ -141,13 +173,25 @@ def test_a_run_refuses_an_artifact_whose_ledger_is_not_its_plans(tiny_inputs):
 
     info = get_method("dpar-em0")
     hp = info.parse_hparams(HPARAMS)
-    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, method="dpar-em0", hp=hp, target_epsilon=4.0,
-                             target_delta=1e-4, seed=0, dataset="csbm-tiny")
+    artifact = build_dp_appr(
+        tiny_inputs.graph,
+        tiny_inputs.split,
+        method="dpar-em0",
+        hp=hp,
+        target_epsilon=4.0,
+        target_delta=1e-4,
+        seed=0,
+        dataset="csbm-tiny",
+    )
     ledger = json.loads(artifact["ledger"])
     _appr_epsilon(ledger, 3.0)
     artifact["ledger"] = json.dumps(Ledger.from_dict(ledger).to_dict())
-    inputs = RunInputs(graph=tiny_inputs.graph, split=tiny_inputs.split, num_classes=tiny_inputs.num_classes,
-                       structure={"dp-appr": artifact})
+    inputs = RunInputs(
+        graph=tiny_inputs.graph,
+        split=tiny_inputs.split,
+        num_classes=tiny_inputs.num_classes,
+        structure={"dp-appr": artifact},
+    )
     spec = RunSpec(dataset="csbm-tiny", method="dpar-em0", seed=0, target_epsilon=4.0, target_delta=1e-4)
     with pytest.raises(ValueError, match="not the one its plan gives"):
         info.run(inputs, spec, hp)
@@ -165,10 +209,20 @@ def test_the_plans_read_public_inputs_only_and_match_the_reference_ledger():
     hp = get_method("dpar-em0").parse_hparams({**HPARAMS, "accounting": "paper"})
     spec = RunSpec(dataset="csbm-tiny", method="dpar-em0@paper", seed=0, target_epsilon=4.0, target_delta=1e-4)
     plan = plan_dpar_em0(public, spec, hp)
-    offline = reference_ledger("dpar-em0", hp, num_train=180, target_epsilon=4.0, target_delta=1e-4,
-                               claimed_delta=paper_delta("csbm-tiny", num_train=180, sample_rate=0.5))
+    offline = reference_ledger(
+        "dpar-em0",
+        hp,
+        num_train=180,
+        target_epsilon=4.0,
+        target_delta=1e-4,
+        claimed_delta=paper_delta("csbm-tiny", num_train=180, sample_rate=0.5),
+    )
     assert plan.ledger.to_dict() == offline.to_dict()
     suite = get_method("dpar-em0").parse_hparams({**HPARAMS, "num_sources": 0})
-    appr = plan_dp_appr(public, RunSpec(dataset="csbm-tiny", method="dpar-em0", seed=0, target_epsilon=4.0,
-                                        target_delta=1e-4), suite, method="dpar-em0")
+    appr = plan_dp_appr(
+        public,
+        RunSpec(dataset="csbm-tiny", method="dpar-em0", seed=0, target_epsilon=4.0, target_delta=1e-4),
+        suite,
+        method="dpar-em0",
+    )
     assert appr.parts["num_rows"] == math.ceil(0.5 * 180) == appr.ledger.mechanisms[0].params["m"]

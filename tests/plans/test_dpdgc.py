@@ -22,8 +22,26 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     root = tmp_path_factory.mktemp("plans-dpdgc")
     graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     for bound in (D, 4):
-        assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "out-degree",
-                     "--bound", str(bound), "--seed", "0", "--out", str(_artifact(root, bound))]) == 0
+        assert (
+            main(
+                [
+                    "bound-degree",
+                    "--graph",
+                    str(graph),
+                    "--split",
+                    str(split),
+                    "--kind",
+                    "out-degree",
+                    "--bound",
+                    str(bound),
+                    "--seed",
+                    "0",
+                    "--out",
+                    str(_artifact(root, bound)),
+                ]
+            )
+            == 0
+        )
     for method, eps in CELLS.items():
         assert _train(root, method, eps, _artifact(root, D), _run(root, method)) == 0
     return root
@@ -38,10 +56,28 @@ def _run(root: Path, method: str) -> Path:
 
 
 def _train(root: Path, method: str, eps: str, artifact: Path, out: Path) -> int:
-    return main(["train", "--graph", str(root / "resources/graphs/csbm-tiny"),
-                 "--split", str(root / "results/splits/csbm-tiny/transductive/seed~0.pt"),
-                 "--structure", str(artifact), "--method", method, "--epsilon", eps, "--seed", "0",
-                 "--hparams", json.dumps(SMALL), "--no-progress", "--out", str(out)])
+    return main(
+        [
+            "train",
+            "--graph",
+            str(root / "resources/graphs/csbm-tiny"),
+            "--split",
+            str(root / "results/splits/csbm-tiny/transductive/seed~0.pt"),
+            "--structure",
+            str(artifact),
+            "--method",
+            method,
+            "--epsilon",
+            eps,
+            "--seed",
+            "0",
+            "--hparams",
+            json.dumps(SMALL),
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
 
 
 def test_real_runs_verify_from_public_inputs(workspace, monkeypatch):
@@ -66,6 +102,7 @@ def _forge(root: Path, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> P
 
 def _scale_noise(record: dict, factor: float) -> None:
     """Every noise figure of a record (params and its DP event) times ``factor``: a consistent forgery."""
+
     def walk(node):
         if isinstance(node, dict):
             for key, value in node.items():
@@ -76,6 +113,7 @@ def _scale_noise(record: dict, factor: float) -> None:
         elif isinstance(node, list):
             for value in node:
                 walk(value)
+
     walk(record["params"])
     walk(record.get("dp_event"))
 
@@ -90,14 +128,19 @@ FORGERIES = {
     # the encoder's DP-SGD noise stated 3× larger
     "encoder_noise": (lambda d: _scale_noise(_record(d, "dp-sgd:dpdgc:encoder"), 3.0), None, "noise_multiplier"),
     # the classifier's
-    "classifier_noise": (lambda d: _scale_noise(_record(d, "dp-sgd:dpdgc:classifier"), 2.0), None,
-                         "noise_multiplier"),
+    "classifier_noise": (lambda d: _scale_noise(_record(d, "dp-sgd:dpdgc:classifier"), 2.0), None, "noise_multiplier"),
     # metrics stating other shares than the ledger was planned for
     "encoder_share": (None, lambda m: m["hyperparameters"].update(encoder_share=0.5), "noise_multiplier"),
     "emb_share": (None, lambda m: m["hyperparameters"].update(emb_share=0.3), "noise_multiplier"),
     # the encoder's occurrence count D + 1 cut to 1 (single-record amplification, as the public code counts)
-    "max_rows": (lambda d: (_record(d, "dp-sgd:dpdgc:encoder")["params"].update(max_rows=0, max_occurrences=1),
-                            _record(d, "dp-sgd:dpdgc:encoder").update(sensitivity=2.0)), None, "max_rows"),
+    "max_rows": (
+        lambda d: (
+            _record(d, "dp-sgd:dpdgc:encoder")["params"].update(max_rows=0, max_occurrences=1),
+            _record(d, "dp-sgd:dpdgc:encoder").update(sensitivity=2.0),
+        ),
+        None,
+        "max_rows",
+    ),
 }
 
 

@@ -37,13 +37,54 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
     graph, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
     artifact = root / "results/structure/csbm-tiny/degree.pt"
     artifact.parent.mkdir(parents=True)
-    assert main(["bound-degree", "--graph", str(graph), "--split", str(split), "--kind", "degree", "--bound", str(D),
-                 "--seed", "0", "--out", str(artifact)]) == 0
+    assert (
+        main(
+            [
+                "bound-degree",
+                "--graph",
+                str(graph),
+                "--split",
+                str(split),
+                "--kind",
+                "degree",
+                "--bound",
+                str(D),
+                "--seed",
+                "0",
+                "--out",
+                str(artifact),
+            ]
+        )
+        == 0
+    )
     for name, (hparams, eps) in CELLS.items():
         source = ["--hparams", json.dumps(hparams)] if hparams is not None else ["--config", str(CONFIG)]
-        assert main(["train", "--graph", str(graph), "--split", str(split), "--structure", str(artifact),
-                     "--method", "nip-gnn" if hparams is not None else name, "--name", name, "--epsilon", eps,
-                     "--seed", "0", *source, "--no-progress", "--out", str(_run(root, name))]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--graph",
+                    str(graph),
+                    "--split",
+                    str(split),
+                    "--structure",
+                    str(artifact),
+                    "--method",
+                    "nip-gnn" if hparams is not None else name,
+                    "--name",
+                    name,
+                    "--epsilon",
+                    eps,
+                    "--seed",
+                    "0",
+                    *source,
+                    "--no-progress",
+                    "--out",
+                    str(_run(root, name)),
+                ]
+            )
+            == 0
+        )
     return root
 
 
@@ -59,9 +100,14 @@ def _replan(root: Path, run: Path) -> tuple[dict, PublicInputs, RunSpec, object]
     split = load_split(root / "results/splits/csbm-tiny/transductive/seed~0.pt", num_nodes=meta["num_nodes"])
     public = PublicInputs.of(meta, num_train=split.train.numel(), setting=split.setting)
     hp = get_method(metrics["base_method"]).parse_hparams(metrics["hyperparameters"])
-    spec = RunSpec(dataset="csbm-tiny", method=metrics["method"], seed=int(metrics["seed"]),
-                   target_epsilon=float(metrics["target_epsilon"]), target_delta=float(metrics["target_delta"]),
-                   accountant=ledger["accountant"])
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=metrics["method"],
+        seed=int(metrics["seed"]),
+        target_epsilon=float(metrics["target_epsilon"]),
+        target_delta=float(metrics["target_delta"]),
+        accountant=ledger["accountant"],
+    )
     return ledger, public, spec, hp
 
 
@@ -111,6 +157,7 @@ def test_the_exact_parts_are_uncharged_reads_in_the_plan(workspace):
 
 # --- forgeries of the real runs ------------------------------------------------------------------------------------
 
+
 def _forge(root: Path, name: str, tmp_path: Path, edit_ledger=None, edit_metrics=None) -> Path:
     """A copy of a run edited (``tests._runs.forge``), as a forger with the project's own Ledger API would."""
     return forge(_run(root, name), tmp_path / f"forged-{name.replace('@', '-')}", edit_ledger, edit_metrics)
@@ -122,6 +169,7 @@ def _nap(ledger: dict) -> dict:
 
 def _fewer_budgets(keep: int):
     """The NAP record's budgets cut to ``keep`` (< D + 1): its worst-case ratio, and a reference run's ε, drop."""
+
     def edit(ledger: dict) -> None:
         params = _nap(ledger)["params"]
         weights = params["largest_budget_weights"][:keep]
@@ -131,6 +179,7 @@ def _fewer_budgets(keep: int):
         params.update(largest_budget_weights=weights, charged_ratio=ratio, worst_case_ratio_before_scaling=before)
         if reference:
             _nap(ledger)["pure_epsilon"] = params["epsilon_a"] * ratio
+
     return edit
 
 
@@ -166,18 +215,21 @@ def test_an_emptied_uncharged_list_is_refused(workspace, tmp_path, monkeypatch, 
 def test_a_larger_stated_d_p_or_other_shares_are_refused(workspace, tmp_path, monkeypatch):
     """Reference mode: D_p is taken from the ledger's ε_A·D/D_p, so the rest must follow from it; suite mode: the
     shares are the hyperparameters'."""
+
     def edit(ledger: dict) -> None:  # NAP's ε_A·D/D_p edited as if D_p were D/2 (the run's is D here)
         nap = _nap(ledger)
         assert nap["params"]["epsilon_a"] == 2.0  # ε_A = 0.5·4, D_p = D on this graph
         nap["params"]["epsilon_a"] = 4.0
         nap["params"]["laplace_scale_at_epsilon_a"] = nap["sensitivity"] / 4.0
         nap["pure_epsilon"] = 4.0 * nap["params"]["charged_ratio"]
+
     forged = _forge(workspace, "nip-gnn@paper", tmp_path, edit)
     ledger, public, spec, hp = _replan(workspace, forged)
     planned = plan_nip_gnn(public, spec, hp, released=released_inputs(ledger, public, spec, hp)).ledger.to_dict()
     assert list(_diff(ledger, planned)), "a reference ledger with another D_p in one record only verified"
-    shares = _forge(workspace, "nip-gnn-uniform", tmp_path, None,
-                    lambda m: m["hyperparameters"].update(share_a=0.6, share_b=0.15))
+    shares = _forge(
+        workspace, "nip-gnn-uniform", tmp_path, None, lambda m: m["hyperparameters"].update(share_a=0.6, share_b=0.15)
+    )
     monkeypatch.chdir(workspace)
     assert verify_run(shares).refusals
 
@@ -185,5 +237,11 @@ def test_a_larger_stated_d_p_or_other_shares_are_refused(workspace, tmp_path, mo
 def test_released_budgets_that_contradict_uniform_ones_are_refused(workspace):
     _, public, spec, hp = _replan(workspace, _run(workspace, "nip-gnn-uniform"))
     with pytest.raises(ValueError, match="uniform"):
-        plan_nip_gnn(public, spec, hp, released=NipReleased(largest_budget_weights=(1.5,) + (0.5,) * D,
-                                                            worst_case_ratio_before_scaling=1.0, budget_scale=1.0))
+        plan_nip_gnn(
+            public,
+            spec,
+            hp,
+            released=NipReleased(
+                largest_budget_weights=(1.5,) + (0.5,) * D, worst_case_ratio_before_scaling=1.0, budget_scale=1.0
+            ),
+        )

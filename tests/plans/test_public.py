@@ -8,8 +8,9 @@ from nodedp.plans import PublicInputs
 
 
 def _public(**kw) -> PublicInputs:
-    return PublicInputs(dataset="csbm-tiny", num_nodes=300, num_train=225, num_features=8, num_classes=3,
-                        num_edges=2000, **kw)
+    return PublicInputs(
+        dataset="csbm-tiny", num_nodes=300, num_train=225, num_features=8, num_classes=3, num_edges=2000, **kw
+    )
 
 
 def test_direction_is_read_only_where_given_and_a_plan_needing_it_refuses_otherwise():

@@ -30,8 +30,16 @@ def dense_problem(edge_index: Tensor, num_nodes: int, *, alpha: float = ALPHA) -
     return q_matrix, sqrt_d
 
 
-def assert_kkt(p: np.ndarray, sources: Tensor, q_matrix: np.ndarray, sqrt_d: np.ndarray, *, rho: float,
-               tol: float, alpha: float = ALPHA) -> None:
+def assert_kkt(
+    p: np.ndarray,
+    sources: Tensor,
+    q_matrix: np.ndarray,
+    sqrt_d: np.ndarray,
+    *,
+    rho: float,
+    tol: float,
+    alpha: float = ALPHA,
+) -> None:
     """Each row's q = D^{-1/2} p satisfies the KKT conditions of appr.py to relative tolerance tol.
 
     With g = Qq − α D^{-1/2} e_s and t = ρα√d: q ≥ 0, −(1+tol) t ≤ g ≤ −t where q > 0, |g| ≤ (1+tol) t
@@ -50,8 +58,9 @@ def assert_kkt(p: np.ndarray, sources: Tensor, q_matrix: np.ndarray, sqrt_d: np.
         assert np.all(np.abs(grad[~on]) <= (1 + tol) * bound[~on] + slack)
 
 
-def optimum_on_support(p_tight: np.ndarray, sources: Tensor, q_matrix: np.ndarray, sqrt_d: np.ndarray, *,
-                       rho: float, alpha: float = ALPHA) -> np.ndarray:
+def optimum_on_support(
+    p_tight: np.ndarray, sources: Tensor, q_matrix: np.ndarray, sqrt_d: np.ndarray, *, rho: float, alpha: float = ALPHA
+) -> np.ndarray:
     """The exact optimum p* = D^{1/2} q*, given a tight approximation ``p_tight`` with the optimum's support S.
 
     On S the optimum solves Q_SS q_S = c_S with c = α D^{-1/2} e_s − ρα√d (w = Qq − c vanishes on the support),

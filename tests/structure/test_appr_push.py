@@ -98,7 +98,7 @@ def test_rows_are_sorted_positive_sparse_and_independent_of_threads(graph: tuple
     assert torch.all(val > 0)
     _, sqrt_d = dense_problem(edge_index, n)
     for row in range(sources.numel()):
-        support = col[crow[row]:crow[row + 1]]
+        support = col[crow[row] : crow[row + 1]]
         assert torch.all(torch.diff(support) > 0)  # sorted, no duplicates
         assert (sqrt_d[support.numpy()] ** 2).sum() <= 1 / rho  # vol(supp) ≤ 1/ρ
     assert val.numel() < sources.numel() * n / 10

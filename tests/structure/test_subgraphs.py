@@ -23,8 +23,15 @@ NUM_NODES = 240
 
 def _heavy_tailed_spec(seed: int) -> CSBMSpec:
     return CSBMSpec(
-        num_nodes=NUM_NODES, num_classes=3, avg_degree=10.0, homophily=0.7, num_features=4,
-        feature_signal=1.0, degree_exponent=2.1, class_weights=None, seed=seed,
+        num_nodes=NUM_NODES,
+        num_classes=3,
+        avg_degree=10.0,
+        homophily=0.7,
+        num_features=4,
+        feature_signal=1.0,
+        degree_exponent=2.1,
+        class_weights=None,
+        seed=seed,
     )
 
 

@@ -29,8 +29,11 @@ def test_classes_only_predicted_count_and_absent_classes_do_not() -> None:
 
 def test_perfect_predictions() -> None:
     y = torch.tensor([2, 0, 1, 2])
-    assert metrics_from_logits(_logits_for(y.tolist(), 4), y) == {"accuracy": 1.0, "macro_f1": 1.0,
-                                                                  "predicted_classes": 3}
+    assert metrics_from_logits(_logits_for(y.tolist(), 4), y) == {
+        "accuracy": 1.0,
+        "macro_f1": 1.0,
+        "predicted_classes": 3,
+    }
 
 
 def test_a_constant_predictor_predicts_one_class_whatever_its_accuracy() -> None:

@@ -47,8 +47,9 @@ CHAINS = {
     "mlp-relu": lambda: MLP(6, 8, 3),
     "mlp-tanh-3": lambda: MLP(6, 8, 3, num_layers=3, activation="tanh"),
     "linear": lambda: MLP(6, 8, 3, num_layers=1),
-    "sequential": lambda: nn.Sequential(nn.Linear(6, 5, bias=False), nn.Dropout(0.0), nn.ReLU(inplace=True),
-                                        nn.Identity(), nn.Linear(5, 3)),
+    "sequential": lambda: nn.Sequential(
+        nn.Linear(6, 5, bias=False), nn.Dropout(0.0), nn.ReLU(inplace=True), nn.Identity(), nn.Linear(5, 3)
+    ),
 }
 NOT_CHAINS = {
     "dropout": lambda: MLP(6, 8, 3, dropout=0.5),
@@ -141,15 +142,25 @@ def test_training_an_mlp_the_chain_way_is_training_it_through_the_hooks(monkeypa
     for model in (mlp(), Opaque(mlp())):
         chained.clear()
         generator = make_generator(3)
-        stats.append(train_model(model, batch_fn=lambda i: (x[i], y[i]),
-                                 batches=poisson_batches(200, sampling_rate=0.1, steps=70, generator=generator),
-                                 optim=OptimConfig("adam", lr=0.01), privacy=privacy, generator=generator,
-                                 device="cpu"))
+        stats.append(
+            train_model(
+                model,
+                batch_fn=lambda i: (x[i], y[i]),
+                batches=poisson_batches(200, sampling_rate=0.1, steps=70, generator=generator),
+                optim=OptimConfig("adam", lr=0.01),
+                privacy=privacy,
+                generator=generator,
+                device="cpu",
+            )
+        )
         weights.append([p.detach().clone() for p in model.parameters()])
         taken.append(set(chained))
     assert taken == [{True}, {False}]
     assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))
     chain, general = stats
-    assert (chain.final_loss, chain.clipped_fraction, chain.examples_seen) == \
-        (general.final_loss, general.clipped_fraction, general.examples_seen)
+    assert (chain.final_loss, chain.clipped_fraction, chain.examples_seen) == (
+        general.final_loss,
+        general.clipped_fraction,
+        general.examples_seen,
+    )
     assert 0.0 < chain.clipped_fraction < 1.0

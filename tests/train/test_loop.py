@@ -46,14 +46,25 @@ def _data(n: int = 64, d: int = 5, seed: int = 0) -> tuple[Tensor, Tensor]:
     return x, (x[:, 0] + x[:, 1] > 0).long()  # linearly separable
 
 
-def _grads_after(model: nn.Module, batches: list[Tensor], *, privacy: PrivacyConfig | None,
-                 optim: OptimConfig = FROZEN, seed: int = 0) -> list[Tensor]:
+def _grads_after(
+    model: nn.Module,
+    batches: list[Tensor],
+    *,
+    privacy: PrivacyConfig | None,
+    optim: OptimConfig = FROZEN,
+    seed: int = 0,
+) -> list[Tensor]:
     """The gradient applied at each step, flattened over all parameters."""
     x, y = _data()
     applied: list[Tensor] = []
     train_model(
-        model, batch_fn=lambda i: (x[i], y[i]), batches=batches, optim=optim, privacy=privacy,
-        generator=make_generator(seed), device="cpu",
+        model,
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=batches,
+        optim=optim,
+        privacy=privacy,
+        generator=make_generator(seed),
+        device="cpu",
         on_step=lambda _: applied.append(torch.cat([p.grad.flatten() for p in model.parameters()])),
     )
     return applied
@@ -78,11 +89,17 @@ def test_dp_without_noise_or_clipping_equals_the_non_private_update() -> None:
 def test_each_example_contributes_at_most_c() -> None:
     torch.manual_seed(0)
     model = MLP(5, 8, 2)
-    unclipped = _grads_after(copy.deepcopy(model), [torch.tensor([i]) for i in range(6)],
-                             privacy=PrivacyConfig(clip_norm=1e6, noise_std=0.0, expected_batch_size=1))
+    unclipped = _grads_after(
+        copy.deepcopy(model),
+        [torch.tensor([i]) for i in range(6)],
+        privacy=PrivacyConfig(clip_norm=1e6, noise_std=0.0, expected_batch_size=1),
+    )
     c = 0.5 * min(g.norm().item() for g in unclipped)
-    clipped = _grads_after(model, [torch.tensor([i]) for i in range(6)],
-                           privacy=PrivacyConfig(clip_norm=c, noise_std=0.0, expected_batch_size=1))
+    clipped = _grads_after(
+        model,
+        [torch.tensor([i]) for i in range(6)],
+        privacy=PrivacyConfig(clip_norm=c, noise_std=0.0, expected_batch_size=1),
+    )
     for before, after in zip(unclipped, clipped):
         assert after.norm().item() <= c * (1 + 1e-6)  # float32 rounding
         assert after.norm().item() == pytest.approx(c, rel=1e-5)  # every one was clipped...
@@ -122,8 +139,15 @@ def test_empty_poisson_batch_still_adds_noise() -> None:
         raise AssertionError("an empty batch must not reach the model")
 
     privacy = PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=2.0)
-    stats = train_model(model, batch_fn=batch_fn, batches=[torch.empty(0, dtype=torch.long)], optim=SGD,
-                        privacy=privacy, generator=make_generator(0), device="cpu")
+    stats = train_model(
+        model,
+        batch_fn=batch_fn,
+        batches=[torch.empty(0, dtype=torch.long)],
+        optim=SGD,
+        privacy=privacy,
+        generator=make_generator(0),
+        device="cpu",
+    )
     assert stats.steps == 1 and stats.examples_seen == 0 and math.isnan(stats.final_loss)
     for p, q in zip(model.parameters(), before.parameters()):
         assert not torch.equal(p, q)
@@ -134,9 +158,13 @@ def _run(seed: int, *, privacy: PrivacyConfig | None) -> tuple[nn.Module, TrainS
     x, y = _data()
     model = MLP(5, 16, 2, dropout=0.2)  # init and dropout from the global seed
     stats = train_model(
-        model, batch_fn=lambda i: (x[i], y[i]), optim=OptimConfig("adam", lr=0.01), privacy=privacy,
+        model,
+        batch_fn=lambda i: (x[i], y[i]),
+        optim=OptimConfig("adam", lr=0.01),
+        privacy=privacy,
         batches=poisson_batches(64, sampling_rate=0.25, steps=15, generator=generator),
-        generator=generator, device="cpu",
+        generator=generator,
+        device="cpu",
     )
     return model, stats
 
@@ -157,8 +185,10 @@ def test_same_seed_same_run_different_seed_different_run(privacy: PrivacyConfig 
     [
         (OptimConfig("sgd", lr=0.5, momentum=0.5), None),
         (OptimConfig("adam", lr=0.05), PrivacyConfig(clip_norm=1.0, noise_std=0.5, expected_batch_size=32)),
-        (OptimConfig("adamw", lr=0.05, weight_decay=1e-3),
-         PrivacyConfig(clip_norm=1.0, noise_std=0.5, expected_batch_size=32)),
+        (
+            OptimConfig("adamw", lr=0.05, weight_decay=1e-3),
+            PrivacyConfig(clip_norm=1.0, noise_std=0.5, expected_batch_size=32),
+        ),
     ],
     ids=["sgd", "dp-adam", "dp-adamw"],
 )
@@ -166,10 +196,20 @@ def test_training_learns_a_separable_task(optim: OptimConfig, privacy: PrivacyCo
     seed_everything(0)
     x, y = _data(n=256)
     model = MLP(5, 16, 2)
-    batches = (shuffled_epochs(256, batch_size=32, epochs=10, generator=make_generator(0)) if privacy is None
-               else fixed_size_batches(256, batch_size=32, steps=80, generator=make_generator(0)))
-    stats = train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=batches, optim=optim,
-                        privacy=privacy, generator=make_generator(1), device=resolve_device("cpu"))
+    batches = (
+        shuffled_epochs(256, batch_size=32, epochs=10, generator=make_generator(0))
+        if privacy is None
+        else fixed_size_batches(256, batch_size=32, steps=80, generator=make_generator(0))
+    )
+    stats = train_model(
+        model,
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=batches,
+        optim=optim,
+        privacy=privacy,
+        generator=make_generator(1),
+        device=resolve_device("cpu"),
+    )
     assert stats.steps == 80 and stats.examples_seen == 80 * 32
     assert stats.noise_std == (privacy.noise_std if privacy else 0.0)
     assert evaluate(model, x, y)["accuracy"] > 0.9
@@ -180,13 +220,26 @@ def test_clipped_fraction() -> None:
     x, y = _data()
     fractions = []
     for c in (1e-6, 1e6):
-        stats = train_model(MLP(5, 8, 2), batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(10)] * 3,
-                            optim=SGD, privacy=PrivacyConfig(c, 0.0, 10.0), generator=make_generator(0),
-                            device="cpu")
+        stats = train_model(
+            MLP(5, 8, 2),
+            batch_fn=lambda i: (x[i], y[i]),
+            batches=[torch.arange(10)] * 3,
+            optim=SGD,
+            privacy=PrivacyConfig(c, 0.0, 10.0),
+            generator=make_generator(0),
+            device="cpu",
+        )
         fractions.append(stats.clipped_fraction)
     assert fractions == [1.0, 0.0]
-    plain = train_model(MLP(5, 8, 2), batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(10)],
-                        optim=SGD, privacy=None, generator=make_generator(0), device="cpu")
+    plain = train_model(
+        MLP(5, 8, 2),
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=[torch.arange(10)],
+        optim=SGD,
+        privacy=None,
+        generator=make_generator(0),
+        device="cpu",
+    )
     assert plain.clipped_fraction is None
 
 
@@ -202,15 +255,31 @@ def test_clipped_fraction_over_more_steps_than_are_counted_at_once() -> None:
     norms = psg.norms()
     psg.remove()
     c = float(norms.median())
-    stats = train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=[batch] * 70, optim=FROZEN,
-                        privacy=PrivacyConfig(c, 0.0, 16.0), generator=make_generator(0), device="cpu")
+    stats = train_model(
+        model,
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=[batch] * 70,
+        optim=FROZEN,
+        privacy=PrivacyConfig(c, 0.0, 16.0),
+        generator=make_generator(0),
+        device="cpu",
+    )
     assert stats.steps == 70 and stats.clipped_fraction == int((norms > c).sum()) / 16
 
 
 def test_progress_bar_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     x, y = _data()
-    train_model(MLP(5, 8, 2), batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(4)] * 2, optim=SGD,
-                privacy=None, generator=make_generator(0), device="cpu", progress="dp-mlp", total=2)
+    train_model(
+        MLP(5, 8, 2),
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=[torch.arange(4)] * 2,
+        optim=SGD,
+        privacy=None,
+        generator=make_generator(0),
+        device="cpu",
+        progress="dp-mlp",
+        total=2,
+    )
     captured = capsys.readouterr()
     assert "dp-mlp" in captured.err and captured.out == ""
 
@@ -218,8 +287,9 @@ def test_progress_bar_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None
 def test_batch_norm_model_is_refused_only_when_private() -> None:
     x, y = _data()
     model = nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
-    kwargs = dict(batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(8)], optim=SGD,
-                  generator=make_generator(0), device="cpu")
+    kwargs = dict(
+        batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(8)], optim=SGD, generator=make_generator(0), device="cpu"
+    )
     train_model(model, privacy=None, **kwargs)
     with pytest.raises(ValueError, match="BatchNorm"):
         train_model(model, privacy=PrivacyConfig(1.0, 1.0, 8.0), **kwargs)
@@ -233,10 +303,18 @@ def test_batch_norm_model_is_refused_only_when_private() -> None:
         (lambda: PrivacyConfig(clip_norm=0.0, noise_std=1.0, expected_batch_size=1.0), "clip_norm"),
         (lambda: PrivacyConfig(clip_norm=1.0, noise_std=-1.0, expected_batch_size=1.0), "noise_std"),
         (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=0.0), "expected_batch_size"),
-        (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0,
-                               layer_clip_norms={"a": 1.0, "b": 1.0}), r"must be the total bound √\(Σ C_l²\) = 1.414"),
-        (lambda: PrivacyConfig(clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0,
-                               layer_clip_norms={"a": 1.0, "b": 0.0}), "finite thresholds > 0"),
+        (
+            lambda: PrivacyConfig(
+                clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0, layer_clip_norms={"a": 1.0, "b": 1.0}
+            ),
+            r"must be the total bound √\(Σ C_l²\) = 1.414",
+        ),
+        (
+            lambda: PrivacyConfig(
+                clip_norm=1.0, noise_std=1.0, expected_batch_size=1.0, layer_clip_norms={"a": 1.0, "b": 0.0}
+            ),
+            "finite thresholds > 0",
+        ),
     ],
 )
 def test_invalid_configs(make: Callable[[], object], match: str) -> None:
@@ -246,8 +324,16 @@ def test_invalid_configs(make: Callable[[], object], match: str) -> None:
 
 def test_unknown_loss_names_the_choices() -> None:
     with pytest.raises(ValueError, match="cross_entropy"):
-        train_model(MLP(2, 2, 2), batch_fn=lambda i: (i, i), batches=[], optim=SGD, privacy=None,
-                    generator=make_generator(0), device="cpu", loss="hinge")
+        train_model(
+            MLP(2, 2, 2),
+            batch_fn=lambda i: (i, i),
+            batches=[],
+            optim=SGD,
+            privacy=None,
+            generator=make_generator(0),
+            device="cpu",
+            loss="hinge",
+        )
 
 
 def _layer_slices(model: nn.Module) -> dict[str, slice]:
@@ -265,9 +351,16 @@ def _applied(model: nn.Module, x: Tensor, y: Tensor, batches: list[Tensor], priv
     """The flat gradient applied at each step to a copy of ``model`` (lr 0)."""
     model = copy.deepcopy(model)
     grads: list[Tensor] = []
-    train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=batches, optim=FROZEN, privacy=privacy,
-                generator=make_generator(0), device="cpu",
-                on_step=lambda _: grads.append(torch.cat([p.grad.flatten() for p in model.parameters()])))
+    train_model(
+        model,
+        batch_fn=lambda i: (x[i], y[i]),
+        batches=batches,
+        optim=FROZEN,
+        privacy=privacy,
+        generator=make_generator(0),
+        device="cpu",
+        on_step=lambda _: grads.append(torch.cat([p.grad.flatten() for p in model.parameters()])),
+    )
     return grads
 
 
@@ -286,8 +379,9 @@ def test_layerwise_clipping_bounds_each_layer_and_sums_like_brute_force() -> Non
     layer_norms = {name: per_example[:, sl].norm(dim=1) for name, sl in slices.items()}
     # Thresholds at each layer's median: some examples are clipped in each layer, others not.
     layer_clips = {name: n.median().item() for name, n in layer_norms.items()}
-    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0,
-                            layer_clip_norms=layer_clips)
+    privacy = PrivacyConfig(
+        clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0, layer_clip_norms=layer_clips
+    )
 
     singles = _applied(model, x, y, [torch.tensor([i]) for i in range(len(y))], privacy)
     for i, grad in enumerate(singles):
@@ -307,8 +401,9 @@ def test_layerwise_noise_is_one_gaussian_of_std_noise_std_over_the_whole_gradien
     # Per-tensor noise at each C_l (the reference code's bug) would make the std differ per layer.
     model = nn.Sequential(nn.Linear(5, 400), nn.Tanh(), nn.Linear(400, 30))
     layer_clips = {"0": 1e-9, "2": 1e-12}  # the signal vanishes: the applied gradient is the noise / 4
-    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=3.0, expected_batch_size=4.0,
-                            layer_clip_norms=layer_clips)
+    privacy = PrivacyConfig(
+        clip_norm=total_clip_norm(layer_clips), noise_std=3.0, expected_batch_size=4.0, layer_clip_norms=layer_clips
+    )
     x, y = _data()
     (grad,) = _applied(model, x, y, [torch.arange(4)], privacy)
     assert grad.mean().item() == pytest.approx(0.0, abs=0.02)
@@ -320,12 +415,20 @@ def test_layerwise_noise_is_one_gaussian_of_std_noise_std_over_the_whole_gradien
 def test_layer_clip_norms_must_name_exactly_the_trainable_layers() -> None:
     model = MLP(5, 8, 2)
     layer_clips = {"layers.0": 1.0, "layers.1": 1.0}
-    privacy = PrivacyConfig(clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0,
-                            layer_clip_norms=layer_clips)
+    privacy = PrivacyConfig(
+        clip_norm=total_clip_norm(layer_clips), noise_std=0.0, expected_batch_size=1.0, layer_clip_norms=layer_clips
+    )
     x, y = _data()
     with pytest.raises(ValueError, match=r"exactly the model's trainable layers \['layers.0', 'layers.2'\]"):
-        train_model(model, batch_fn=lambda i: (x[i], y[i]), batches=[torch.arange(4)], optim=FROZEN,
-                    privacy=privacy, generator=make_generator(0), device="cpu")
+        train_model(
+            model,
+            batch_fn=lambda i: (x[i], y[i]),
+            batches=[torch.arange(4)],
+            optim=FROZEN,
+            privacy=privacy,
+            generator=make_generator(0),
+            device="cpu",
+        )
     assert not model._forward_pre_hooks and not model.layers[0]._forward_hooks  # no hooks left behind
 
 

@@ -248,12 +248,20 @@ def test_fallback_maps_every_tensor_inside_packed_inputs(kind: str) -> None:
     model, y = Packed(4), _labels()
     inputs, kwargs = _packed_inputs(kind, torch.randn(B, 3, 4), torch.rand(B, 3))
     params = list(model.parameters())
-    expected = torch.stack([
-        torch.cat([g.flatten() for g in torch.autograd.grad(
-            F.cross_entropy(model(_sliced(inputs, i), **_sliced(kwargs, i)), y[i : i + 1], reduction="sum"),
-            params)])
-        for i in range(B)
-    ])
+    expected = torch.stack(
+        [
+            torch.cat(
+                [
+                    g.flatten()
+                    for g in torch.autograd.grad(
+                        F.cross_entropy(model(_sliced(inputs, i), **_sliced(kwargs, i)), y[i : i + 1], reduction="sum"),
+                        params,
+                    )
+                ]
+            )
+            for i in range(B)
+        ]
+    )
     psg = PerSampleGradients(model)
     for i in range(B):  # one-hot factors: the clipped sum is example i's own gradient
         with psg.capture():
@@ -261,8 +269,7 @@ def test_fallback_maps_every_tensor_inside_packed_inputs(kind: str) -> None:
         psg.backward(F.cross_entropy(out, y, reduction="none"))
         torch.testing.assert_close(psg.norms(), expected.norm(dim=1), rtol=1e-10, atol=1e-12)
         psg.write_clipped_sum(torch.eye(B)[i])
-        torch.testing.assert_close(torch.cat([p.grad.flatten() for p in params]), expected[i], rtol=1e-10,
-                                   atol=1e-12)
+        torch.testing.assert_close(torch.cat([p.grad.flatten() for p in params]), expected[i], rtol=1e-10, atol=1e-12)
 
 
 def test_fallback_refuses_inputs_it_cannot_slice() -> None:

@@ -38,7 +38,7 @@ def test_fixed_size_batches_are_exact_distinct_and_uniform() -> None:
     counts = torch.zeros(n)
     for batch in fixed_size_batches(n, batch_size=m, steps=steps, generator=make_generator(1)):
         assert batch.numel() == m and torch.unique(batch).numel() == m
-        assert 0 <= batch.min() and batch.max() < n
+        assert batch.min() >= 0 and batch.max() < n
         counts[batch] += 1
     assert (counts / steps - m / n).abs().max().item() < 0.06  # sd ≈ 0.013
 

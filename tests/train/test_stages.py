@@ -45,8 +45,15 @@ def test_the_training_loop_is_recorded_as_training():
     model = torch.nn.Linear(3, 2)
     x, y = torch.randn(8, 3), torch.randint(0, 2, (8,))
     with StageRecorder() as recorder:
-        train_model(model, batch_fn=lambda idx: (x[idx], y[idx]), batches=[torch.arange(8)] * 3,
-                    optim=OptimConfig(optimizer="sgd", lr=0.1), privacy=None, generator=torch.Generator(), device="cpu")
+        train_model(
+            model,
+            batch_fn=lambda idx: (x[idx], y[idx]),
+            batches=[torch.arange(8)] * 3,
+            optim=OptimConfig(optimizer="sgd", lr=0.1),
+            privacy=None,
+            generator=torch.Generator(),
+            device="cpu",
+        )
     assert "training" in recorder.totals()
 
 

@@ -69,18 +69,29 @@ def _driven(report: Path, steps: list[str], work: Path) -> Path:
 def browse(report: Path, steps: list[str], work: Path) -> dict:
     """{"log": [clicked/missing per step], "shown": [{"tag", "text"}, ...]} after clicking ``steps``."""
     driven = _driven(report, steps, work)
-    result = subprocess.run([CHROMIUM, *FLAGS, "--dump-dom", driven.resolve().as_uri()], capture_output=True,
-                            text=True, timeout=180, check=False)
+    result = subprocess.run(
+        [CHROMIUM, *FLAGS, "--dump-dom", driven.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     found = re.search(r'<pre id="nodedp-probe">(.*?)</pre>', result.stdout, re.S)
     if found is None:
-        raise AssertionError(f"the report did not render in Chromium (exit {result.returncode}): "
-                             f"{result.stderr[-2000:]}")
+        raise AssertionError(
+            f"the report did not render in Chromium (exit {result.returncode}): {result.stderr[-2000:]}"
+        )
     return json.loads(html.unescape(found.group(1)))
 
 
 def screenshot(report: Path, steps: list[str], work: Path, out: Path) -> Path:
     """A PNG screenshot (1400×1000) of the report after clicking ``steps``."""
     driven = _driven(report, steps, work)
-    subprocess.run([CHROMIUM, *FLAGS, "--window-size=1400,1000", f"--screenshot={out}", driven.resolve().as_uri()],
-                   capture_output=True, text=True, timeout=180, check=True)
+    subprocess.run(
+        [CHROMIUM, *FLAGS, "--window-size=1400,1000", f"--screenshot={out}", driven.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
     return out

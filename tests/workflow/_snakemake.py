@@ -36,7 +36,17 @@ TINY = {
 
 def snakemake(workdir: Path, *args: str, config: Path | None = None, timeout: int = 600):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), "--cores", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+    ]
     cmd += list(args)
     if config is not None:  # last: options with several values would swallow a target after them
         cmd += ["--configfile", str(config)]

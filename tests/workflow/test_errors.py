@@ -22,8 +22,11 @@ def test_a_file_missing_from_the_mirror_fails_on_one_request_even_with_snakemake
     empty.mkdir()
     requests = tmp_path / "mirror.log"
     with serve_directory(empty, log_path=requests) as mirror:
-        config = {"studies": {"s": {"datasets": ["cora"], "methods": ["mlp"], "epsilons": [1], "seeds": [0]}},
-                  "methods": {"mlp": {"epochs": 1}}, "download": {"mirror": mirror}}
+        config = {
+            "studies": {"s": {"datasets": ["cora"], "methods": ["mlp"], "epsilons": [1], "seeds": [0]}},
+            "methods": {"mlp": {"epochs": 1}},
+            "download": {"mirror": mirror},
+        }
         # --retries 2: what the SLURM profile sets for every rule
         result = snakemake(tmp_path, "--retries", "2", "resources/raw/cora", config=write_config(tmp_path, config))
     assert result.returncode != 0
@@ -49,11 +52,15 @@ def test_a_yaml_error_in_a_configfile_stops_snakemake_before_any_job(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grid"]  # nothing planned, nothing written
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Snakemake (9.27) parses --configfile in its command line handling (ConfigSettings), before it reads the "
-    "Snakefile, and replaces the YAML error by 'Config file is not valid JSON or YAML' without file or line; "
-    "the Snakefile never runs. `make ... CONFIG=` and `python -m nodedp check-config` name them; so does "
-    "`snakemake --verbose` (its traceback). Remove this marker when Snakemake names them itself."))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "Snakemake (9.27) parses --configfile in its command line handling (ConfigSettings), before it reads the "
+        "Snakefile, and replaces the YAML error by 'Config file is not valid JSON or YAML' without file or line; "
+        "the Snakefile never runs. `make ... CONFIG=` and `python -m nodedp check-config` name them; so does "
+        "`snakemake --verbose` (its traceback). Remove this marker when Snakemake names them itself."
+    ),
+)
 def test_plain_snakemake_names_a_configfile_yaml_errors_file_and_line(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text(BROKEN)
@@ -81,10 +88,13 @@ def test_a_batch_too_large_for_a_dataset_built_by_the_run_stops_at_its_split_bef
     if not SHARED_DATASETS.is_dir():
         pytest.skip("needs ../shared beside the checkout (datasets mirror)")
     with serve_directory(SHARED_DATASETS.resolve()) as mirror:
-        config = {"studies": {"s": {"datasets": ["fb100-caltech36"], "methods": ["mlp", "dp-mlp"], "epsilons": [4],
-                                    "seeds": [0, 1]}},
-                  "download": {"mirror": mirror},
-                  "methods": {"mlp": {"epochs": 1}, "dp-mlp": {"epochs": 1, "batch_size": 10_000}}}
+        config = {
+            "studies": {
+                "s": {"datasets": ["fb100-caltech36"], "methods": ["mlp", "dp-mlp"], "epsilons": [4], "seeds": [0, 1]}
+            },
+            "download": {"mirror": mirror},
+            "methods": {"mlp": {"epochs": 1}, "dp-mlp": {"epochs": 1, "batch_size": 10_000}},
+        }
         path = write_config(tmp_path, config)
         # Its size is not public before the download: planning cannot refuse it.
         result = snakemake(tmp_path, "--cores", "1", "runs", config=path)
@@ -95,7 +105,9 @@ def test_a_batch_too_large_for_a_dataset_built_by_the_run_stops_at_its_split_bef
     message = logs[0].read_text().strip().splitlines()[-1]
     assert re.fullmatch(
         rf"nodedp split: error: {re.escape(str(path))}: methods\.dp-mlp\.batch_size: 10000 is more than the "
-        r"(\d+) training nodes of fb100-caltech36 \(study s; .*\); use a batch_size of at most \1", message), message
+        r"(\d+) training nodes of fb100-caltech36 \(study s; .*\); use a batch_size of at most \1",
+        message,
+    ), message
     assert not list((tmp_path / "results/splits").rglob("*.pt"))
     assert not (tmp_path / "results/runs").exists() and not (tmp_path / "logs/train").exists()
 
@@ -105,9 +117,13 @@ def test_a_failed_jobs_own_error_reaches_the_console_with_its_log(tmp_path, warm
     """Not only Snakemake's CalledProcessError: the command's own one-line error, naming the job's log (with
     and without the warm worker)."""
     monkeypatch.setenv("NODEDP_WORKER", warm)
-    config = write_config(tmp_path, {"studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"],
-                                                          "epsilons": [8], "seeds": [0]}},
-                                     "methods": {"dp-mlp": {"epochs": 1, "batch_size": 32}}})
+    config = write_config(
+        tmp_path,
+        {
+            "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"], "epsilons": [8], "seeds": [0]}},
+            "methods": {"dp-mlp": {"epochs": 1, "batch_size": 32}},
+        },
+    )
     split = "results/splits/csbm-tiny/transductive/seed~0.pt"
     assert snakemake(tmp_path, split, config=config).returncode == 0
     (tmp_path / split).write_bytes(b"not a split")  # damaged after it was made: Snakemake keeps it

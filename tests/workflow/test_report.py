@@ -18,8 +18,7 @@ pytestmark = pytest.mark.workflow
 def report(tiny_study):
     """The report of the default target, under a config with one more study that has never run."""
     workdir, _ = tiny_study
-    grid = {**TINY, "studies": {**TINY["studies"], "later": {**TINY["studies"]["demo"], "epsilons": [2],
-                                                             "sweeps": []}}}
+    grid = {**TINY, "studies": {**TINY["studies"], "later": {**TINY["studies"]["demo"], "epsilons": [2], "sweeps": []}}}
     (workdir / "with-later").mkdir(exist_ok=True)
     config = write_config(workdir / "with-later", grid)
     path = workdir / "report.html"
@@ -38,8 +37,15 @@ def test_the_report_of_the_default_target_holds_what_exists_and_says_what_it_lea
     path, output = report
     assert "not redrawing study later: 6 of its 10 runs have not run" in output
     text = path.read_text(encoding="utf-8")
-    for name in ("accuracy.html", "claims.html", "ledgers.html", "accuracy_vs_epsilon.png", "frontier.png",
-                 "sweep-hidden_dim.png", "about.html"):
+    for name in (
+        "accuracy.html",
+        "claims.html",
+        "ledgers.html",
+        "accuracy_vs_epsilon.png",
+        "frontier.png",
+        "sweep-hidden_dim.png",
+        "about.html",
+    ):
         assert name in text, name
 
 

@@ -43,8 +43,14 @@ SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: ([^)]+)\)")
 
 def _run(cmd: list[str], *, seconds: int, **kwargs) -> subprocess.CompletedProcess:
     """``cmd`` under coreutils ``timeout`` (and Python's, a little later), never raising on failure."""
-    return subprocess.run(["timeout", "-k", "10", str(seconds), *cmd], check=False, capture_output=True, text=True,
-                          timeout=seconds + 30, **kwargs)
+    return subprocess.run(
+        ["timeout", "-k", "10", str(seconds), *cmd],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+        **kwargs,
+    )
 
 
 def _install_reason() -> str | None:
@@ -90,8 +96,11 @@ class Cluster:
 
     def pids(self) -> dict[str, int]:
         files = {"slurmctld": "slurmctld.pid", "slurmd": "slurmd.pid", "munged": "munge/munged.pid"}
-        return {name: int((self.root / "run" / f).read_text()) for name, f in files.items()
-                if (self.root / "run" / f).exists()}
+        return {
+            name: int((self.root / "run" / f).read_text())
+            for name, f in files.items()
+            if (self.root / "run" / f).exists()
+        }
 
     def down(self) -> subprocess.CompletedProcess:
         return _run(["bash", str(SCRIPT), "down"], seconds=120, env=self.env)
@@ -115,8 +124,11 @@ def cluster() -> Cluster:
         assert up.returncode == 0, f"local-slurm.sh up failed:\n{up.stdout}\n{up.stderr}"
         # What env.sh sets: the config for every command, and the srun wrapper first on PATH
         # (inside jobs the plugin strips SLURM_CONF before its srun).
-        cluster.env = dict(env, SLURM_CONF=str(root / "etc" / "slurm.conf"),
-                           PATH=os.pathsep.join([str(root / "bin"), str(Path(sys.executable).parent), env["PATH"]]))
+        cluster.env = dict(
+            env,
+            SLURM_CONF=str(root / "etc" / "slurm.conf"),
+            PATH=os.pathsep.join([str(root / "bin"), str(Path(sys.executable).parent), env["PATH"]]),
+        )
         yield cluster
     finally:
         cluster.down()
@@ -127,8 +139,20 @@ def _profile_run(cluster: Cluster, workdir: Path, *args: str, seconds: int = 600
     """`snakemake --profile slurm` from the repository root (where the profile is found), on ``workdir``.
 
     ``--cores 2`` fits group jobs to this 2-CPU node; the first status check comes after 5 s."""
-    cmd = [sys.executable, "-m", "snakemake", "--profile", "slurm", "--directory", str(workdir), "--cores", "2",
-           "--slurm-init-seconds-before-status-checks", "5", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--profile",
+        "slurm",
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        *args,
+    ]
     result = _run(cmd, seconds=seconds, cwd=ROOT, env=cluster.env)
     output = result.stdout + result.stderr
     return result, output, [(int(i), log) for i, log in SUBMITTED.findall(output)]
@@ -138,8 +162,12 @@ def _cell(workdir: Path, method: str, eps: str, seed: int) -> dict:
     run = workdir / "results/runs/csbm-tiny" / method / f"eps~{eps}" / f"seed~{seed}"
     metrics = json.loads((run / "metrics.json").read_text())
     ledger = json.loads((run / "ledger.json").read_text())
-    return {"val": metrics["val"], "test": metrics["test"], "epsilon": ledger.get("epsilon"),
-            "mechanisms": ledger.get("mechanisms")}
+    return {
+        "val": metrics["val"],
+        "test": metrics["test"],
+        "epsilon": ledger.get("epsilon"),
+        "mechanisms": ledger.get("mechanisms"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +205,9 @@ def test_rerunning_one_target_submits_only_its_job(cluster, slurm_workdir):
     others = [workdir / f"results/runs/csbm-tiny/{m}/eps~{e}/seed~{s}/metrics.json" for m, e, s in CELLS[1:]]
     before = {p: p.stat().st_mtime_ns for p in others}
     trained_before = (workdir / target).stat().st_mtime_ns
-    result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", "demo", "--configfile",
-                                        str(workdir / "config.yaml"))
+    result, output, jobs = _profile_run(
+        cluster, workdir, f"--forcerun={target}", "demo", "--configfile", str(workdir / "config.yaml")
+    )
     assert result.returncode == 0, output[-6000:]
     assert len(jobs) == 1 and jobs[0][0] not in {i for i, _ in first}, jobs
     assert f"_job_complete: JobId={jobs[0][0]} WEXITSTATUS 0" in cluster.controller_log
@@ -193,11 +222,12 @@ def test_a_job_killed_for_memory_is_retried_with_more(cluster, slurm_workdir, tm
     # trains 850-1450 MB: 250 MB on the first attempt is killed (the cluster enforces --mem),
     # 250 × 10 = 2500 MB on the retry is not. (250 MB is set as mlp's estimate: the one from the graph's
     # size, about 900 MB, would not be killed.)
-    config = write_config(tmp_path, {**CONFIG, "resources": {"train_mem_mb": 250, "train_mem_growth": 10,
-                                                             "estimates": {"mlp": {"mem_mb": 250}}}})
+    config = write_config(
+        tmp_path,
+        {**CONFIG, "resources": {"train_mem_mb": 250, "train_mem_growth": 10, "estimates": {"mlp": {"mem_mb": 250}}}},
+    )
     target = "results/runs/csbm-tiny/mlp/eps~inf/seed~1/metrics.json"
-    result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", target, "--configfile",
-                                        str(config))
+    result, output, jobs = _profile_run(cluster, workdir, f"--forcerun={target}", target, "--configfile", str(config))
     assert result.returncode == 0, output[-6000:]
     assert len(jobs) == 2, jobs  # the first attempt and its retry
     (failed, failed_log), (retried, _) = jobs

@@ -16,6 +16,7 @@ from tests.workflow._snakemake import ROOT, TINY, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
+
 def test_lint_reports_nothing(tmp_path):
     result = snakemake(ROOT, "--lint")
     assert result.returncode == 0, result.stderr
@@ -34,8 +35,11 @@ def test_shipped_config_plans_the_full_grid_one_rule_per_stage(tmp_path):
     for study in config["studies"].values():
         for method in study["methods"]:
             for eps in study["epsilons"] if get_method(resolve_method(config, method)[0]).private else ["inf"]:
-                cells.update(f"results/runs/{d}/{method}/eps~{format_epsilon(float(eps))}/seed~{s}/metrics.json"
-                             for d in study["datasets"] for s in study["seeds"])
+                cells.update(
+                    f"results/runs/{d}/{method}/eps~{format_epsilon(float(eps))}/seed~{s}/metrics.json"
+                    for d in study["datasets"]
+                    for s in study["seeds"]
+                )
     rules = {}  # planned file -> the rule that makes it
     for line in result.stdout.splitlines():
         fields = line.split("\t")
@@ -95,25 +99,42 @@ def test_training_asks_for_the_configured_gres_and_grows_memory_per_attempt(tmp_
     assert result.returncode == 0, result.stderr
     train = _rule_blocks(result.stdout)["train"]
     assert len(train) == 12 + 4  # one job per cell
-    assert all(_resource(b, "gres") == shown and _resource(b, "mem_mb") == "1500" and _resource(b, "runtime") == "60"
-               for b in train)
+    assert all(
+        _resource(b, "gres") == shown and _resource(b, "mem_mb") == "1500" and _resource(b, "runtime") == "60"
+        for b in train
+    )
 
 
 def test_each_kind_of_job_goes_where_resources_jobs_sends_it(tmp_path):
     """`resources: {jobs: ...}` is the one place for partitions, accounts, GRES, memory and runtime per kind of
     job: the SLURM profile's dry run shows each setting on its kind's jobs and on no other."""
-    kinds = {"train": {"partition": "gpu", "gres": "gpu:a100:1", "account": "lab"},
-             "audit": {"partition": "gpu-audit", "runtime": 45},
-             "structure": {"partition": "cpu", "mem_mb": 3000},
-             "data": {"partition": "io", "account": "lab-data", "runtime": 20}}
+    kinds = {
+        "train": {"partition": "gpu", "gres": "gpu:a100:1", "account": "lab"},
+        "audit": {"partition": "gpu-audit", "runtime": 45},
+        "structure": {"partition": "cpu", "mem_mb": 3000},
+        "data": {"partition": "io", "account": "lab-data", "runtime": 20},
+    }
     demo = {**TINY["studies"]["demo"], "methods": [*TINY["studies"]["demo"]["methods"], "gap"]}  # degree bounding
-    config = write_config(tmp_path, {**TINY, "studies": {"demo": demo}, "resources": {"jobs": kinds},
-                                     "methods": {**TINY["methods"], "gap": {"batch_size": 32}}})
+    config = write_config(
+        tmp_path,
+        {
+            **TINY,
+            "studies": {"demo": demo},
+            "resources": {"jobs": kinds},
+            "methods": {**TINY["methods"], "gap": {"batch_size": 32}},
+        },
+    )
     result = snakemake(tmp_path, "demo", "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
     assert result.returncode == 0, result.stderr
     blocks = _rule_blocks(result.stdout)
-    kind_of = {"train": "train", "audit_cell": "audit", "bound_degree": "structure", "bounding_stability": "structure",
-               "graph": "data", "split": "data"}
+    kind_of = {
+        "train": "train",
+        "audit_cell": "audit",
+        "bound_degree": "structure",
+        "bounding_stability": "structure",
+        "graph": "data",
+        "split": "data",
+    }
     seen = set()
     for rule, kind in kind_of.items():
         for block in blocks.get(rule, []):
@@ -129,9 +150,15 @@ def test_each_kind_of_job_goes_where_resources_jobs_sends_it(tmp_path):
     for rule in ("collect", "summarize", "tables", "figures"):
         assert all(_resource(b, "slurm_partition") == "" for b in blocks[rule])
     # A GPU partition and GRES for training alone: on training jobs, and on no other.
-    only = write_config(tmp_path, {**TINY, "studies": {"demo": demo},
-                                   "resources": {"train_gres": "", "jobs": {"train": kinds["train"]}},
-                                   "methods": {**TINY["methods"], "gap": {"batch_size": 32}}})
+    only = write_config(
+        tmp_path,
+        {
+            **TINY,
+            "studies": {"demo": demo},
+            "resources": {"train_gres": "", "jobs": {"train": kinds["train"]}},
+            "methods": {**TINY["methods"], "gap": {"batch_size": 32}},
+        },
+    )
     result = snakemake(tmp_path, "demo", "--dry-run", "--profile", str(ROOT / "slurm"), config=only)
     assert result.returncode == 0, result.stderr
     for rule, found in _rule_blocks(result.stdout).items():
@@ -145,8 +172,11 @@ def test_the_profiles_own_examples_work_as_written(tmp_path):
     """Every `set-resources` / `default-resources` example in slurm/config.yaml's comments, put into a copy of the
     profile, reaches the jobs it names."""
     profile = (ROOT / "slurm/config.yaml").read_text()
-    examples = [line.removeprefix("#").strip().split("  #")[0] for line in profile.splitlines()
-                if line.startswith("#   ") and ("set-resources:" in line or "default-resources:" in line)]
+    examples = [
+        line.removeprefix("#").strip().split("  #")[0]
+        for line in profile.splitlines()
+        if line.startswith("#   ") and ("set-resources:" in line or "default-resources:" in line)
+    ]
     assert examples, "the profile's comments show how to set resources"
     config = write_config(tmp_path, TINY)
     for i, example in enumerate(examples):
@@ -169,10 +199,18 @@ def test_the_profiles_own_examples_work_as_written(tmp_path):
 
 def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(tmp_path):
     """A products-sized cell asks for more than the floors on its first attempt; a tiny one for the floors."""
-    studies = {name: {"datasets": [dataset], "methods": ["dp-mlp", "gap"], "epsilons": [8], "seeds": [0]}
-               for name, dataset in (("small", "csbm-tiny"), ("products", "synthetic-products"))}
-    config = write_config(tmp_path, {"studies": studies, "methods": {"dp-mlp": {"epochs": 50, "batch_size": 32}, "gap": {"batch_size": 32}},
-                                     "resources": {"estimates": {"gap": {"mem_mb": 12345, "runtime": 77}}}})
+    studies = {
+        name: {"datasets": [dataset], "methods": ["dp-mlp", "gap"], "epsilons": [8], "seeds": [0]}
+        for name, dataset in (("small", "csbm-tiny"), ("products", "synthetic-products"))
+    }
+    config = write_config(
+        tmp_path,
+        {
+            "studies": studies,
+            "methods": {"dp-mlp": {"epochs": 50, "batch_size": 32}, "gap": {"batch_size": 32}},
+            "resources": {"estimates": {"gap": {"mem_mb": 12345, "runtime": 77}}},
+        },
+    )
     result = snakemake(tmp_path, "--dry-run", "--profile", str(ROOT / "slurm"), config=config)
     assert result.returncode == 0, result.stderr
     blocks = _rule_blocks(result.stdout)
@@ -180,8 +218,10 @@ def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(
     small, large = cells["csbm-tiny", "dp-mlp"], cells["synthetic-products", "dp-mlp"]
     assert (_resource(small, "mem_mb"), _resource(small, "runtime")) == ("4000", "60")  # the floors
     assert int(_resource(large, "mem_mb")) > 8000 and int(_resource(large, "runtime")) > 60
-    assert all((_resource(cells[d, "gap"], "mem_mb"), _resource(cells[d, "gap"], "runtime")) == ("12345", "77")
-               for d in ("csbm-tiny", "synthetic-products"))
+    assert all(
+        (_resource(cells[d, "gap"], "mem_mb"), _resource(cells[d, "gap"], "runtime")) == ("12345", "77")
+        for d in ("csbm-tiny", "synthetic-products")
+    )
     graphs = {_wildcard(b, "dataset"): b for b in blocks["graph"]}
     assert _resource(graphs["csbm-tiny"], "mem_mb") == "2000"
     assert int(_resource(graphs["synthetic-products"], "mem_mb")) > 2000
@@ -190,8 +230,11 @@ def test_requests_follow_the_datasets_size_and_a_method_estimate_overrides_them(
 
 def _said(result: subprocess.CompletedProcess) -> list[str]:
     """What a run printed, less Snakemake's note that it reads the workflow profile (profiles/default)."""
-    return [line for line in (result.stdout + result.stderr).strip().splitlines()
-            if not (line.startswith("Using ") and "profile" in line and "for setting default command line" in line)]
+    return [
+        line
+        for line in (result.stdout + result.stderr).strip().splitlines()
+        if not (line.startswith("Using ") and "profile" in line and "for setting default command line" in line)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +269,8 @@ def test_a_yaml_error_in_config_yaml_names_its_line(tmp_path):
     assert result.returncode != 0
     assert _said(result) == [
         "config.yaml, line 4, column 12: YAML syntax error: expected ',' or ']', but got ':' "
-        "(while parsing a flow sequence from line 3)"]
+        "(while parsing a flow sequence from line 3)"
+    ]
 
 
 def planned_jobs(result) -> dict[str, int]:
@@ -238,9 +282,10 @@ def planned_jobs(result) -> dict[str, int]:
 
 def test_a_configfile_replaces_config_yaml_so_a_one_cell_grid_plans_one_cell(tmp_path):
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")  # where the Snakefile would read it
-    one_cell = {"studies": {"mine": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"], "epsilons": [2],
-                                     "seeds": [0]}},
-                "methods": {"dp-mlp": {"batch_size": 32}}}
+    one_cell = {
+        "studies": {"mine": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp"], "epsilons": [2], "seeds": [0]}},
+        "methods": {"dp-mlp": {"batch_size": 32}},
+    }
     (tmp_path / "mine").mkdir()
     result = snakemake(tmp_path, "--dry-run", "--quiet", "rules", config=write_config(tmp_path / "mine", one_cell))
     assert result.returncode == 0, result.stderr
@@ -366,10 +411,19 @@ def test_a_grown_grid_plans_only_its_new_cells(tiny_study, tmp_path):
     assert trained and not trained & finished
     # every new cell: the new seeds, ε, dataset and method, each with all the others
     private = {"dp-mlp", "dp-mlp@paper", "dp-mlp-wide", "dp-mlp-deep"}
-    expected = {f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json"
-                for d in ("csbm-tiny", "csbm-homophilous") for m in private for e in ("1", "4", "8") for s in range(4)}
-    expected |= {f"results/runs/{d}/{m}/eps~inf/seed~{s}/metrics.json" for d in ("csbm-tiny", "csbm-homophilous")
-                 for m in ("mlp", "mlp-1layer") for s in range(4)}
+    expected = {
+        f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json"
+        for d in ("csbm-tiny", "csbm-homophilous")
+        for m in private
+        for e in ("1", "4", "8")
+        for s in range(4)
+    }
+    expected |= {
+        f"results/runs/{d}/{m}/eps~inf/seed~{s}/metrics.json"
+        for d in ("csbm-tiny", "csbm-homophilous")
+        for m in ("mlp", "mlp-1layer")
+        for s in range(4)
+    }
     assert trained == expected - finished
 
 
@@ -381,10 +435,21 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
 
     cells = [f"results/runs/csbm-tiny/dp-mlp-slow/eps~8/seed~{s}/metrics.json" for s in range(4)]
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--cores", "1", *cells, "--configfile", str(config)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "1",
+        *cells,
+        "--configfile",
+        str(config),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     deadline = time.monotonic() + 600
     while not any((workdir / c).exists() for c in cells):
         assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
@@ -402,10 +467,15 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
 def test_an_interrupted_run_keeps_its_finished_cells_and_the_plain_rerun_trains_the_rest(tmp_path, signame):
     import signal
 
-    config = write_config(tmp_path, {
-        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp-slow"], "epsilons": [8],
-                             "seeds": [0, 1, 2, 3]}},
-        "methods": {"dp-mlp-slow": {"base": "dp-mlp", "epochs": 60, "batch_size": 16}}})
+    config = write_config(
+        tmp_path,
+        {
+            "studies": {
+                "demo": {"datasets": ["csbm-tiny"], "methods": ["dp-mlp-slow"], "epsilons": [8], "seeds": [0, 1, 2, 3]}
+            },
+            "methods": {"dp-mlp-slow": {"base": "dp-mlp", "epochs": 60, "batch_size": 16}},
+        },
+    )
     finished, cells = _interrupted(tmp_path, config, getattr(signal, signame))
     assert finished and finished != cells, "interrupt after the first cell, before the last"
     kept = {c: (tmp_path / c).stat().st_mtime_ns for c in finished}
@@ -425,9 +495,23 @@ def make_paper(workdir: Path, config: Path, *variables: str) -> subprocess.Compl
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     # -o: the test's environment is set up already (the stamp of `make venv` may be missing or older)
     return subprocess.run(
-        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "paper", f"BIN={Path(sys.executable).parent}",
-         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {workdir}", *variables],
-        check=False, capture_output=True, text=True, env=env, timeout=600,
+        [
+            "make",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            "paper",
+            f"BIN={Path(sys.executable).parent}",
+            f"CONFIG={config}",
+            f"SNAKEMAKE_ARGS=--directory {workdir}",
+            *variables,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
 
 
@@ -438,24 +522,31 @@ def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace
     shutil.copytree(studied / "results/runs", fresh / "results/runs")  # the runs, and nothing they came from
     runs = {p: p.stat().st_mtime_ns for p in (fresh / "results/runs").glob("**/*.json")}
     demo = {key: value for key, value in TINY["studies"]["demo"].items() if key != "audit"}  # runs only
-    grid = {**TINY, "studies": {
-        **TINY["studies"],
-        # drawn for the first time from a subset of the cells that ran
-        "mlp-only": {**demo, "methods": ["mlp"], "sweeps": []},
-        # the same, under the name of a study that feeds DPAR's Table 1: the paper table and main.tex are drawn
-        "dpar-gap-setting": {**demo, "methods": ["mlp"], "sweeps": []},
-        # never ran: left out, and said so
-        "later": {**demo, "epsilons": [2], "sweeps": []},
-    }}
+    grid = {
+        **TINY,
+        "studies": {
+            **TINY["studies"],
+            # drawn for the first time from a subset of the cells that ran
+            "mlp-only": {**demo, "methods": ["mlp"], "sweeps": []},
+            # the same, under the name of a study that feeds DPAR's Table 1: the paper table and main.tex are drawn
+            "dpar-gap-setting": {**demo, "methods": ["mlp"], "sweeps": []},
+            # never ran: left out, and said so
+            "later": {**demo, "epsilons": [2], "sweeps": []},
+        },
+    }
     config = write_config(tmp_path, grid)
     result = make_paper(fresh, config)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    drawn = {study: sorted(p.relative_to(fresh / "paper" / study) for p in (fresh / "paper" / study).glob("*/*"))
-             for study in grid["studies"] if (fresh / "paper" / study).exists()}
+    drawn = {
+        study: sorted(p.relative_to(fresh / "paper" / study) for p in (fresh / "paper" / study).glob("*/*"))
+        for study in grid["studies"]
+        if (fresh / "paper" / study).exists()
+    }
     assert set(drawn) == {"demo", "mlp-only", "dpar-gap-setting"}
     assert Path("figures/frontier.png") in drawn["demo"] and Path("figures/sweep-hidden_dim.png") in drawn["demo"]
     assert set(drawn["demo"]) - set(drawn["mlp-only"]) == {
-        Path(f"figures/{f}.{ext}") for f in ("frontier", "sweep-hidden_dim") for ext in ("png", "caption.txt")}
+        Path(f"figures/{f}.{ext}") for f in ("frontier", "sweep-hidden_dim") for ext in ("png", "caption.txt")
+    }
     assert "mlp" in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
     assert "dp-mlp" not in (fresh / "paper/mlp-only/tables/accuracy.md").read_text()
     assert "not redrawing study later: 6 of its 10 runs have not run" in result.stderr
@@ -470,17 +561,37 @@ def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace
 
     # paper/main.tex builds where LaTeX is installed.
     if shutil.which("pdflatex"):
-        built = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-                               cwd=fresh / "paper", capture_output=True, text=True, timeout=300, check=False)
+        built = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+            cwd=fresh / "paper",
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert built.returncode == 0 and (fresh / "paper/main.pdf").stat().st_size > 0, built.stdout[-3000:]
 
     # The report leaves out, and names, a study not fully drawn; it reports the rest.
     (fresh / "paper/mlp-only/figures/accuracy_vs_epsilon.png").unlink()
     report = subprocess.run(
-        ["make", "-C", str(ROOT), "-o", ".venv/.installed", "report", f"BIN={Path(sys.executable).parent}",
-         f"CONFIG={config}", f"SNAKEMAKE_ARGS=--directory {fresh}", f"REPORT={fresh / 'report.html'}"],
-        check=False, capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))
+        [
+            "make",
+            "-C",
+            str(ROOT),
+            "-o",
+            ".venv/.installed",
+            "report",
+            f"BIN={Path(sys.executable).parent}",
+            f"CONFIG={config}",
+            f"SNAKEMAKE_ARGS=--directory {fresh}",
+            f"REPORT={fresh / 'report.html'}",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
+    )
     assert report.returncode == 0, (report.stdout + report.stderr)[-4000:]
     assert "the report leaves out mlp-only: not drawn yet" in report.stderr
     assert "sweep-hidden_dim.png" in (fresh / "report.html").read_text(encoding="utf-8")
@@ -488,12 +599,21 @@ def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace
 
 def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_path):
     fast = {"epochs": 2, "batch_size": 16, "sample_rate": 0.5, "num_sources": 20}
-    config = write_config(tmp_path, {
-        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["dpar-em0", "dpar-em0-lr"], "epsilons": [4],
-                             "seeds": [0]}},
-        # the variant differs in training only, so it shares the DP-APPR artifact
-        "methods": {"dpar-em0": fast, "dpar-em0-lr": {"base": "dpar-em0", "lr": 0.05}},
-    })
+    config = write_config(
+        tmp_path,
+        {
+            "studies": {
+                "demo": {
+                    "datasets": ["csbm-tiny"],
+                    "methods": ["dpar-em0", "dpar-em0-lr"],
+                    "epsilons": [4],
+                    "seeds": [0],
+                }
+            },
+            # the variant differs in training only, so it shares the DP-APPR artifact
+            "methods": {"dpar-em0": fast, "dpar-em0-lr": {"base": "dpar-em0", "lr": 0.05}},
+        },
+    )
     result = snakemake(tmp_path, "demo", config=config)
     assert result.returncode == 0, result.stderr[-4000:]
     artifacts = sorted((tmp_path / "results/structure").glob("**/dp-appr/*/eps~4.pt"))
@@ -507,12 +627,24 @@ def test_dpar_artifact_is_its_own_stage_shared_by_runs_with_its_settings(tmp_pat
 
 
 def test_nip_gnn_and_dpdgc_run_on_their_degree_bounds(tmp_path):
-    config = write_config(tmp_path, {
-        "studies": {"demo": {"datasets": ["csbm-tiny"], "methods": ["nip-gnn", "nip-gnn-uniform", "dpdgc"],
-                             "epsilons": [4], "seeds": [0]}},
-        "methods": {"nip-gnn": {"epochs": 2}, "nip-gnn-uniform": {"base": "nip-gnn", "budgets": "uniform"},
-                    "dpdgc": {"epochs": 1, "encoder_epochs": 1, "batch_size": 64, "hidden_dim": 8}},
-    })
+    config = write_config(
+        tmp_path,
+        {
+            "studies": {
+                "demo": {
+                    "datasets": ["csbm-tiny"],
+                    "methods": ["nip-gnn", "nip-gnn-uniform", "dpdgc"],
+                    "epsilons": [4],
+                    "seeds": [0],
+                }
+            },
+            "methods": {
+                "nip-gnn": {"epochs": 2},
+                "nip-gnn-uniform": {"base": "nip-gnn", "budgets": "uniform"},
+                "dpdgc": {"epochs": 1, "encoder_epochs": 1, "batch_size": 64, "hidden_dim": 8},
+            },
+        },
+    )
     result = snakemake(tmp_path, "demo", config=config)
     assert result.returncode == 0, result.stderr[-4000:]
     structure = tmp_path / "results/structure"
@@ -523,8 +655,11 @@ def test_nip_gnn_and_dpdgc_run_on_their_degree_bounds(tmp_path):
         assert ledger["epsilon"] == 4 and ledger["delta"] == 0
         assert [m["kind"] for m in ledger["mechanisms"]] == ["randomized_response", "laplace", "randomized_response"]
     ledger = json.loads((tmp_path / "results/runs/csbm-tiny/dpdgc/eps~4/seed~0/ledger.json").read_text())
-    assert [m["kind"] for m in ledger["mechanisms"]] == ["poisson_occurrence_gaussian", "gaussian",
-                                                         "subsampled_gaussian"]
+    assert [m["kind"] for m in ledger["mechanisms"]] == [
+        "poisson_occurrence_gaussian",
+        "gaussian",
+        "subsampled_gaussian",
+    ]
     assert 0.99 * 4 <= ledger["epsilon"] <= 4
 
 
@@ -540,8 +675,9 @@ def test_real_datasets_end_to_end_through_the_mirror(tmp_path):
     log = tmp_path / "mirror.log"
     with serve_directory(SHARED_DATASETS.resolve(), log_path=log) as mirror:
         config = {
-            "studies": {"demo": {"datasets": datasets, "methods": ["mlp", "gcn", "dp-mlp"],
-                                 "epsilons": [4], "seeds": [0]}},
+            "studies": {
+                "demo": {"datasets": datasets, "methods": ["mlp", "gcn", "dp-mlp"], "epsilons": [4], "seeds": [0]}
+            },
             "download": {"mirror": mirror},
             "methods": {"mlp": {"epochs": 5}, "gcn": {"epochs": 5}, "dp-mlp": {"epochs": 2, "batch_size": 128}},
         }

@@ -10,11 +10,11 @@ rule collect:
         "results/summary/{study}/runs/{dataset}.parquet",
     log:
         "logs/collect/{study}/{dataset}.log",
-    params:
-        runs=dataset_run_metrics,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        runs=dataset_run_metrics,
     shell:
         "python -m nodedp collect --out {output} {params.runs} > {log} 2>&1"
 
@@ -26,13 +26,13 @@ rule summarize:
         "results/summary/{study}/summary.parquet",
     log:
         "logs/summarize/{study}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
     params:
         resamples=config["bootstrap"]["resamples"],
         confidence=config["bootstrap"]["confidence"],
         seed=config["bootstrap"]["seed"],
-    localrule: True
-    conda:
-        "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp summarize --resamples {params.resamples}"
         " --confidence {params.confidence} --seed {params.seed}"

@@ -13,24 +13,24 @@ rule audit_cell:
         split=cell_split,
     output:
         "results/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.json",
-    wildcard_constraints:
-        canaries=r"\d+",
     log:
         "logs/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.log",
     benchmark:
         "benchmarks/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.tsv"
+    wildcard_constraints:
+        canaries=r"\d+",
+    group:
+        bundled("audit")
+    conda:
+        "../../envs/nodedp.yaml"
+    threads: 1
+    resources:
+        **job_resources("audit"),
     params:
         base=method_base,
         hparams=method_hparams,
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
-    threads: 1
-    resources:
-        **job_resources("audit"),
-    group:
-        bundled("audit")
-    conda:
-        "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp audit --graph resources/graphs/{wildcards.dataset} --split {input.split}"
         " --method {params.base} --name {wildcards.method:q} --hparams {params.hparams:q}"
@@ -55,12 +55,12 @@ rule audit_report:
         mia="results/summary/{study}/mia.parquet",
     log:
         "logs/audit/{study}.log",
-    params:
-        confidence=audit_confidence,
-        report_caption=audit_report_caption,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        confidence=audit_confidence,
+        report_caption=audit_report_caption,
     shell:
         "python -m nodedp audit-report --markdown {output.md} --latex {output.tex} --png {output.png}"
         " --caption {output.caption} --mia-summary {output.mia} --confidence {params.confidence} {input}"

@@ -19,8 +19,10 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 # NODEDP_CONSOLE_FD: a rule's output goes to its log, so a failing command also writes its one-line error on
 # descriptor 9, Snakemake's own stderr (the console), naming the log.
-shell.prefix(f"set -euo pipefail; exec 9>&2; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1"
-             " NODEDP_WORKER=${{NODEDP_WORKER-60}} NODEDP_CONSOLE_FD=9; ")
+shell.prefix(
+    f"set -euo pipefail; exec 9>&2; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1"
+    " NODEDP_WORKER=${{NODEDP_WORKER-60}} NODEDP_CONSOLE_FD=9; "
+)
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.cli import format_epsilon
@@ -37,6 +39,7 @@ try:
     check_config(config, graphs_dir="resources/graphs")
 except ConfigError as err:
     raise SystemExit(f"{CONFIG_FILES}: {err}") from None
+
 
 # Group jobs bundle jobs into one cluster submission (the SLURM profile's `group-components`). A local run ignores
 # groups, but Snakemake still builds them for a dry run (0.4 s on the whole grid), so rules name their group unless
@@ -114,10 +117,7 @@ def study_cells(study, dataset=None):
 
 
 def run_targets(study, dataset=None):
-    return [
-        f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json"
-        for d, m, e, s in study_cells(study, dataset)
-    ]
+    return [f"results/runs/{d}/{m}/eps~{e}/seed~{s}/metrics.json" for d, m, e, s in study_cells(study, dataset)]
 
 
 def study_figures(study):
@@ -141,9 +141,11 @@ def paper_targets(study):
 def study_outputs(wildcards):
     """What paper/<study>/index.md lists: the study's tables and figures with their captions, and its audit's
     (`study_audit_outputs`)."""
-    return [*study_drawn(wildcards.study), *(f"paper/{wildcards.study}/figures/{figure}.caption.txt"
-                                             for figure in study_figures(wildcards.study)),
-            *study_audit_outputs(wildcards.study)]
+    return [
+        *study_drawn(wildcards.study),
+        *(f"paper/{wildcards.study}/figures/{figure}.caption.txt" for figure in study_figures(wildcards.study)),
+        *study_audit_outputs(wildcards.study),
+    ]
 
 
 def study_drawn(study):
@@ -243,8 +245,13 @@ def all_targets():
     """The whole grid: every study drawn, every paper table and paper/main.tex, the configuration page, and
     every study's audit."""
     keys = configured_paper_tables()
-    return [*(t for s in STUDIES for t in paper_targets(s)), *paper_tables_targets(keys),
-            *(["paper/main.tex"] if keys else []), "paper/about.html", *all_audit_targets()]
+    return [
+        *(t for s in STUDIES for t in paper_targets(s)),
+        *paper_tables_targets(keys),
+        *(["paper/main.tex"] if keys else []),
+        "paper/about.html",
+        *all_audit_targets(),
+    ]
 
 
 # --- audit: canary lower bounds on ε and membership inference (workflow/rules/audit.smk) -----------------------
@@ -254,8 +261,12 @@ AUDITS = {study: audit_plan(config, study) for study, spec in STUDIES.items() if
 
 def audit_targets(study):
     """A study's audit table (Markdown, LaTeX) and figure with its caption."""
-    return [f"paper/{study}/tables/audit.md", f"paper/{study}/tables/audit.tex",
-            f"paper/{study}/figures/audit.png", f"paper/{study}/figures/audit.caption.txt"]
+    return [
+        f"paper/{study}/tables/audit.md",
+        f"paper/{study}/tables/audit.tex",
+        f"paper/{study}/figures/audit.png",
+        f"paper/{study}/figures/audit.caption.txt",
+    ]
 
 
 def all_audit_targets():
@@ -265,16 +276,22 @@ def all_audit_targets():
 def audit_cell_paths(study):
     """Every audited cell of a study: results/audit/<dataset>/<method>/eps~<ε>/seed~<s>/canaries~<m>.json."""
     if study not in AUDITS:
-        raise ValueError(f"study {study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: "
-                         f"{sorted(AUDITS)}")
+        raise ValueError(
+            f"study {study!r} has no `audit:` block in {CONFIG_FILES}; audited studies: " f"{sorted(AUDITS)}"
+        )
     return [audit_cell_path(*cell) for cell in _audited(study)]
 
 
 def _audited(study):
     """(dataset, method, ε as in paths, seed, canaries) of every audited cell of a study."""
     plan = AUDITS[study]
-    return [(d, m, format_epsilon(e), s, plan["canaries"])
-            for d in plan["datasets"] for m in plan["methods"] for e in plan["epsilons"] for s in plan["seeds"]]
+    return [
+        (d, m, format_epsilon(e), s, plan["canaries"])
+        for d in plan["datasets"]
+        for m in plan["methods"]
+        for e in plan["epsilons"]
+        for s in plan["seeds"]
+    ]
 
 
 def audit_cell_path(dataset, method, eps, seed, canaries):
@@ -339,20 +356,29 @@ def redraw_targets():
         if study not in done:
             missing = sum(not os.path.exists(t) for t in run_targets(study))
             total = len(run_targets(study))
-            print(f"nodedp: not redrawing study {study}: {missing} of its {total} runs have not run "
-                  f"(`snakemake paper/{study}/index.md` trains them)", file=sys.stderr)
+            print(
+                f"nodedp: not redrawing study {study}: {missing} of its {total} runs have not run "
+                f"(`snakemake paper/{study}/index.md` trains them)",
+                file=sys.stderr,
+            )
     for key in keys:
         if key not in drawable:
             what = "audits" if PAPER_TABLES[key].summary == "mia" else "runs"
-            print(f"nodedp: not redrawing paper/tables/{key}: needs the {what} of "
-                  f"{sorted(set(paper_table_studies(key)) - (set() if what == 'audits' else done))}",
-                  file=sys.stderr)
+            print(
+                f"nodedp: not redrawing paper/tables/{key}: needs the {what} of "
+                f"{sorted(set(paper_table_studies(key)) - (set() if what == 'audits' else done))}",
+                file=sys.stderr,
+            )
     if keys and drawable != keys:
         print("nodedp: not redrawing paper/main.tex: it inputs every paper table", file=sys.stderr)
     if not done:
         print(f"nodedp: no study of {CONFIG_FILES} to redraw has all its runs: nothing to redraw", file=sys.stderr)
-    targets = [*(t for s in wanted if s in done for t in paper_targets(s)), *paper_tables_targets(drawable),
-               *(["paper/main.tex"] if keys and drawable == keys else []), "paper/about.html"]
+    targets = [
+        *(t for s in wanted if s in done for t in paper_targets(s)),
+        *paper_tables_targets(drawable),
+        *(["paper/main.tex"] if keys and drawable == keys else []),
+        "paper/about.html",
+    ]
     return reportable(targets) if REPORTING else targets
 
 
@@ -372,13 +398,17 @@ def reportable(targets):
         if target == ABOUT_PAGE:
             about_page_for_this_config()
         study = _target_study(target)
-        drawn = os.path.exists(target) and (study is None or all(
-            os.path.exists(f"paper/{study}/figures/{f}.caption.txt") for f in study_figures(study)))
+        drawn = os.path.exists(target) and (
+            study is None or all(os.path.exists(f"paper/{study}/figures/{f}.caption.txt") for f in study_figures(study))
+        )
         if not drawn:
             left.setdefault(study or target, target)
     for name in left:
-        print(f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it once its runs have "
-              "finished)", file=sys.stderr)
+        print(
+            f"nodedp: the report leaves out {name}: not drawn yet (`make paper` draws it once its runs have "
+            "finished)",
+            file=sys.stderr,
+        )
     return [t for t in targets if (_target_study(t) or t) not in left]
 
 
@@ -517,8 +547,10 @@ def cell_structure(dataset, method, eps, seed):
     public bounds unless the method's hyperparameters set their own (`in_degree_bound`, `out_degree_bound`);
     DPAR's DP-APPR matrix at the run's ε and seed."""
     root = f"results/structure/{dataset}/{dataset_setting(dataset)}/seed~{seed}"
-    return [f"{root}/dp-appr/{dp_appr_key(method)[0]}/eps~{eps}.pt" if kind == "dp-appr" else f"{root}/{kind}~{bound}.pt"
-            for kind, bound in _structure_kinds(dataset, method)]
+    return [
+        f"{root}/dp-appr/{dp_appr_key(method)[0]}/eps~{eps}.pt" if kind == "dp-appr" else f"{root}/{kind}~{bound}.pt"
+        for kind, bound in _structure_kinds(dataset, method)
+    ]
 
 
 @functools.cache
@@ -587,8 +619,12 @@ def cell_mem_mb(method, dataset):
     fixed = RESOURCES["estimates"].get(method, {}).get("mem_mb")
     if fixed is not None:
         return fixed
-    return cell_memory_mb(resolve_method(config, method)[0], _size(dataset), margin=RESOURCES["memory_margin"],
-                          floor=RESOURCES["train_mem_mb"])
+    return cell_memory_mb(
+        resolve_method(config, method)[0],
+        _size(dataset),
+        margin=RESOURCES["memory_margin"],
+        floor=RESOURCES["train_mem_mb"],
+    )
 
 
 @functools.cache
@@ -598,23 +634,33 @@ def cell_runtime(method, dataset):
     fixed = RESOURCES["estimates"].get(method, {}).get("runtime")
     if fixed is not None:
         return fixed
-    return cell_runtime_min(resolve_method(config, method)[0], _size(dataset), epochs=_method_epochs(method),
-                            margin=RESOURCES["runtime_margin"], floor=RESOURCES["train_runtime"])
+    return cell_runtime_min(
+        resolve_method(config, method)[0],
+        _size(dataset),
+        epochs=_method_epochs(method),
+        margin=RESOURCES["runtime_margin"],
+        floor=RESOURCES["train_runtime"],
+    )
 
 
 def data_mem_mb(wildcards, attempt):
     """Graph building, splits, degree bounding, stability and DP-APPR: the dataset's graph-sized work."""
     from nodedp.resources import data_memory_mb
 
-    return _grown(data_memory_mb(_size(wildcards.dataset), margin=RESOURCES["memory_margin"],
-                                 floor=RESOURCES["structure_mem_mb"]), attempt)
+    return _grown(
+        data_memory_mb(
+            _size(wildcards.dataset), margin=RESOURCES["memory_margin"], floor=RESOURCES["structure_mem_mb"]
+        ),
+        attempt,
+    )
 
 
 def data_runtime(wildcards, attempt):
     from nodedp.resources import data_runtime_min
 
-    return attempt * data_runtime_min(_size(wildcards.dataset), margin=RESOURCES["runtime_margin"],
-                                      floor=RESOURCES["structure_runtime"])
+    return attempt * data_runtime_min(
+        _size(wildcards.dataset), margin=RESOURCES["runtime_margin"], floor=RESOURCES["structure_runtime"]
+    )
 
 
 def _cell_mem_mb(wildcards, attempt):
@@ -637,12 +683,19 @@ JOB_KINDS = {
     "data": {"mem_mb": data_mem_mb, "runtime": data_runtime},  # graph, split
 }
 # Keys of a kind's block -> the resource Snakemake (and its SLURM executor plugin) reads.
-JOB_SETTINGS = {"partition": "slurm_partition", "account": "slurm_account", "gres": "gres",
-                "constraint": "constraint", "mem_mb": "mem_mb", "runtime": "runtime"}
+JOB_SETTINGS = {
+    "partition": "slurm_partition",
+    "account": "slurm_account",
+    "gres": "gres",
+    "constraint": "constraint",
+    "mem_mb": "mem_mb",
+    "runtime": "runtime",
+}
 
 
 def _fixed(value, grow):
     """A configured request for attempt n: memory × train_mem_growth^(n-1), runtime × n."""
+
     def request(wildcards, attempt):
         return _grown(value, attempt) if grow == "memory" else value * attempt
 
@@ -661,8 +714,7 @@ def job_resources(kind):
         resource = JOB_SETTINGS[key]
         if key in ("mem_mb", "runtime"):
             default = resources[resource]
-            resources[resource] = _kind_request(default, _fixed(value, "memory" if key == "mem_mb" else "time"),
-                                                key)
+            resources[resource] = _kind_request(default, _fixed(value, "memory" if key == "mem_mb" else "time"), key)
         else:
             resources[resource] = value
     return resources
@@ -670,6 +722,7 @@ def job_resources(kind):
 
 def _kind_request(default, fixed, key):
     """A kind's fixed request, except for a method with its own `estimates:` entry (cells only)."""
+
     def request(wildcards, attempt):
         method = getattr(wildcards, "method", None)
         if method is not None and RESOURCES["estimates"].get(method, {}).get(key) is not None:

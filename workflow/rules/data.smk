@@ -6,14 +6,14 @@ rule download:
         directory("resources/raw/{dataset}"),
     log:
         "logs/download/{dataset}.log",
-    params:
-        mirror=mirror_option,
-    localrule: True
     # Never Snakemake's retries (the profile's `retries:` included): the download retries what may pass
     # (timeouts, resets, 429, 5xx) with backoff, and a 404 or 403 would only fail the same way again.
     retries: 0
+    localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        mirror=mirror_option,
     shell:
         "python -m nodedp download --dataset {wildcards.dataset} --out {output}"
         " --lock resources/raw/checksums.lock.json {params.mirror} > {log} 2>&1"
@@ -29,14 +29,14 @@ rule graph:
         "logs/graph/{dataset}.log",
     benchmark:
         "benchmarks/graph/{dataset}.tsv"
-    params:
-        raw=graph_raw_option,
-    resources:
-        **job_resources("data"),
     group:
         bundled("data")
     conda:
         "../../envs/nodedp.yaml"
+    resources:
+        **job_resources("data"),
+    params:
+        raw=graph_raw_option,
     shell:
         "python -m nodedp graph --dataset {wildcards.dataset} {params.raw}"
         " --out resources/graphs/{wildcards.dataset} > {log} 2>&1"
@@ -49,14 +49,14 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
-    params:
-        limits=split_size_limits,
-    resources:
-        **job_resources("data"),
     group:
         bundled("data")
     conda:
         "../../envs/nodedp.yaml"
+    resources:
+        **job_resources("data"),
+    params:
+        limits=split_size_limits,
     shell:
         "python -m nodedp split --graph resources/graphs/{wildcards.dataset}"
         " --setting {wildcards.setting} --seed {wildcards.seed} --check-limits {params.limits:q}"
@@ -75,12 +75,12 @@ rule bounding_stability:
         "logs/stability/{dataset}.log",
     benchmark:
         "benchmarks/stability/{dataset}.tsv"
-    resources:
-        **job_resources("structure"),
     group:
         bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
+    resources:
+        **job_resources("structure"),
     shell:
         "python -m nodedp stability --graph resources/graphs/{wildcards.dataset} --split {input.split}"
         " --out {output} > {log} 2>&1"

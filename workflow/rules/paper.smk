@@ -15,8 +15,7 @@ rule tables:
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "python -m nodedp tables --summary {input} --markdown {output.md}"
-        " --latex {output.tex} > {log} 2>&1"
+        "python -m nodedp tables --summary {input} --markdown {output.md}" " --latex {output.tex} > {log} 2>&1"
 
 
 rule figures:
@@ -33,12 +32,12 @@ rule figures:
         caption="paper/{study}/figures/{figure}.caption.txt",
     log:
         "logs/figures/{study}/{figure}.log",
-    params:
-        kind=figure_kind_option,
-        report_caption=figure_report_caption,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        kind=figure_kind_option,
+        report_caption=figure_report_caption,
     shell:
         "python -m nodedp figures --summary {input} {params.kind} --png {output.png}"
         " --caption {output.caption} > {log} 2>&1"
@@ -161,12 +160,12 @@ rule about:
         ),
     log:
         "logs/report/about.log",
-    params:
-        config=resolved_config_json,
-        name=CONFIG_FILES,
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        config=resolved_config_json,
+        name=CONFIG_FILES,
     shell:
         "printf '%s' {params.config:q} | python -m nodedp report-page --kind about --config-name {params.name:q}"
         " --title about --out {output} - > {log} 2>&1"

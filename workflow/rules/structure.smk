@@ -8,19 +8,19 @@ rule bound_degree:
         split="results/splits/{dataset}/{setting}/seed~{seed}.pt",
     output:
         "results/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.pt",
-    wildcard_constraints:
-        kind="in-degree|out-degree|degree",
-        bound=r"\d+",
     log:
         "logs/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.log",
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/{kind}~{bound}.tsv"
-    resources:
-        **job_resources("structure"),
+    wildcard_constraints:
+        kind="in-degree|out-degree|degree",
+        bound=r"\d+",
     group:
         bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
+    resources:
+        **job_resources("structure"),
     shell:
         "python -m nodedp bound-degree --graph resources/graphs/{wildcards.dataset}"
         " --split {input.split} --kind {wildcards.kind} --bound {wildcards.bound}"
@@ -35,24 +35,24 @@ rule dp_appr:
     output:
         artifact="results/structure/{dataset}/{setting}/seed~{seed}/dp-appr/{key}/eps~{eps}.pt",
         ledger="results/structure/{dataset}/{setting}/seed~{seed}/dp-appr/{key}/eps~{eps}.ledger.json",
-    wildcard_constraints:
-        key="|".join(DP_APPR) or "no-dpar-method-configured",
     log:
         "logs/structure/{dataset}/{setting}/seed~{seed}/dp-appr/{key}/eps~{eps}.log",
     benchmark:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/dp-appr/{key}/eps~{eps}.tsv"
+    wildcard_constraints:
+        key="|".join(DP_APPR) or "no-dpar-method-configured",
+    group:
+        bundled("structure")
+    conda:
+        "../../envs/nodedp.yaml"
+    threads: 1
+    resources:
+        **job_resources("structure"),
     params:
         method=dp_appr_method,
         hparams=dp_appr_hparams,
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
-    threads: 1
-    resources:
-        **job_resources("structure"),
-    group:
-        bundled("structure")
-    conda:
-        "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp dp-appr --graph resources/graphs/{wildcards.dataset} --split {input.split}"
         " --method {params.method} --hparams {params.hparams:q} --epsilon {wildcards.eps}"

@@ -18,18 +18,18 @@ rule train:
         "logs/train/{dataset}/{method}/eps~{eps}/seed~{seed}.log",
     benchmark:
         "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
+    group:
+        bundled("train")
+    conda:
+        "../../envs/nodedp.yaml"
+    threads: 1
+    resources:
+        **job_resources("train"),
     params:
         base=method_base,
         hparams=method_hparams,
         delta=config["privacy"]["delta"],
         accountant=config["privacy"]["accountant"],
-    threads: 1
-    resources:
-        **job_resources("train"),
-    group:
-        bundled("train")
-    conda:
-        "../../envs/nodedp.yaml"
     shell:
         "python -m nodedp train --graph resources/graphs/{wildcards.dataset} --split {input.split}"
         " --structure {input.structure} --method {params.base} --name {wildcards.method:q}"

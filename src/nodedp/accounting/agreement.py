@@ -113,8 +113,11 @@ def check_run_agreement(
     if not run.private:
         for field in ("target_epsilon", "target_delta", "epsilon", "delta", "claim"):
             if metrics.get(field) is not None:
-                refuse(field, f"metrics.json states {metrics[field]!r} for a non-private run; its ledger is "
-                              "non-private (no target, no mechanisms)")
+                refuse(
+                    field,
+                    f"metrics.json states {metrics[field]!r} for a non-private run; its ledger is "
+                    "non-private (no target, no mechanisms)",
+                )
         return
     states("target_epsilon", run.target_epsilon, rtol=_INPUT_RTOL)
     states("target_delta", run.target_delta, rtol=_INPUT_RTOL)
@@ -127,8 +130,11 @@ def check_run_agreement(
         refuse("epsilon", f"a private run's ledger gives ε = {epsilon!r}")
     _check_claim(metrics.get("claim"), run, refuse)
     if num_private_units is not None and not run.target_delta < 1 / num_private_units:
-        refuse("target_delta", f"δ = {run.target_delta!r} (metrics.json and ledger) is not below 1/N = "
-                               f"{1 / num_private_units!r} (N = {num_private_units} private units, {run.level} level)")
+        refuse(
+            "target_delta",
+            f"δ = {run.target_delta!r} (metrics.json and ledger) is not below 1/N = "
+            f"{1 / num_private_units!r} (N = {num_private_units} private units, {run.level} level)",
+        )
     _check_hyperparameters(metrics.get("hyperparameters"), ledger, refuse)
 
 
@@ -155,13 +161,17 @@ def _check_hyperparameters(hyperparameters: Any, ledger: Mapping[str, Any], refu
             value = record["params"].get(param)
             field = f"hyperparameters.{name}"
             if not isinstance(hyperparameters, Mapping):
-                refuse(field, f"metrics.json states no hyperparameters, its ledger's record {record['name']!r} "
-                              f"{param} = {value!r}")
+                refuse(
+                    field,
+                    f"metrics.json states no hyperparameters, its ledger's record {record['name']!r} "
+                    f"{param} = {value!r}",
+                )
             if name == "epochs":
                 stated = {k: v for k, v in hyperparameters.items() if k == "epochs" or k.endswith("_epochs")}
             else:
                 stated = {name: hyperparameters.get(name)}
             expected = _number(value)
             if expected is None or not any(_same(v, expected, rtol=_INPUT_RTOL) for v in stated.values()):
-                refuse(field, f"metrics.json states {stated!r}, its ledger's record {record['name']!r} "
-                              f"{param} = {value!r}")
+                refuse(
+                    field, f"metrics.json states {stated!r}, its ledger's record {record['name']!r} {param} = {value!r}"
+                )

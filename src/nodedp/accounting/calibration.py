@@ -210,9 +210,18 @@ def calibrate_ledger(*, target_epsilon: float, ledger_of: Callable[[float], Any]
     composition that accounts the run, so it is within budget either way.
     """
     if ledger_of(1.0).accountant != "pld":
-        return calibrate(target_epsilon=target_epsilon, tolerance=tolerance,
-                         epsilon_of_sigma=lambda sigma: ledger_of(sigma).composed()[0])
-    unit = calibrate(target_epsilon=target_epsilon, tolerance=0.05,
-                     epsilon_of_sigma=lambda sigma: replace(ledger_of(sigma), accountant="rdp").composed()[0])
-    return unit * calibrate(target_epsilon=target_epsilon, tolerance=tolerance,
-                            epsilon_of_sigma=lambda scale: ledger_of(unit * scale).composed()[0])
+        return calibrate(
+            target_epsilon=target_epsilon,
+            tolerance=tolerance,
+            epsilon_of_sigma=lambda sigma: ledger_of(sigma).composed()[0],
+        )
+    unit = calibrate(
+        target_epsilon=target_epsilon,
+        tolerance=0.05,
+        epsilon_of_sigma=lambda sigma: replace(ledger_of(sigma), accountant="rdp").composed()[0],
+    )
+    return unit * calibrate(
+        target_epsilon=target_epsilon,
+        tolerance=tolerance,
+        epsilon_of_sigma=lambda scale: ledger_of(unit * scale).composed()[0],
+    )

@@ -160,8 +160,14 @@ def dp_appr_gm_record(*, noise_multiplier: float, k: int, m: int, clip: float) -
         name="dp_appr_gm",
         kind="gaussian",
         touches=("edges",),
-        params={"mechanism": "dp_appr_gm", "noise_multiplier": noise_multiplier,
-                "noise_std": noise_multiplier * gm_sensitivity(clip=clip), "k": k, "m": m, "clip": clip},
+        params={
+            "mechanism": "dp_appr_gm",
+            "noise_multiplier": noise_multiplier,
+            "noise_std": noise_multiplier * gm_sensitivity(clip=clip),
+            "k": k,
+            "m": m,
+            "clip": clip,
+        },
         sensitivity=gm_sensitivity(clip=clip),
         sensitivity_reason=(
             "each of the M released rows is a non-negative APPR vector ℓ2-clipped to C1; any two such rows "
@@ -190,8 +196,15 @@ def dp_appr_em_records(
         name="dp_appr_em_select",
         kind="gumbel_topk",
         touches=("edges",),
-        params={"option": option, "epsilon": epsilon, "k": k, "m": m, "clip": clip, "gumbel_scale": clip / epsilon,
-                "selections": m * k},
+        params={
+            "option": option,
+            "epsilon": epsilon,
+            "k": k,
+            "m": m,
+            "clip": clip,
+            "gumbel_scale": clip / epsilon,
+            "selections": m * k,
+        },
         sensitivity=float(clip),
         sensitivity_reason=(
             "APPR entries clipped to [0, C2], so every score of every row moves by at most C2 (up or down) "
@@ -207,8 +220,15 @@ def dp_appr_em_records(
         name="dp_appr_em_values",
         kind="laplace",
         touches=("edges",),
-        params={"mechanism": "dp_appr_em_values", "epsilon_value": epsilon_value, "k": k, "m": m, "clip": clip,
-                "laplace_scale": noise_multiplier * clip, "queries": m * k},
+        params={
+            "mechanism": "dp_appr_em_values",
+            "epsilon_value": epsilon_value,
+            "k": k,
+            "m": m,
+            "clip": clip,
+            "laplace_scale": noise_multiplier * clip,
+            "queries": m * k,
+        },
         sensitivity=float(clip),
         sensitivity_reason=(
             "each of the K selected values of each of the M rows is a clipped score in [0, C2], moving by at "
@@ -248,8 +268,9 @@ def calibrate_gumbel_topk(*, target_epsilon: float, delta: float, selections: in
     check_int(selections, "selections", minimum=1)
     scale = calibrate(
         target_epsilon=target_epsilon,
-        epsilon_of_sigma=lambda s: _rdp_epsilon(gumbel_topk_rdp(epsilon=1 / s, selections=selections,
-                                                                orders=RDP_ORDERS), delta),
+        epsilon_of_sigma=lambda s: _rdp_epsilon(
+            gumbel_topk_rdp(epsilon=1 / s, selections=selections, orders=RDP_ORDERS), delta
+        ),
     )
     return 1 / scale
 
@@ -281,8 +302,12 @@ def dp_appr_plan(
     check_int(k, "k", minimum=1)
     check_int(m, "m", minimum=1)
     if option == "gm":
-        z = calibrate_noise_multiplier(target_epsilon=epsilon, target_delta=delta, accountant=accountant,
-                                       make_event=lambda sigma: dp_appr_gm_event(noise_multiplier=sigma, m=m))
+        z = calibrate_noise_multiplier(
+            target_epsilon=epsilon,
+            target_delta=delta,
+            accountant=accountant,
+            make_event=lambda sigma: dp_appr_gm_event(noise_multiplier=sigma, m=m),
+        )
         return {"noise_multiplier": z}, (dp_appr_gm_record(noise_multiplier=z, k=k, m=m, clip=clip),)
     if option == "em0":
         value_share = 0.0
@@ -293,7 +318,9 @@ def dp_appr_plan(
         noise = {"epsilon": per_selection}
     else:
         b = calibrate_noise_multiplier(
-            target_epsilon=value_share * epsilon, target_delta=delta, accountant=accountant,
+            target_epsilon=value_share * epsilon,
+            target_delta=delta,
+            accountant=accountant,
             make_event=lambda sigma: dp_event.SelfComposedDpEvent(dp_event.LaplaceDpEvent(sigma), m * k),
         )
 
@@ -301,22 +328,27 @@ def dp_appr_plan(
             return {"epsilon": per_selection / sigma, "epsilon_value": k / (b * sigma)}
 
         def records_of(n: dict[str, float]) -> tuple[MechanismRecord, ...]:
-            return dp_appr_em_records(option=option, epsilon=n["epsilon"], k=k, m=m, clip=clip,
-                                      epsilon_value=n["epsilon_value"])
+            return dp_appr_em_records(
+                option=option, epsilon=n["epsilon"], k=k, m=m, clip=clip, epsilon_value=n["epsilon_value"]
+            )
 
         # Composed by RDP the two cost less than their shares' sum: scale both to spend all of ε.
-        sigma = calibrate(target_epsilon=epsilon, epsilon_of_sigma=lambda t: _epsilon_of_records(
-            records_of(scaled(t)), delta=delta, accountant=accountant))
+        sigma = calibrate(
+            target_epsilon=epsilon,
+            epsilon_of_sigma=lambda t: _epsilon_of_records(records_of(scaled(t)), delta=delta, accountant=accountant),
+        )
         noise = scaled(sigma)
-    records = dp_appr_em_records(option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip,
-                                 epsilon_value=noise.get("epsilon_value"))
+    records = dp_appr_em_records(
+        option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip, epsilon_value=noise.get("epsilon_value")
+    )
     return noise, records
 
 
 def _epsilon_of_records(records: Sequence[MechanismRecord], *, delta: float, accountant: str) -> float:
     """The ε the ledger composes ``records`` to at ``delta`` (the target only bounds checks, not composition)."""
-    return Ledger(level="node", target_epsilon=1e9, target_delta=delta, mechanisms=tuple(records),
-                  accountant=accountant).composed()[0]
+    return Ledger(
+        level="node", target_epsilon=1e9, target_delta=delta, mechanisms=tuple(records), accountant=accountant
+    ).composed()[0]
 
 
 def claimed_dp_appr_epsilon(*, option: str, noise: dict[str, float], k: int, m: int, delta: float) -> float:
@@ -415,8 +447,10 @@ def paper_delta(dataset: str | None, *, num_train: int, sample_rate: float) -> f
     else:
         delta = 1.0 / math.ceil(sample_rate * num_train)
     if not delta < sample_rate:
-        raise ValueError(f"the paper's δ = {delta:g} must be below q' = {sample_rate:g} (the parts run at δ/q' on "
-                         f"the sample); {num_train} training nodes are too few for §4.1's rule")
+        raise ValueError(
+            f"the paper's δ = {delta:g} must be below q' = {sample_rate:g} (the parts run at δ/q' on "
+            f"the sample); {num_train} training nodes are too few for §4.1's rule"
+        )
     return delta
 
 
@@ -440,8 +474,15 @@ def gumbel_topk_selection_epsilon(*, epsilon_prime: float, k: int, delta: float)
     high = epsilon_prime / (2 * min(k, math.sqrt(2 * k * math.log(1 / delta))))
     if math.isclose(low, high, rel_tol=1e-15) or gumbel_topk_epsilon(epsilon=low, k=k, delta=delta) >= epsilon_prime:
         return low
-    return float(brentq(lambda e: gumbel_topk_epsilon(epsilon=e, k=k, delta=delta) - epsilon_prime, low, high,
-                        xtol=1e-15, rtol=1e-13))
+    return float(
+        brentq(
+            lambda e: gumbel_topk_epsilon(epsilon=e, k=k, delta=delta) - epsilon_prime,
+            low,
+            high,
+            xtol=1e-15,
+            rtol=1e-13,
+        )
+    )
 
 
 def paper_dp_appr_noise(
@@ -531,8 +572,11 @@ def paper_dp_sgd_noise_multiplier(
     target, inner_delta = paper_dp_sgd_budget(epsilon=epsilon, delta=delta, sample_rate=sample_rate, ratio=ratio)
 
     def gap(log_z: float) -> float:
-        return math.log(reference_dpsgd_epsilon(noise_multiplier=math.exp(log_z), sampling_rate=sampling_rate,
-                                                steps=steps, delta=inner_delta)) - math.log(target)
+        return math.log(
+            reference_dpsgd_epsilon(
+                noise_multiplier=math.exp(log_z), sampling_rate=sampling_rate, steps=steps, delta=inner_delta
+            )
+        ) - math.log(target)
 
     low, high = 0.0, 0.0  # ε falls as z grows: bracket the root in log z
     while gap(low) < 0:

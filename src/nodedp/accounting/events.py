@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 
-
 def _drop_nonconvergence_notice(record: logging.LogRecord) -> bool:
     # dp_accounting logs this for every fractional order whose series it cannot sum
     # (small orders at large sampling rates) and then leaves the order out: ε can only

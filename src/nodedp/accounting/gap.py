@@ -74,9 +74,11 @@ def gap_event(
             check_int(steps, "stage steps", minimum=1)
         # The stages share z and q, so their composition is one run of Σ steps (the same RDP,
         # computed once: calibration evaluates this event many times).
-        events.append(subsampled_gaussian_event(
-            noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=sum(stage_steps)
-        ))
+        events.append(
+            subsampled_gaussian_event(
+                noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=sum(stage_steps)
+            )
+        )
     elif sampling_rate is not None:
         raise ValueError(f"sampling_rate = {sampling_rate!r} given without DP-SGD stages (stage_steps is empty)")
     return compose(events)
@@ -143,8 +145,14 @@ def gap_paper_noise(
     d = check_int(max_degree, "max_degree", minimum=1)
     if not stage_steps:
         raise ValueError("node-level GAP/ProGAP trains at least one DP-SGD stage; stage_steps is empty")
-    z = calibrate_gap(target_epsilon=target_epsilon, target_delta=delta, hops=hops, stage_steps=stage_steps,
-                      sampling_rate=sampling_rate, accountant="rdp")
+    z = calibrate_gap(
+        target_epsilon=target_epsilon,
+        target_delta=delta,
+        hops=hops,
+        stage_steps=stage_steps,
+        sampling_rate=sampling_rate,
+        accountant="rdp",
+    )
     return GapPaperNoise(noise_multiplier=z, nap_noise_std=z * math.sqrt(d))
 
 
@@ -165,11 +173,14 @@ def gap_reference_epsilon(
     steps = [check_int(t, "stage steps", minimum=1) for t in stage_steps]
     if not steps:
         raise ValueError("stage_steps is empty")
-    event = compose([
-        nap_event(noise_multiplier=noise.nap_noise_std / sensitivity, hops=k),
-        subsampled_gaussian_event(noise_multiplier=noise.noise_multiplier, sampling_rate=sampling_rate,
-                                  steps=sum(steps)),
-    ])
+    event = compose(
+        [
+            nap_event(noise_multiplier=noise.nap_noise_std / sensitivity, hops=k),
+            subsampled_gaussian_event(
+                noise_multiplier=noise.noise_multiplier, sampling_rate=sampling_rate, steps=sum(steps)
+            ),
+        ]
+    )
     return epsilon_of(event, delta=delta, accountant=accountant)
 
 

@@ -116,7 +116,9 @@ def hypergeometric_gaussian_rdp(
     return _mixture_rdp(orders, rho=rho, log_pmf=hypergeom.logpmf(rho, n, d, m), noise_multiplier=z)
 
 
-def _mixture_rdp(orders: Sequence[float], *, rho: np.ndarray, log_pmf: np.ndarray, noise_multiplier: float) -> np.ndarray:
+def _mixture_rdp(
+    orders: Sequence[float], *, rho: np.ndarray, log_pmf: np.ndarray, noise_multiplier: float
+) -> np.ndarray:
     """1/(α − 1) · ln Σ_ρ P(ρ)·exp(α(α − 1)·2ρ²/z²) at each order: the Gaussian's RDP mixed over ρ."""
     alphas = np.asarray(orders, dtype=np.float64)
     if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or not np.all(alphas > 1):
@@ -147,8 +149,10 @@ def occurrence_bound(*, rule: str, max_rows: int) -> int:
         raise ValueError(f"unknown occurrence_rule {rule!r}; valid choices: {list(OCCURRENCE_RULES)}")
     rows = check_int(max_rows, "max_rows", minimum=0)
     if rule == SELF_ONLY and rows != 0:
-        raise ValueError(f"occurrence_rule {SELF_ONLY!r} means no example holds another node, so max_rows must "
-                         f"be 0, got {max_rows!r}")
+        raise ValueError(
+            f"occurrence_rule {SELF_ONLY!r} means no example holds another node, so max_rows must "
+            f"be 0, got {max_rows!r}"
+        )
     return rows + OCCURRENCE_RULES[rule]
 
 
@@ -208,11 +212,14 @@ def poisson_occurrence_gaussian_rdp_of_params(params: Mapping[str, Any], orders:
         raise ValueError(f"this bound holds for Poisson batches (sampling {POISSON!r}), got {params['sampling']!r}")
     expected = occurrence_bound(rule=params["occurrence_rule"], max_rows=params["max_rows"])
     if params["max_occurrences"] != expected:
-        raise ValueError(f"max_occurrences = {params['max_occurrences']!r} but max_rows = {params['max_rows']} "
-                         f"under occurrence_rule {params['occurrence_rule']!r} gives d = {expected}")
+        raise ValueError(
+            f"max_occurrences = {params['max_occurrences']!r} but max_rows = {params['max_rows']} "
+            f"under occurrence_rule {params['occurrence_rule']!r} gives d = {expected}"
+        )
     z = _check_noise(params)
     return check_int(params["steps"], "steps", minimum=1) * poisson_occurrence_gaussian_rdp(
-        orders=orders, sampling_rate=params["sampling_rate"], max_occurrences=expected, noise_multiplier=z)
+        orders=orders, sampling_rate=params["sampling_rate"], max_occurrences=expected, noise_multiplier=z
+    )
 
 
 def _noise_fields(*, noise_multiplier: float, clip_norm: float, steps: int) -> dict[str, Any]:

@@ -283,11 +283,15 @@ class DegreeBound:
     def condition(self) -> str:
         """The public condition under which the sampling keeps every edge."""
         if self.kind == "in-degree":  # DP-GNN: Algorithm 1, then its roots' out-edges sampled to K
-            return (f"training in-degrees are all <= {self.identity_bound} and out-degrees all <= {self.bound} "
-                    f"(there the sampling to in-degree <= {self.bound} and then out-degree <= {self.bound} "
-                    "keeps every edge)")
-        return (f"{self.kind}s are all <= {self.identity_bound} (there the sampling to {self.kind} <= {self.bound} "
-                "keeps every edge)")
+            return (
+                f"training in-degrees are all <= {self.identity_bound} and out-degrees all <= {self.bound} "
+                f"(there the sampling to in-degree <= {self.bound} and then out-degree <= {self.bound} "
+                "keeps every edge)"
+            )
+        return (
+            f"{self.kind}s are all <= {self.identity_bound} (there the sampling to {self.kind} <= {self.bound} "
+            "keeps every edge)"
+        )
 
 
 @dataclass(frozen=True)
@@ -320,9 +324,11 @@ class Claim:
 # What each level's neighbours differ in, and what the plan takes as public: the noise, sampling rates, step
 # counts and sizes (DP-GNN's N, DPAR's M = ⌈q'·|train|⌉) are computed from these counts, the same for both graphs.
 _RELATIONS = {
-    "node": ("add or remove one node with its features, label and edges; the node count and the training-set "
-             "size are public (the plan's noise, sampling rates, step counts and sizes are computed from them "
-             "and are the same for both graphs)"),
+    "node": (
+        "add or remove one node with its features, label and edges; the node count and the training-set "
+        "size are public (the plan's noise, sampling rates, step counts and sizes are computed from them "
+        "and are the same for both graphs)"
+    ),
     "edge": "add or remove one edge; the nodes, with their count and the training set, are the same for both graphs",
 }
 
@@ -394,11 +400,14 @@ class Ledger:
             if not isinstance(self.claim, Claim):
                 raise TypeError(f"claim must be a Claim or None, got {type(self.claim).__name__}")
             if not self.private or self.claim.epsilon != self.target_epsilon:
-                raise ValueError(f"a claim belongs to a private ledger whose target is the claimed ε; got level "
-                                 f"{self.level!r}, target ε = {self.target_epsilon}, claimed {self.claim.epsilon}")
+                raise ValueError(
+                    f"a claim belongs to a private ledger whose target is the claimed ε; got level "
+                    f"{self.level!r}, target ε = {self.target_epsilon}, claimed {self.claim.epsilon}"
+                )
             if not self.claim.delta < self.node_sample_rate:
-                raise ValueError(f"claimed δ = {self.claim.delta:g} must be below node_sample_rate = "
-                                 f"{self.node_sample_rate:g}")
+                raise ValueError(
+                    f"claimed δ = {self.claim.delta:g} must be below node_sample_rate = {self.node_sample_rate:g}"
+                )
         if not self.private:
             if self.target_epsilon != math.inf or self.target_delta != 0 or mechanisms or uncharged:
                 raise ValueError(
@@ -448,12 +457,17 @@ class Ledger:
         elif bound is None:
             holds = f"({self.level}-level DP) for every pair of neighbouring graphs"
         else:
-            holds = (f"node-level DP for every pair of neighbouring graphs whose {bound.condition()}; for other "
-                     "pairs, conditionally on the sampled edge list (neighbours compared on the same sampled "
-                     "edges), as in the papers")
+            holds = (
+                f"node-level DP for every pair of neighbouring graphs whose {bound.condition()}; for other "
+                "pairs, conditionally on the sampled edge list (neighbours compared on the same sampled "
+                "edges), as in the papers"
+            )
         if self.private and self.uncharged:
-            holds += ("; it does not cover the uncharged reads (" + ", ".join(r.name for r in self.uncharged)
-                      + "), whose outputs it takes as given")
+            holds += (
+                "; it does not cover the uncharged reads ("
+                + ", ".join(r.name for r in self.uncharged)
+                + "), whose outputs it takes as given"
+            )
         return {
             "class": self.guarantee_class,
             "relation": _RELATIONS.get(self.level),
@@ -524,8 +538,10 @@ class Ledger:
 
             kinds = sorted({r.kind for r in curves} - set(MIXTURE_PLD_KINDS))
             if kinds:
-                raise ValueError(f"mechanism kinds {kinds} are accounted by their own RDP curves and have no PLD; "
-                                 "use accountant 'rdp'")
+                raise ValueError(
+                    f"mechanism kinds {kinds} are accounted by their own RDP curves and have no PLD; "
+                    "use accountant 'rdp'"
+                )
             plds = [pld_of_event(e) for e in events] + [mixture_pld_of_params(r.kind, r.params) for r in curves]
             return epsilon_pld(plds, delta=target_delta) + pure, target_delta
         if not curves:
@@ -568,8 +584,9 @@ class Ledger:
             "fully_accounted": self.fully_accounted,
             "node_sample_rate": self.node_sample_rate,
             "guarantee": self.guarantee(),
-            "claim": None if self.claim is None else {**self.claim.to_dict(),
-                                                      "actual_epsilon": _float_to_json(self.actual_claim_epsilon())},
+            "claim": None
+            if self.claim is None
+            else {**self.claim.to_dict(), "actual_epsilon": _float_to_json(self.actual_claim_epsilon())},
         }
 
     @classmethod
@@ -585,7 +602,8 @@ class Ledger:
             accountant=d["accountant"],
             uncharged=tuple(UnchargedRead.from_dict(u) for u in d.get("uncharged", ())),
             node_sample_rate=d.get("node_sample_rate", 1.0),
-            degree_bound=None if (d.get("guarantee") or {}).get("degree_bound") is None
+            degree_bound=None
+            if (d.get("guarantee") or {}).get("degree_bound") is None
             else DegreeBound.from_dict(d["guarantee"]["degree_bound"]),
             claim=None if d.get("claim") is None else Claim.from_dict(d["claim"]),
         )
@@ -623,11 +641,15 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     if ledger.private and "guarantee" not in d:
         raise ValueError("ledger states no guarantee (written before guarantee classes existed): rerun the cell")
     if "nodes_over" in ((d.get("guarantee") or {}).get("degree_bound") or {}):
-        raise ValueError("ledger states nodes_over, a count of its private input, and a guarantee class derived "
-                         "from it (written before guarantees were a function of the plan): rerun the cell")
+        raise ValueError(
+            "ledger states nodes_over, a count of its private input, and a guarantee class derived "
+            "from it (written before guarantees were a function of the plan): rerun the cell"
+        )
     if "guarantee" in d and d["guarantee"] != ledger.guarantee():
-        raise ValueError(f"ledger states the guarantee {d['guarantee']!r}, but its degree bound and level give "
-                         f"{ledger.guarantee()!r}")
+        raise ValueError(
+            f"ledger states the guarantee {d['guarantee']!r}, but its degree bound and level give "
+            f"{ledger.guarantee()!r}"
+        )
     ledger.check()
     epsilon, delta = ledger.composed()
     if d["delta"] != delta:
@@ -644,8 +666,10 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     if ledger.claim is not None:
         actual, stored = ledger.actual_claim_epsilon(), _float_from_json(d["claim"]["actual_epsilon"])
         if not (actual == stored or math.isclose(actual, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)):
-            raise PrivacyBudgetExceeded(f"stored ε at the claimed δ = {stored!r} does not match the ε recomputed "
-                                        f"from the mechanisms, {actual!r}")
+            raise PrivacyBudgetExceeded(
+                f"stored ε at the claimed δ = {stored!r} does not match the ε recomputed "
+                f"from the mechanisms, {actual!r}"
+            )
     return epsilon
 
 

@@ -157,8 +157,9 @@ def _infinite_loss_pld(interval: float) -> pld_lib.PrivacyLossDistribution:
     return pld_lib.PrivacyLossDistribution.create_from_rounded_probability({}, 1.0, interval)
 
 
-def _mix(components: Iterable[tuple[float, pld_lib.PrivacyLossDistribution]], interval: float
-         ) -> pld_lib.PrivacyLossDistribution:
+def _mix(
+    components: Iterable[tuple[float, pld_lib.PrivacyLossDistribution]], interval: float
+) -> pld_lib.PrivacyLossDistribution:
     """Σ_l π_l·PLD_l (F2); components with π_l < ``_NEGLIGIBLE`` become infinite loss (pessimistic)."""
     mixture: pld_lib.PrivacyLossDistribution | None = None
     total = 0.0
@@ -224,7 +225,11 @@ def revealed_gaussian_mixture_pld(
 
 
 def hypergeometric_step_pld(
-    *, num_examples: int, max_occurrences: int, batch_size: int, noise_multiplier: float,
+    *,
+    num_examples: int,
+    max_occurrences: int,
+    batch_size: int,
+    noise_multiplier: float,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> pld_lib.PrivacyLossDistribution:
     """One DP-GNN step: Σ_ρ P(ρ)·PLD_Gauss(2ρ/z), ρ ~ Hypergeometric(N, d, m) (module docstring).
@@ -239,12 +244,16 @@ def hypergeometric_step_pld(
     z = check_positive(noise_multiplier, "noise_multiplier")
     rho = np.arange(max(0, m + d - n), min(m, d) + 1)
     probs = hypergeom.pmf(rho, n, d, m)
-    return revealed_gaussian_mixture_pld(shifts=2.0 * rho / z, weights=probs / probs.sum(),
-                                         value_discretization_interval=value_discretization_interval)
+    return revealed_gaussian_mixture_pld(
+        shifts=2.0 * rho / z, weights=probs / probs.sum(), value_discretization_interval=value_discretization_interval
+    )
 
 
 def poisson_occurrence_step_pld(
-    *, sampling_rate: float, max_occurrences: int, noise_multiplier: float,
+    *,
+    sampling_rate: float,
+    max_occurrences: int,
+    noise_multiplier: float,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> pld_lib.PrivacyLossDistribution:
     """One Poisson step where a node removes its own example and modifies ≤ d − 1 others (module docstring).
@@ -324,9 +333,9 @@ def pld_of_event(
         accountant.compose(event)
     except UnsupportedEventError as err:
         raise ValueError(f"the 'pld' accountant cannot account {type(event).__name__}: {err}") from err
-    if accountant._contains_non_dp_event:  # noqa: SLF001
+    if accountant._contains_non_dp_event:
         return _infinite_loss_pld(interval)
-    return accountant._pld  # noqa: SLF001
+    return accountant._pld
 
 
 def epsilon_pld(plds: Sequence[pld_lib.PrivacyLossDistribution], *, delta: float) -> float:
@@ -342,7 +351,10 @@ def epsilon_pld(plds: Sequence[pld_lib.PrivacyLossDistribution], *, delta: float
 
 
 def mixture_epsilon_of_params(
-    kind: str, params: Mapping[str, Any], *, delta: float,
+    kind: str,
+    params: Mapping[str, Any],
+    *,
+    delta: float,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> float:
     """ε at ``delta`` of one mixture record alone under its PLD."""
@@ -358,8 +370,13 @@ def _with_noise(params: Mapping[str, Any], noise_multiplier: float) -> dict[str,
 
 
 def calibrate_mixture_pld(
-    kind: str, params: Mapping[str, Any], *, target_epsilon: float, target_delta: float,
-    other_plds: Sequence[pld_lib.PrivacyLossDistribution] = (), tolerance: float = 0.005,
+    kind: str,
+    params: Mapping[str, Any],
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    other_plds: Sequence[pld_lib.PrivacyLossDistribution] = (),
+    tolerance: float = 0.005,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> float:
     """The smallest z = σ/C with ε(record ⊕ ``other_plds``) ≤ ``target_epsilon`` at ``target_delta``.
@@ -379,8 +396,9 @@ def calibrate_mixture_pld(
     unit = _rdp_noise_multiplier(kind, params, target_epsilon=target_epsilon, target_delta=target_delta)
 
     def epsilon_of_scale(scale: float) -> float:
-        pld = mixture_pld_of_params(kind, _with_noise(params, unit * scale),
-                                    value_discretization_interval=value_discretization_interval)
+        pld = mixture_pld_of_params(
+            kind, _with_noise(params, unit * scale), value_discretization_interval=value_discretization_interval
+        )
         return epsilon_pld([pld, *other_plds], delta=target_delta)
 
     return unit * calibrate(target_epsilon=target_epsilon, epsilon_of_sigma=epsilon_of_scale, tolerance=tolerance)
@@ -388,8 +406,10 @@ def calibrate_mixture_pld(
 
 def _rdp_noise_multiplier(kind: str, params: Mapping[str, Any], *, target_epsilon: float, target_delta: float) -> float:
     """z calibrated under the kind's RDP curve (a starting point only)."""
-    curve = {"hypergeometric_gaussian": hypergeometric_gaussian_rdp_of_params,
-             "poisson_occurrence_gaussian": poisson_occurrence_gaussian_rdp_of_params}[kind]
+    curve = {
+        "hypergeometric_gaussian": hypergeometric_gaussian_rdp_of_params,
+        "poisson_occurrence_gaussian": poisson_occurrence_gaussian_rdp_of_params,
+    }[kind]
 
     def epsilon(z: float) -> float:
         rdp = curve(_with_noise(params, z), RDP_ORDERS)

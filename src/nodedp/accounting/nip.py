@@ -212,8 +212,10 @@ def nip_aggregation_record(
         raise ValueError(f"unknown budget_scheme {budget_scheme!r}; valid choices: {list(BUDGET_SCHEMES)}")
     weights = _check_weights(largest_budget_weights, "largest_budget_weights")
     if len(weights) > max_degree + 1 or weights != sorted(weights, reverse=True):
-        raise ValueError(f"largest_budget_weights must be the ≤ D_max + 1 = {max_degree + 1} largest weights in "
-                         f"descending order, got {len(weights)} values")
+        raise ValueError(
+            f"largest_budget_weights must be the ≤ D_max + 1 = {max_degree + 1} largest weights in "
+            f"descending order, got {len(weights)} values"
+        )
     ratio = worst_case_budget_ratio(weights, max_degree=max_degree)
     if ratio > 1 and not reference:
         raise ValueError(
@@ -223,20 +225,31 @@ def nip_aggregation_record(
     before = check_positive(worst_case_ratio_before_scaling, "worst_case_ratio_before_scaling")
     scale = check_positive(budget_scale, "budget_scale")
     if reference and scale != 1.0:
-        raise ValueError(f"a reference record's budgets are the paper's, unscaled: budget_scale must be 1, got {scale!r}")
+        raise ValueError(
+            f"a reference record's budgets are the paper's, unscaled: budget_scale must be 1, got {scale!r}"
+        )
     if not reference and scale < max(1.0, before) * (1 - _RTOL):
         raise ValueError(f"budget_scale = {scale!r} is below max(1, worst_case_ratio_before_scaling = {before!r})")
     if not math.isclose(ratio, before / scale, rel_tol=1e-9):
-        raise ValueError(f"largest_budget_weights give worst-case ratio {ratio!r}, but "
-                         f"worst_case_ratio_before_scaling / budget_scale = {before / scale!r}")
+        raise ValueError(
+            f"largest_budget_weights give worst-case ratio {ratio!r}, but "
+            f"worst_case_ratio_before_scaling / budget_scale = {before / scale!r}"
+        )
     return MechanismRecord(
         name=f"nip-aggregation:{method}",
         kind="laplace",
         touches=("features", "edges"),
-        params={"mechanism": "nip_aggregation", "epsilon_a": epsilon_a, "max_degree": max_degree,
-                "budget_scheme": budget_scheme, "laplace_scale_at_epsilon_a": sensitivity / epsilon_a,
-                "largest_budget_weights": weights, "charged_ratio": ratio,
-                "worst_case_ratio_before_scaling": before, "budget_scale": scale},
+        params={
+            "mechanism": "nip_aggregation",
+            "epsilon_a": epsilon_a,
+            "max_degree": max_degree,
+            "budget_scheme": budget_scheme,
+            "laplace_scale_at_epsilon_a": sensitivity / epsilon_a,
+            "largest_budget_weights": weights,
+            "charged_ratio": ratio,
+            "worst_case_ratio_before_scaling": before,
+            "budget_scale": scale,
+        },
         sensitivity=sensitivity,
         sensitivity_reason=(
             f"rows are ℓ1-normalized features summed over neighbours, degrees ≤ D_max = {max_degree}: removing "
@@ -266,14 +279,23 @@ def nip_edge_record(
     s = _check_s(s)
     s_min = min_keep_parameter(epsilon_b, max_degree)
     if s < s_min * (1 - _RTOL):
-        raise ValueError(f"s = {s!r} is below s_min = 2/(e^(ε_B/2D_max) + 1) = {s_min!r} for ε_B = {epsilon_b!r}, "
-                         f"D_max = {max_degree}: the randomization would cost more than ε_B")
+        raise ValueError(
+            f"s = {s!r} is below s_min = 2/(e^(ε_B/2D_max) + 1) = {s_min!r} for ε_B = {epsilon_b!r}, "
+            f"D_max = {max_degree}: the randomization would cost more than ε_B"
+        )
     return MechanismRecord(
         name=f"nip-edges:{method}",
         kind="randomized_response",
         touches=("edges",),
-        params={"mechanism": "nip_edge_rr", "epsilon_b": epsilon_b, "s": s, "flip_probability": s / 2,
-                "max_degree": max_degree, "s_min": s_min, "epsilon_of_s": edge_randomization_epsilon(s, max_degree=max_degree)},
+        params={
+            "mechanism": "nip_edge_rr",
+            "epsilon_b": epsilon_b,
+            "s": s,
+            "flip_probability": s / 2,
+            "max_degree": max_degree,
+            "s_min": s_min,
+            "epsilon_of_s": edge_randomization_epsilon(s, max_degree=max_degree),
+        },
         sensitivity=2.0 * max_degree,
         sensitivity_reason=(
             f"degrees ≤ D_max = {max_degree} (enforced by sampling edges, bound_undirected_degree): removing a node "
@@ -313,7 +335,10 @@ def nip_paper_noise(epsilon: float, shares: Sequence[float], *, max_degree: int,
     """
     epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
     return NipPaperNoise(
-        epsilon_a=epsilon_a, epsilon_b=epsilon_b, epsilon_c=epsilon_c, max_degree=max_degree,
+        epsilon_a=epsilon_a,
+        epsilon_b=epsilon_b,
+        epsilon_c=epsilon_c,
+        max_degree=max_degree,
         laplace_scale_at_epsilon_a=aggregation_sensitivity(max_degree) / epsilon_a,
         s=min_keep_parameter(epsilon_b, max_degree),
         label_keep_probability=label_keep_probability(epsilon_c, num_classes),
@@ -365,16 +390,23 @@ def nip_reference_epsilon(
     paper_max_degree = check_int(paper_max_degree, "paper_max_degree", minimum=1)
     enforced_bound = check_int(enforced_bound, "enforced_bound", minimum=1)
     if paper_max_degree > enforced_bound:
-        raise ValueError(f"the private maximum degree D_p = {paper_max_degree} cannot exceed the enforced bound "
-                         f"D = {enforced_bound}")
+        raise ValueError(
+            f"the private maximum degree D_p = {paper_max_degree} cannot exceed the enforced bound D = {enforced_bound}"
+        )
     epsilon_a, epsilon_b, epsilon_c = split_budget(epsilon, shares)
     factor = enforced_bound / paper_max_degree
     weights = sorted(_check_weights(largest_budget_weights, "largest_budget_weights"), reverse=True)
     ratio = worst_case_budget_ratio(weights[: enforced_bound + 1], max_degree=enforced_bound)
     at_bound = epsilon_a * factor
     nap, edges = at_bound * ratio, epsilon_b * factor
-    return NipActualEpsilon(epsilon_a_at_bound=at_bound, charged_ratio=ratio, nap=nap, edges=edges,
-                            labels=epsilon_c, total=math.fsum([nap, edges, epsilon_c]))
+    return NipActualEpsilon(
+        epsilon_a_at_bound=at_bound,
+        charged_ratio=ratio,
+        nap=nap,
+        edges=edges,
+        labels=epsilon_c,
+        total=math.fsum([nap, edges, epsilon_c]),
+    )
 
 
 def label_keep_probability(epsilon: float, num_classes: int) -> float:
@@ -403,8 +435,12 @@ def nip_label_record(*, epsilon_c: float, num_classes: int, method: str = "nip-g
         name=f"nip-labels:{method}",
         kind="randomized_response",
         touches=("labels",),
-        params={"mechanism": "nip_label_rr", "epsilon_c": epsilon_c, "num_classes": num_classes,
-                "keep_probability": keep},
+        params={
+            "mechanism": "nip_label_rr",
+            "epsilon_c": epsilon_c,
+            "num_classes": num_classes,
+            "keep_probability": keep,
+        },
         sensitivity=1.0,
         sensitivity_reason=(
             f"one node has one label, released once by {num_classes}-ary randomized response: any two labels "

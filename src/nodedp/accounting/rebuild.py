@@ -76,8 +76,10 @@ def _probability(params: Mapping[str, Any], key: str, name: str) -> float:
 
 
 def _agree(stored: Any, rebuilt: float, *, field: str, name: str) -> None:
-    if isinstance(stored, bool) or not isinstance(stored, int | float) or not math.isclose(
-        stored, rebuilt, rel_tol=_RTOL, abs_tol=0.0
+    if (
+        isinstance(stored, bool)
+        or not isinstance(stored, int | float)
+        or not math.isclose(stored, rebuilt, rel_tol=_RTOL, abs_tol=0.0)
     ):
         raise RecordMismatch(f"{name}: {field} = {stored!r}, but the raw params give {rebuilt!r}")
 
@@ -100,8 +102,9 @@ def _repeated(event: dp_event.DpEvent, count: int) -> dp_event.DpEvent:
 def _dp_sgd(params: Mapping[str, Any], name: str) -> Rebuilt:
     """Poisson-sampled DP-SGD, one example per private unit: Δ = C, q = expected batch / examples."""
     if _field(params, "sampling", name) != POISSON:
-        raise RecordMismatch(f"{name}: params['sampling'] = {params['sampling']!r}; this bound holds for "
-                             f"{POISSON!r} batches only")
+        raise RecordMismatch(
+            f"{name}: params['sampling'] = {params['sampling']!r}; this bound holds for {POISSON!r} batches only"
+        )
     sensitivity = _positive(params, "clip_norm", name)
     z = _multiplier(params, sensitivity, name)
     q = _positive(params, "sampling_rate", name)
@@ -110,8 +113,9 @@ def _dp_sgd(params: Mapping[str, Any], name: str) -> Rebuilt:
     rate = _positive(params, "expected_batch_size", name) / _count(params, "num_examples", name)
     _agree(q, rate, field="params['sampling_rate'] (expected_batch_size / num_examples)", name=name)
     steps = _count(params, "steps", name)
-    return Rebuilt(sensitivity, dp_event=_repeated(
-        dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps))
+    return Rebuilt(
+        sensitivity, dp_event=_repeated(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps)
+    )
 
 
 def _nap(params: Mapping[str, Any], name: str) -> Rebuilt:
@@ -147,8 +151,12 @@ def _dp_appr_em_values(params: Mapping[str, Any], name: str) -> Rebuilt:
     clip = _positive(params, "clip", name)
     k, m = _count(params, "k", name), _count(params, "m", name)
     multiplier = _positive(params, "laplace_scale", name) / clip
-    _agree(k / _positive(params, "epsilon_value", name), multiplier,
-           field="K / params['epsilon_value'] (the Laplace multiplier)", name=name)
+    _agree(
+        k / _positive(params, "epsilon_value", name),
+        multiplier,
+        field="K / params['epsilon_value'] (the Laplace multiplier)",
+        name=name,
+    )
     return Rebuilt(clip, dp_event=_repeated(dp_event.LaplaceDpEvent(multiplier), m * k))
 
 
@@ -159,8 +167,12 @@ def _dp_appr_em_select(params: Mapping[str, Any], name: str) -> Rebuilt:
     m_times_k = _count(params, "m", name) * _count(params, "k", name)
     if selections != m_times_k:
         raise RecordMismatch(f"{name}: params['selections'] = {selections}, but M·K = {m_times_k}")
-    _agree(params.get("epsilon"), clip / _positive(params, "gumbel_scale", name),
-           field="params['epsilon'] (C2 / gumbel_scale)", name=name)
+    _agree(
+        params.get("epsilon"),
+        clip / _positive(params, "gumbel_scale", name),
+        field="params['epsilon'] (C2 / gumbel_scale)",
+        name=name,
+    )
     return Rebuilt(clip)
 
 
@@ -205,16 +217,22 @@ def _nip_aggregation(params: Mapping[str, Any], name: str) -> Rebuilt:
     degree = _count(params, "max_degree", name)
     sensitivity = 2.0 * degree
     epsilon_a = sensitivity / _positive(params, "laplace_scale_at_epsilon_a", name)
-    _agree(params.get("epsilon_a"), epsilon_a, field="params['epsilon_a'] (2·D_max / laplace_scale_at_epsilon_a)",
-           name=name)
+    _agree(
+        params.get("epsilon_a"),
+        epsilon_a,
+        field="params['epsilon_a'] (2·D_max / laplace_scale_at_epsilon_a)",
+        name=name,
+    )
     weights = _field(params, "largest_budget_weights", name)
     try:
         ratio = worst_case_budget_ratio(weights, max_degree=degree)
     except (TypeError, ValueError) as err:
         raise RecordMismatch(f"{name}: params['largest_budget_weights'] {err}") from None
     if len(weights) > degree + 1 or list(weights) != sorted(weights, reverse=True):
-        raise RecordMismatch(f"{name}: params['largest_budget_weights'] must be the min(N, D_max + 1) largest "
-                             f"budget weights in descending order (D_max + 1 = {degree + 1}), got {len(weights)}")
+        raise RecordMismatch(
+            f"{name}: params['largest_budget_weights'] must be the min(N, D_max + 1) largest "
+            f"budget weights in descending order (D_max + 1 = {degree + 1}), got {len(weights)}"
+        )
     _agree(params.get("charged_ratio"), ratio, field="params['charged_ratio'] (worst case of the budgets)", name=name)
     return Rebuilt(sensitivity, pure_epsilon=epsilon_a * ratio)
 
@@ -245,8 +263,10 @@ def rebuilt_cost(*, name: str, kind: str, params: Mapping[str, Any]) -> Rebuilt:
     """The sensitivity and cost that ``params`` imply for a record of ``kind``; raises ``RecordMismatch``."""
     mechanism = params.get("mechanism", _DEFAULT_MECHANISM.get(kind))
     if mechanism not in MECHANISMS:
-        raise RecordMismatch(f"{name}: params['mechanism'] = {mechanism!r} names no rule to rebuild its cost from; "
-                             f"known: {sorted(MECHANISMS)}")
+        raise RecordMismatch(
+            f"{name}: params['mechanism'] = {mechanism!r} names no rule to rebuild its cost from; "
+            f"known: {sorted(MECHANISMS)}"
+        )
     expected_kind, rule = MECHANISMS[mechanism]
     if kind != expected_kind:
         raise RecordMismatch(f"{name}: mechanism {mechanism!r} is of kind {expected_kind!r}, the record says {kind!r}")
@@ -281,6 +301,5 @@ def check_record(record: Any) -> Rebuilt:
     if rebuilt.pure_epsilon is not None:
         stored = record.pure_epsilon
         if stored is None or not stored >= rebuilt.pure_epsilon * (1 - _RTOL):
-            raise RecordMismatch(f"{name}: pure_epsilon = {stored!r}, but the raw params cost "
-                                 f"{rebuilt.pure_epsilon!r}")
+            raise RecordMismatch(f"{name}: pure_epsilon = {stored!r}, but the raw params cost {rebuilt.pure_epsilon!r}")
     return rebuilt

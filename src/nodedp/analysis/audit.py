@@ -115,20 +115,28 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
         if key == "mia":
             continue
         dtype, value = AUDIT_SCHEMA[key], record[key]
-        ok = {pl.Float64(): _is_number(value), pl.Int64(): _is_number(value, integer=True),
-              pl.String(): isinstance(value, str), pl.Boolean(): isinstance(value, bool)}.get(dtype)
+        ok = {
+            pl.Float64(): _is_number(value),
+            pl.Int64(): _is_number(value, integer=True),
+            pl.String(): isinstance(value, str),
+            pl.Boolean(): isinstance(value, bool),
+        }.get(dtype)
         if ok is None:  # the lists
             inner = bool if key == "inclusion" else (int, float)
-            ok = isinstance(value, list) and all(isinstance(v, inner) and (key == "inclusion" or (
-                not isinstance(v, bool) and math.isfinite(v))) for v in value)
+            ok = isinstance(value, list) and all(
+                isinstance(v, inner) and (key == "inclusion" or (not isinstance(v, bool) and math.isfinite(v)))
+                for v in value
+            )
         if not ok:
             bad.append(f"{key}={value!r}"[:80])
     if bad:
         raise ValueError(f"audit {path}: wrong types in {', '.join(bad)}")
     m = record["canaries"]
     if len(record["scores"]) != m or len(record["inclusion"]) != m:
-        raise ValueError(f"audit {path}: {m} canaries but {len(record['scores'])} scores and "
-                         f"{len(record['inclusion'])} inclusion bits")
+        raise ValueError(
+            f"audit {path}: {m} canaries but {len(record['scores'])} scores and "
+            f"{len(record['inclusion'])} inclusion bits"
+        )
     if sum(record["inclusion"]) != record["included"]:
         raise ValueError(f"audit {path}: included = {record['included']} but {sum(record['inclusion'])} bits are set")
     if record["accounting"] not in ACCOUNTINGS:
@@ -156,8 +164,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
             continue
         if not isinstance(release, dict):
             raise ValueError(f"audit {path}: {key} must be null or an audit object")
-        release = {**release, **{k: record[k] for k in _CELL_FIELDS if k in record}, "mia": None,
-                   "method": label.format(method=record.get("method"))}
+        release = {
+            **release,
+            **{k: record[k] for k in _CELL_FIELDS if k in record},
+            "mia": None,
+            "method": label.format(method=record.get("method")),
+        }
         rows.append(_row(path, release))
     return rows
 
@@ -194,11 +206,14 @@ def _check_unique(frame: pl.DataFrame) -> None:
     twice = frame.filter(pl.struct(*CELL_KEY, "seed").is_duplicated())
     if twice.height:
         first = twice.row(0, named=True)
-        where = twice.filter((pl.col("seed") == first["seed"]) & pl.all_horizontal(
-            pl.col(k) == first[k] for k in CELL_KEY))
+        where = twice.filter(
+            (pl.col("seed") == first["seed"]) & pl.all_horizontal(pl.col(k) == first[k] for k in CELL_KEY)
+        )
         names = ": " + ", ".join(map(str, where["path"].to_list())) if "path" in where.columns else ""
-        raise ValueError(f"{first['method']} on {first['dataset']} at ε = {first['target_epsilon']:g}, seed "
-                         f"{first['seed']}, is audited more than once{names}; keep one file per seed")
+        raise ValueError(
+            f"{first['method']} on {first['dataset']} at ε = {first['target_epsilon']:g}, seed "
+            f"{first['seed']}, is audited more than once{names}; keep one file per seed"
+        )
 
 
 def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
@@ -213,8 +228,9 @@ def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
     return frame
 
 
-def mia_summary(frame: pl.DataFrame, *, n_resamples: int = 1000, confidence: float = 0.95,
-                seed: int = 0) -> pl.DataFrame:
+def mia_summary(
+    frame: pl.DataFrame, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> pl.DataFrame:
     """The membership-inference attack's accuracy and AUC per (dataset, method, target ε) in the training
     summary's format (``nodedp.analysis.bootstrap.summarize``: mean and percentile-bootstrap interval over the
     seeds, ``n_runs``), for the paper tables that report attack accuracy (NIP-GNN's Table 4). Only the model
@@ -224,10 +240,18 @@ def mia_summary(frame: pl.DataFrame, *, n_resamples: int = 1000, confidence: flo
     runs = frame.filter(pl.col("mia_accuracy").is_not_null())
     if runs.is_empty():
         raise ValueError("no audit ran the membership-inference attack (audit without --no-mia)")
-    runs = runs.select(*CELL_KEY, "seed", "guarantee", "base_method", "mia_accuracy", "mia_auc",
-                       pl.col("ledger_epsilon").alias("epsilon"))
-    return summarize(runs, metrics=("mia_accuracy", "mia_auc"), n_resamples=n_resamples, confidence=confidence,
-                     seed=seed)
+    runs = runs.select(
+        *CELL_KEY,
+        "seed",
+        "guarantee",
+        "base_method",
+        "mia_accuracy",
+        "mia_auc",
+        pl.col("ledger_epsilon").alias("epsilon"),
+    )
+    return summarize(
+        runs, metrics=("mia_accuracy", "mia_auc"), n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
 
 
 # --- pooling ----------------------------------------------------------------------------------------------
@@ -269,8 +293,10 @@ def summarize_audits(frame: pl.DataFrame, confidence: float = 0.95, seed: int | 
 def _one(runs: pl.DataFrame, column: str, cell: dict[str, Any]) -> Any:
     values = runs[column].unique().to_list()
     if len(values) != 1:
-        raise ValueError(f"{cell['method']} on {cell['dataset']} at ε = {cell['target_epsilon']:g}: its seeds "
-                         f"disagree on {column} ({values}); they are not one cell")
+        raise ValueError(
+            f"{cell['method']} on {cell['dataset']} at ε = {cell['target_epsilon']:g}: its seeds "
+            f"disagree on {column} ({values}); they are not one cell"
+        )
     return values[0]
 
 
@@ -282,9 +308,18 @@ def _pool(cell: dict[str, Any], runs: pl.DataFrame, *, confidence: float, seed: 
     one_run = epsilon_one_run(scores, inclusion, delta=delta, confidence=confidence, seed=tie_break)
     # Each seed alone, the confidence split over the seeds; each at its own δ and seed, as nodedp.audit.run bounds it.
     corrected = 1 - (1 - confidence) / runs.height
-    alone = np.array([epsilon_one_run(r["scores"], r["inclusion"], delta=r["delta"], confidence=corrected,
-                                      seed=r["seed"] if seed is None else seed).epsilon
-                      for r in runs.iter_rows(named=True)])
+    alone = np.array(
+        [
+            epsilon_one_run(
+                r["scores"],
+                r["inclusion"],
+                delta=r["delta"],
+                confidence=corrected,
+                seed=r["seed"] if seed is None else seed,
+            ).epsilon
+            for r in runs.iter_rows(named=True)
+        ]
+    )
     claimed = float(runs["claimed_epsilon"].max())
     threshold = clopper_pearson_epsilon(scores, inclusion, delta=delta, confidence=confidence).epsilon
     bound = _one(runs.with_columns(pl.col("bound").fill_null("one-run")), "bound", cell)
@@ -327,23 +362,56 @@ def _pool(cell: dict[str, Any], runs: pl.DataFrame, *, confidence: float, seed: 
 
 
 _SUMMARY_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(), "method": pl.String(), "target_epsilon": pl.Float64(), "base_method": pl.String(),
-    "seeds": pl.Int64(), "canaries": pl.Int64(), "canaries_per_seed": pl.Int64(), "included": pl.Int64(),
-    "claimed_epsilon": pl.Float64(), "ledger_epsilon": pl.Float64(), "delta": pl.Float64(),
-    "accounting": pl.String(), "guarantee": pl.String(), "confidence": pl.Float64(), "tie_break_seed": pl.Int64(),
-    "epsilon_lower": pl.Float64(), "bound": pl.String(), "one_run_guesses": pl.Int64(), "one_run_correct": pl.Int64(),
-    "epsilon_lower_threshold": pl.Float64(), "auc": pl.Float64(), "tpr_at_1pct_fpr": pl.Float64(),
-    "violated": pl.Boolean(), "epsilon_lower_best_seed": pl.Float64(), "seeds_violated": pl.Int64(),
+    "dataset": pl.String(),
+    "method": pl.String(),
+    "target_epsilon": pl.Float64(),
+    "base_method": pl.String(),
+    "seeds": pl.Int64(),
+    "canaries": pl.Int64(),
+    "canaries_per_seed": pl.Int64(),
+    "included": pl.Int64(),
+    "claimed_epsilon": pl.Float64(),
+    "ledger_epsilon": pl.Float64(),
+    "delta": pl.Float64(),
+    "accounting": pl.String(),
+    "guarantee": pl.String(),
+    "confidence": pl.Float64(),
+    "tie_break_seed": pl.Int64(),
+    "epsilon_lower": pl.Float64(),
+    "bound": pl.String(),
+    "one_run_guesses": pl.Int64(),
+    "one_run_correct": pl.Int64(),
+    "epsilon_lower_threshold": pl.Float64(),
+    "auc": pl.Float64(),
+    "tpr_at_1pct_fpr": pl.Float64(),
+    "violated": pl.Boolean(),
+    "epsilon_lower_best_seed": pl.Float64(),
+    "seeds_violated": pl.Int64(),
     "mia_seeds": pl.Int64(),
-    "mia_accuracy_mean": pl.Float64(), "mia_accuracy_min": pl.Float64(), "mia_accuracy_max": pl.Float64(),
-    "mia_auc_mean": pl.Float64(), "test_accuracy_mean": pl.Float64(), "wall_seconds": pl.Float64(),
+    "mia_accuracy_mean": pl.Float64(),
+    "mia_accuracy_min": pl.Float64(),
+    "mia_accuracy_max": pl.Float64(),
+    "mia_auc_mean": pl.Float64(),
+    "test_accuracy_mean": pl.Float64(),
+    "wall_seconds": pl.Float64(),
 }
 
 
 # --- tables -----------------------------------------------------------------------------------------------
 
-_HEADER = ("Dataset", "Method", "ε claimed (δ)", "Accounting", "ε̂ lower bound", "Threshold bound", "AUC",
-           "TPR@1%FPR", "MIA accuracy (%)", "Canaries × seeds", "Guarantee")
+_HEADER = (
+    "Dataset",
+    "Method",
+    "ε claimed (δ)",
+    "Accounting",
+    "ε̂ lower bound",
+    "Threshold bound",
+    "AUC",
+    "TPR@1%FPR",
+    "MIA accuracy (%)",
+    "Canaries × seeds",
+    "Guarantee",
+)
 _ACCOUNTING_TEXT = {"suite": "suite (ledger)", "paper": "paper (its claim)"}
 # Characters the LaTeX helpers of paper_tables do not know, as LaTeX that needs no package.
 _LATEX_TOKENS = {"ε̂": r"$\hat{\varepsilon}$", "⚠": r"\textbf{!}"}
@@ -377,36 +445,56 @@ def _cells(r: dict[str, Any]) -> list[str]:
     per_seed = r["canaries_per_seed"]
     canaries = f"{per_seed} × {r['seeds']}" if per_seed is not None else f"{r['canaries']} in all × {r['seeds']}"
     return [
-        r["dataset"], r["method"], f"{format_epsilon_value(r['claimed_epsilon'])} (δ = {r['delta']:g})",
-        _ACCOUNTING_TEXT[r["accounting"]] + actual, bound, format_epsilon_value(r["epsilon_lower_threshold"]),
-        f"{r['auc']:.3f}", f"{r['tpr_at_1pct_fpr']:.3f}", mia, canaries, r["guarantee"],
+        r["dataset"],
+        r["method"],
+        f"{format_epsilon_value(r['claimed_epsilon'])} (δ = {r['delta']:g})",
+        _ACCOUNTING_TEXT[r["accounting"]] + actual,
+        bound,
+        format_epsilon_value(r["epsilon_lower_threshold"]),
+        f"{r['auc']:.3f}",
+        f"{r['tpr_at_1pct_fpr']:.3f}",
+        mia,
+        canaries,
+        r["guarantee"],
     ]
 
 
 def _notes(summary: pl.DataFrame) -> tuple[str, list[str]]:
     confidence = _single(summary, "confidence")
-    caption = (f"Empirical privacy audit: ε̂ is the one-run lower bound on ε (Steinke, Nasr & Jagielski 2023) at "
-               f"{100 * confidence:g}% confidence and each row's claimed δ, from the canaries of all its seeds pooled "
-               "into one mechanism (each canary's inclusion touches one run), against the largest ε its runs claim.")
+    caption = (
+        f"Empirical privacy audit: ε̂ is the one-run lower bound on ε (Steinke, Nasr & Jagielski 2023) at "
+        f"{100 * confidence:g}% confidence and each row's claimed δ, from the canaries of all its seeds pooled "
+        "into one mechanism (each canary's inclusion touches one run), against the largest ε its runs claim."
+    )
     notes = []
     if summary["violated"].any():
-        notes.append(f"{VIOLATION_MARK}: the audit refutes the row's claimed ε at {100 * confidence:g}% confidence. "
-                     "On a suite row that is a bug in the method or its accounting; on a reference row "
-                     f"(`{REFERENCE_SUFFIX}`, the paper's accounting) it refutes the paper's claimed ε.")
-    notes.append("ε̂ is a lower bound, and one-run audits are loose: ε̂ below the claimed ε does not certify the "
-                 "claim, it only fails to refute it. Pooling adds canaries but also grows the bound's δ term "
-                 "(2·m·δ over all m canaries), so a pooled ε̂ can lie below a single seed's.")
-    notes.append("Threshold bound: the best score threshold with Clopper–Pearson intervals; it assumes independent "
-                 "canaries, which canaries sharing a trained model are not, so it is descriptive, except on "
-                 "rows marked \"independent runs\" (a DP-SGD release: one canary per simulated run), where it is "
-                 "valid and is ε̂. AUC and TPR@1%FPR: of the canary scores, pooled.")
+        notes.append(
+            f"{VIOLATION_MARK}: the audit refutes the row's claimed ε at {100 * confidence:g}% confidence. "
+            "On a suite row that is a bug in the method or its accounting; on a reference row "
+            f"(`{REFERENCE_SUFFIX}`, the paper's accounting) it refutes the paper's claimed ε."
+        )
+    notes.append(
+        "ε̂ is a lower bound, and one-run audits are loose: ε̂ below the claimed ε does not certify the "
+        "claim, it only fails to refute it. Pooling adds canaries but also grows the bound's δ term "
+        "(2·m·δ over all m canaries), so a pooled ε̂ can lie below a single seed's."
+    )
+    notes.append(
+        "Threshold bound: the best score threshold with Clopper–Pearson intervals; it assumes independent "
+        "canaries, which canaries sharing a trained model are not, so it is descriptive, except on "
+        'rows marked "independent runs" (a DP-SGD release: one canary per simulated run), where it is '
+        "valid and is ε̂. AUC and TPR@1%FPR: of the canary scores, pooled."
+    )
     if summary["method"].str.contains(" · ").any():
-        notes.append("· NAP release / · DP-SGD release: white-box audits of the run's own NAP or DP-SGD noise as "
-                     "its ledger records it, with canaries that reach the mechanism's sensitivity "
-                     "(nodedp.audit.nap, nodedp.audit.dpsgd); the canaries column counts their canaries or runs.")
+        notes.append(
+            "· NAP release / · DP-SGD release: white-box audits of the run's own NAP or DP-SGD noise as "
+            "its ledger records it, with canaries that reach the mechanism's sensitivity "
+            "(nodedp.audit.nap, nodedp.audit.dpsgd); the canaries column counts their canaries or runs."
+        )
     if summary["mia_accuracy_mean"].is_not_null().any():
-        notes.append("MIA accuracy: the TSTF membership-inference attack's accuracy (%) on balanced members and "
-                     "non-members (50% is chance), mean [min–max] over seeds.")
+        notes.append(
+            "MIA accuracy: the TSTF membership-inference attack's accuracy (%) on balanced members and "
+            "non-members (50% is chance), mean [min–max] over seeds."
+        )
     return caption, notes
 
 
@@ -421,19 +509,25 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
     def esc(text: str) -> str:
         return text.replace("|", r"\|")
 
-    md = [f"Table: {caption}", "", "| " + " | ".join(_HEADER) + " |",
-          "|" + "|".join([":---"] * 4 + ["---:"] * 6 + [":---"]) + "|"]
+    md = [
+        f"Table: {caption}",
+        "",
+        "| " + " | ".join(_HEADER) + " |",
+        "|" + "|".join([":---"] * 4 + ["---:"] * 6 + [":---"]) + "|",
+    ]
     md += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
     md += [line for note in notes for line in ("", note)]
     md += ["", f"Regenerate with: `{regenerate_command}`", ""]
 
-    tex = ["% Generated by nodedp.analysis.audit; do not edit by hand.",
-           f"% Regenerate with: {regenerate_command}",
-           "\\begingroup\\scriptsize",
-           "\\begin{tabular}{llll" + "r" * 6 + "l}",
-           "\\toprule",
-           " & ".join(map(_latex_text, _HEADER)) + " \\\\",
-           "\\midrule"]
+    tex = [
+        "% Generated by nodedp.analysis.audit; do not edit by hand.",
+        f"% Regenerate with: {regenerate_command}",
+        "\\begingroup\\scriptsize",
+        "\\begin{tabular}{llll" + "r" * 6 + "l}",
+        "\\toprule",
+        " & ".join(map(_latex_text, _HEADER)) + " \\\\",
+        "\\midrule",
+    ]
     previous = None
     for row in rows:
         if previous is not None and row[0] != previous:
@@ -450,8 +544,19 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
 
 # --- figure -----------------------------------------------------------------------------------------------
 
-_FIGURE_COLUMNS = ("dataset", "method", "target_epsilon", "claimed_epsilon", "epsilon_lower", "violated",
-                   "accounting", "canaries", "seeds", "confidence", "delta")
+_FIGURE_COLUMNS = (
+    "dataset",
+    "method",
+    "target_epsilon",
+    "claimed_epsilon",
+    "epsilon_lower",
+    "violated",
+    "accounting",
+    "canaries",
+    "seeds",
+    "confidence",
+    "delta",
+)
 AXIS_HEADROOM = 1.2  # the ε axis runs from 0 to this times the largest claimed ε
 ROW_INCHES = 0.3  # height per audited cell
 
@@ -465,15 +570,28 @@ def audit_points(summary: pl.DataFrame) -> tuple[pl.DataFrame, float]:
     _require(summary, _FIGURE_COLUMNS, "plot the audit")
     x_max = AXIS_HEADROOM * float(summary["claimed_epsilon"].max())
     several = summary["target_epsilon"].n_unique() > 1
-    label = (pl.concat_str(pl.col("method"), pl.lit(", ε = "),
-                           pl.col("target_epsilon").map_elements(format_epsilon_value, return_dtype=pl.String()))
-             if several else pl.col("method"))
+    label = (
+        pl.concat_str(
+            pl.col("method"),
+            pl.lit(", ε = "),
+            pl.col("target_epsilon").map_elements(format_epsilon_value, return_dtype=pl.String()),
+        )
+        if several
+        else pl.col("method")
+    )
     points = summary.sort("dataset", "method", "target_epsilon").select(
-        "dataset", "method", "target_epsilon", label.alias("label"), "claimed_epsilon", "epsilon_lower",
+        "dataset",
+        "method",
+        "target_epsilon",
+        label.alias("label"),
+        "claimed_epsilon",
+        "epsilon_lower",
         pl.min_horizontal(pl.col("epsilon_lower"), pl.lit(x_max)).alias("drawn"),
-        (pl.col("epsilon_lower") > x_max).alias("clipped"), "violated",
-        ((pl.col("accounting") == "paper") | pl.col("method").str.contains(REFERENCE_SUFFIX, literal=True))
-        .alias("reference"),
+        (pl.col("epsilon_lower") > x_max).alias("clipped"),
+        "violated",
+        ((pl.col("accounting") == "paper") | pl.col("method").str.contains(REFERENCE_SUFFIX, literal=True)).alias(
+            "reference"
+        ),
     )
     return points, x_max
 
@@ -499,10 +617,11 @@ def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = Non
     import seaborn as sns
 
     with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=1.1):
-        fig = Figure(figsize=(n_cols * (3.6 + label_inches), n_rows * (ROW_INCHES * rows_most + 1.1) + 0.5),
-                     layout="constrained")
+        fig = Figure(
+            figsize=(n_cols * (3.6 + label_inches), n_rows * (ROW_INCHES * rows_most + 1.1) + 0.5), layout="constrained"
+        )
         axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
-        for ax in axes[len(datasets):]:
+        for ax in axes[len(datasets) :]:
             ax.set_visible(False)
         for ax, dataset in zip(axes, datasets):
             panel = points.filter(pl.col("dataset") == dataset)
@@ -510,30 +629,82 @@ def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = Non
             for i, r in enumerate(panel.iter_rows(named=True)):
                 style = method_style(r["method"])
                 edge = "red" if r["violated"] else style.colour
-                ax.barh(i, r["drawn"], height=0.55, color=style.colour, alpha=0.55, edgecolor=edge,
-                        linewidth=1.5 if r["violated"] else 0.5)
-                ax.plot(r["drawn"], i, marker=style.marker, markersize=6, color=style.colour, markeredgecolor="black",
-                        markeredgewidth=0.5, linestyle="none", clip_on=False, zorder=4)
-                ax.plot(r["claimed_epsilon"], i, marker="|", markersize=15, markeredgewidth=2.2, color="black",
-                        linestyle="none", gid=CLAIM_GID, zorder=5)
+                ax.barh(
+                    i,
+                    r["drawn"],
+                    height=0.55,
+                    color=style.colour,
+                    alpha=0.55,
+                    edgecolor=edge,
+                    linewidth=1.5 if r["violated"] else 0.5,
+                )
+                ax.plot(
+                    r["drawn"],
+                    i,
+                    marker=style.marker,
+                    markersize=6,
+                    color=style.colour,
+                    markeredgecolor="black",
+                    markeredgewidth=0.5,
+                    linestyle="none",
+                    clip_on=False,
+                    zorder=4,
+                )
+                ax.plot(
+                    r["claimed_epsilon"],
+                    i,
+                    marker="|",
+                    markersize=15,
+                    markeredgewidth=2.2,
+                    color="black",
+                    linestyle="none",
+                    gid=CLAIM_GID,
+                    zorder=5,
+                )
                 value = format_epsilon_value(r["epsilon_lower"]) + (" ⚠" if r["violated"] else "")
-                ax.annotate(value, (1.0, i), xycoords=("axes fraction", "data"), xytext=(4, 0),
-                            textcoords="offset points", va="center", fontsize=8,
-                            color="red" if r["violated"] else "black", gid=VIOLATION_GID if r["violated"] else None)
+                ax.annotate(
+                    value,
+                    (1.0, i),
+                    xycoords=("axes fraction", "data"),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=8,
+                    color="red" if r["violated"] else "black",
+                    gid=VIOLATION_GID if r["violated"] else None,
+                )
             ax.set_yticks(y, panel["label"].to_list())
             ax.set_ylim(panel.height - 0.5, -0.5)  # the first method on top
             ax.yaxis.grid(False)
             ax.set_xlim(0, x_max)
             ax.set_xlabel("ε")
             ax.set_title(dataset)
-            ax.annotate(_HAT, (1.0, 1.0), xycoords="axes fraction", xytext=(4, 3), textcoords="offset points",
-                        va="bottom", fontsize=9)
-        handles = [Line2D([], [], color="black", marker="|", markersize=12, markeredgewidth=2.2, linestyle="none",
-                          label="claimed ε"),
-                   Patch(facecolor="grey", alpha=0.55, label=f"lower bound {_HAT} (bar and point; value at right)")]
+            ax.annotate(
+                _HAT,
+                (1.0, 1.0),
+                xycoords="axes fraction",
+                xytext=(4, 3),
+                textcoords="offset points",
+                va="bottom",
+                fontsize=9,
+            )
+        handles = [
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker="|",
+                markersize=12,
+                markeredgewidth=2.2,
+                linestyle="none",
+                label="claimed ε",
+            ),
+            Patch(facecolor="grey", alpha=0.55, label=f"lower bound {_HAT} (bar and point; value at right)"),
+        ]
         if points["violated"].any():
-            handles.append(Patch(facecolor="white", edgecolor="red", linewidth=1.5,
-                                 label=f"⚠ violation: {_HAT} > claimed ε"))
+            handles.append(
+                Patch(facecolor="white", edgecolor="red", linewidth=1.5, label=f"⚠ violation: {_HAT} > claimed ε")
+            )
         fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     _save_all(fig, path, pdf_path)
 
@@ -543,20 +714,25 @@ def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = Non
     violations, zeros = int(points["violated"].sum()), int((points["epsilon_lower"] == 0).sum())
     canaries = _range_text(summary["canaries"], "canary", "canaries")
     seeds = _range_text(summary["seeds"], "seed", "seeds")
-    caption = (f"Empirical privacy audit: per method and target ε (one row each, one panel per dataset), the "
-               f"one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at {delta_text}: each run's claimed "
-               f"δ) as a bar, its value at the right, against the ε the runs claim as a black tick, on a linear "
-               f"axis from 0 to {AXIS_HEADROOM:g} times the largest claim. Each row pools {canaries} over {seeds}. "
-               f"A bar past its tick refutes the claim (red, {VIOLATION_MARK}): {violations} of {points.height} "
-               f"cells do. {zeros} of {points.height} bounds are 0 (no evidence against the claim: a point on the "
-               "zero line).")
+    caption = (
+        f"Empirical privacy audit: per method and target ε (one row each, one panel per dataset), the "
+        f"one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at {delta_text}: each run's claimed "
+        f"δ) as a bar, its value at the right, against the ε the runs claim as a black tick, on a linear "
+        f"axis from 0 to {AXIS_HEADROOM:g} times the largest claim. Each row pools {canaries} over {seeds}. "
+        f"A bar past its tick refutes the claim (red, {VIOLATION_MARK}): {violations} of {points.height} "
+        f"cells do. {zeros} of {points.height} bounds are 0 (no evidence against the claim: a point on the "
+        "zero line)."
+    )
     clipped = int(points["clipped"].sum())
     if clipped:
         caption += f" {clipped} bound{'s' if clipped > 1 else ''} beyond the axis end sit at it, value written."
     if points["reference"].any():
-        caption += (f" Squares: reference runs ({REFERENCE_SUFFIX}), against their paper's claimed ε and δ; a "
-                    "violation there refutes the paper's claim, one elsewhere is a bug.")
+        caption += (
+            f" Squares: reference runs ({REFERENCE_SUFFIX}), against their paper's claimed ε and δ; a "
+            "violation there refutes the paper's claim, one elsewhere is a bug."
+        )
     if points["method"].str.contains(" · ", literal=True).any():
         caption += " A release row (· NAP release, · DP-SGD release) is its method's noise audited white-box."
-    return caption + (" ε̂ is a lower bound; one-run audits are loose, so a bar short of its tick does not "
-                      "certify the claim.")
+    return caption + (
+        " ε̂ is a lower bound; one-run audits are loose, so a bar short of its tick does not certify the claim."
+    )

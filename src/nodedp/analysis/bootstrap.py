@@ -91,8 +91,9 @@ def summarize(
         # A cell is fully accounted only if every run's ledger is (tables mark the others).
         row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
         # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
-        row["guarantee"] = (max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index)
-                            if "guarantee" in cell.columns else None)
+        row["guarantee"] = (
+            max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index) if "guarantee" in cell.columns else None
+        )
         # Reference mode (`<method>@paper`): the largest actual ε of the cell's runs, at the suite's δ and at the
         # paper's (the claimed ε is the cell's target_epsilon).
         reference = "reference" in cell.columns and bool(cell["reference"].any())
@@ -116,8 +117,11 @@ def summarize(
             row[f"{metric}_ci_low"] = low
             row[f"{metric}_ci_high"] = high
         row["test_majority_accuracy"] = _mean_if_all(cell, "test_majority_accuracy")
-        row["n_one_class_runs"] = (None if _mean_if_all(cell, "test_predicted_classes") is None
-                                   else int((cell["test_predicted_classes"] == 1).sum()))
+        row["n_one_class_runs"] = (
+            None
+            if _mean_if_all(cell, "test_predicted_classes") is None
+            else int((cell["test_predicted_classes"] == 1).sum())
+        )
         row["confidence"] = confidence
         row["n_resamples"] = n_resamples
         rows.append(row)
@@ -162,8 +166,10 @@ def interval_text(n_runs: Sequence[int], *, confidence: float, n_resamples: int)
     """A caption's words for what each cell shows: the mean over its seeds (``n_runs``, one count per cell) with
     its percentile-bootstrap interval, then ``few_seeds_text``."""
     caveat = few_seeds_text(n_runs, confidence=confidence)  # checks the counts
-    text = (f"mean over {seeds_text(n_runs)} with {100 * confidence:g}% percentile-bootstrap interval over the "
-            f"seeds ({n_resamples} resamples).")
+    text = (
+        f"mean over {seeds_text(n_runs)} with {100 * confidence:g}% percentile-bootstrap interval over the "
+        f"seeds ({n_resamples} resamples)."
+    )
     return f"{text} {caveat}" if caveat else text
 
 
@@ -178,9 +184,11 @@ def few_seeds_text(n_runs: Sequence[int], *, confidence: float) -> str:
     few = [n for n in n_runs if 1 < n < MIN_INFORMATIVE_SEEDS]
     if few:
         where = "With" if len(few) == len(n_runs) else "In cells with"
-        sentences.append(f"{where} {seeds_text(few)} (fewer than {MIN_INFORMATIVE_SEEDS}) the interval is not "
-                         "informative: a bootstrap over so few seeds is nearly their min–max range, their spread "
-                         f"rather than a {100 * confidence:g}% confidence interval.")
+        sentences.append(
+            f"{where} {seeds_text(few)} (fewer than {MIN_INFORMATIVE_SEEDS}) the interval is not "
+            "informative: a bootstrap over so few seeds is nearly their min–max range, their spread "
+            f"rather than a {100 * confidence:g}% confidence interval."
+        )
     if 1 in n_runs:
         sentences.append("A cell with one seed has no interval.")
     return " ".join(sentences)
@@ -192,6 +200,8 @@ def _cell_setting(cell: pl.DataFrame, column: str, key: tuple) -> str | None:
         return None
     values = cell[column].drop_nulls().unique().sort().to_list()
     if len(values) > 1:
-        raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes runs with different {column}: {values}; rerun "
-                         "its stale runs so that every seed has the same settings")
+        raise ValueError(
+            f"cell {dict(zip(CELL_KEY, key))} mixes runs with different {column}: {values}; rerun "
+            "its stale runs so that every seed has the same settings"
+        )
     return values[0] if values else None

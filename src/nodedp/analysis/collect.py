@@ -126,8 +126,11 @@ def replan_run(run_dir: Path, metrics: dict[str, Any]) -> None:
 
     check = verify_run(run_dir, workspace=root)
     if check.refusals:
-        raise InvalidRunError(run_dir, "its ledger and metrics are not the plan re-derived from public inputs "
-                                       f"(`python -m nodedp verify`): {'; '.join(map(str, check.refusals[:3]))}")
+        raise InvalidRunError(
+            run_dir,
+            "its ledger and metrics are not the plan re-derived from public inputs "
+            f"(`python -m nodedp verify`): {'; '.join(map(str, check.refusals[:3]))}",
+        )
 
 
 def _num_private_units(run_dir: Path, metrics: dict[str, Any]) -> int | None:
@@ -179,11 +182,13 @@ def _run_row(
             raise InvalidRunError(run_dir, f"a private run needs a finite target_epsilon, got {target}")
         claim = ledger.get("claim")
         if metrics.get("claim") != claim:
-            raise InvalidRunError(run_dir, f"metrics.json states the claim {metrics.get('claim')!r}, its ledger "
-                                           f"{claim!r}")
+            raise InvalidRunError(
+                run_dir, f"metrics.json states the claim {metrics.get('claim')!r}, its ledger {claim!r}"
+            )
         if claim is not None and claim.get("epsilon") != target:
-            raise InvalidRunError(run_dir, f"a reference run's target ε {target} differs from its claimed "
-                                           f"{claim.get('epsilon')!r}")
+            raise InvalidRunError(
+                run_dir, f"a reference run's target ε {target} differs from its claimed {claim.get('epsilon')!r}"
+            )
         # A reference run's actual ε may exceed its claimed one (its target): that is what it reports.
         if claim is None and not spent <= target:
             raise InvalidRunError(run_dir, f"recorded epsilon {spent} exceeds target {target}")
@@ -196,8 +201,9 @@ def _run_row(
             raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
         guarantee = ledger["guarantee"]["class"]  # verification checked it against the degree bound
         if (metrics.get("guarantee") or {}).get("class") != guarantee:
-            raise InvalidRunError(run_dir, f"metrics.json states guarantee {metrics.get('guarantee')!r}, "
-                                           f"its ledger {guarantee!r}")
+            raise InvalidRunError(
+                run_dir, f"metrics.json states guarantee {metrics.get('guarantee')!r}, its ledger {guarantee!r}"
+            )
     else:
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
@@ -208,8 +214,11 @@ def _run_row(
         raise
     except ValueError as err:
         field, detail = getattr(err, "field", None), getattr(err, "detail", None)  # a RunDisagreement's
-        reason = (f"metrics.json disagrees with its ledger on {field}: {detail}" if field and detail
-                  else f"metrics.json and its ledger cannot be compared: {err}")
+        reason = (
+            f"metrics.json disagrees with its ledger on {field}: {detail}"
+            if field and detail
+            else f"metrics.json and its ledger cannot be compared: {err}"
+        )
         raise InvalidRunError(run_dir, reason) from err
     except (KeyError, TypeError) as err:
         raise InvalidRunError(run_dir, f"metrics.json and its ledger cannot be compared: {err!r}") from err
@@ -292,9 +301,7 @@ def collect_runs(
         row = _run_row(path, verify_ledger, check_agreement, replan)
         key = tuple(row[k] for k in RUN_KEY)
         if key in seen:
-            raise InvalidRunError(
-                path.parent, f"duplicates {dict(zip(RUN_KEY, key))} already read from {seen[key]}"
-            )
+            raise InvalidRunError(path.parent, f"duplicates {dict(zip(RUN_KEY, key))} already read from {seen[key]}")
         seen[key] = path.parent
         rows.append(row)
     return pl.DataFrame(rows, schema=RUNS_SCHEMA)

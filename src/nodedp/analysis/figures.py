@@ -52,8 +52,12 @@ _MARKERS = ["o", "^", "D", "v", "P", "X", "<", ">", "p"]  # a sweep's ε values 
 _DASHES = [(5, 2), (1, 1.5), (6, 2, 1, 2), (3, 3)]
 _LINESTYLES = ["-", "--", "-.", (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1))]
 # Short forms of the tables' guarantee notes, for legends and captions.
-_MARK_LEGEND = {"‡": ("every degree-bounded method: DP within its public degree bound, else given the sampled edge "
-                      "list (also runs with uncharged reads)")}
+_MARK_LEGEND = {
+    "‡": (
+        "every degree-bounded method: DP within its public degree bound, else given the sampled edge "
+        "list (also runs with uncharged reads)"
+    )
+}
 _UNACCOUNTED_LEGEND = f"{DAGGER} reads private data without charge (not covered by ε)"
 # Reference-mode points sit at the ε they actually spend; beyond this they are drawn at it, labelled.
 ACTUAL_EPSILON_CAP = 1e3
@@ -88,8 +92,9 @@ def _metric_columns(metric: str) -> tuple[str, str, str]:
 def _single(summary: pl.DataFrame, column: str) -> Any:
     values = summary[column].drop_nulls().unique().to_list()
     if len(values) != 1:
-        raise ValueError(f"summary holds {column} values {values}; one figure needs exactly one "
-                         "(summarize all runs in one call)")
+        raise ValueError(
+            f"summary holds {column} values {values}; one figure needs exactly one (summarize all runs in one call)"
+        )
     return values[0]
 
 
@@ -99,8 +104,10 @@ def figure_interval_text(summary: pl.DataFrame) -> str:
     read from the summary's ``n_runs``, ``confidence`` and ``n_resamples``."""
     _require(summary, ("n_runs", "confidence", "n_resamples"), purpose="state seeds and confidence in a caption")
     confidence, resamples = _single(summary, "confidence"), _single(summary, "n_resamples")
-    return (f"mean over {seeds_text(summary['n_runs'].to_list())} per cell with {100 * confidence:g}% "
-            f"percentile-bootstrap intervals ({resamples} resamples)")
+    return (
+        f"mean over {seeds_text(summary['n_runs'].to_list())} per cell with {100 * confidence:g}% "
+        f"percentile-bootstrap intervals ({resamples} resamples)"
+    )
 
 
 def few_seeds_caveat(summary: pl.DataFrame) -> str:
@@ -137,8 +144,9 @@ def _method_marks(frame: pl.DataFrame) -> str:
     """The marks of the weakest cells of ``frame`` (one method's), in the tables' order: †, then ‡."""
     marks = DAGGER if _unaccounted(frame).any() else ""
     weak = _weak(frame)
-    return marks + "".join(sorted({GUARANTEE_MARKS[g] for g in frame.filter(pl.Series(weak))["guarantee"]}
-                                  if weak.any() else set()))
+    return marks + "".join(
+        sorted({GUARANTEE_MARKS[g] for g in frame.filter(pl.Series(weak))["guarantee"]} if weak.any() else set())
+    )
 
 
 def _marks_caption(frame: pl.DataFrame) -> str:
@@ -150,8 +158,10 @@ def _marks_caption(frame: pl.DataFrame) -> str:
         if mark in shown:
             sentences.append(f"Hollow points, {mark} in the legend: {_MARK_LEGEND[mark]}.")
     if _unaccounted(frame).any():
-        sentences.append(f"{DAGGER} beside a point: its runs read private data without charge, so its ε does not "
-                         "cover every read (see the runs' ledgers).")
+        sentences.append(
+            f"{DAGGER} beside a point: its runs read private data without charge, so its ε does not "
+            "cover every read (see the runs' ledgers)."
+        )
     return " ".join(sentences)
 
 
@@ -203,9 +213,27 @@ _REGISTERED_STYLES: dict[str, tuple[str, str, tuple[float, ...]]] = {
 # Any other name (a variant such as dpdgc-fast) hashes into colours no registered method has (the greedy picks
 # after theirs), a marker and dashes; under this salt no two variants of one shipped study (config.yaml) share a
 # colour.
-_FALLBACK_COLOURS = ("#9b0085", "#4e6400", "#7a3764", "#90370b", "#b1a6de", "#ff597a", "#de90a6", "#2c43b1",
-                     "#00bcff", "#de85ff", "#dea621", "#644e16", "#90bc59", "#d39b64", "#bc4e4e", "#006f21",
-                     "#de3790", "#6fa6ff", "#594e85")
+_FALLBACK_COLOURS = (
+    "#9b0085",
+    "#4e6400",
+    "#7a3764",
+    "#90370b",
+    "#b1a6de",
+    "#ff597a",
+    "#de90a6",
+    "#2c43b1",
+    "#00bcff",
+    "#de85ff",
+    "#dea621",
+    "#644e16",
+    "#90bc59",
+    "#d39b64",
+    "#bc4e4e",
+    "#006f21",
+    "#de3790",
+    "#6fa6ff",
+    "#594e85",
+)
 _FALLBACK_MARKERS = ("o", "^", "v", "D", "<", ">", "P", "X", "p", "h", "H", "d", "8")
 _FALLBACK_SALT = "883"
 
@@ -286,8 +314,15 @@ def _cap_actual(ax: Axes, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     for xi, yi in zip(x, y):
         if xi > ACTUAL_EPSILON_CAP:
             # Below-left of the point: above it runs the frontier's step, where there is one.
-            ax.annotate(f"ε = {format_epsilon_value(xi)}", (ACTUAL_EPSILON_CAP, yi), fontsize=7,
-                        xytext=(-6, -4), textcoords="offset points", ha="right", va="top")
+            ax.annotate(
+                f"ε = {format_epsilon_value(xi)}",
+                (ACTUAL_EPSILON_CAP, yi),
+                fontsize=7,
+                xytext=(-6, -4),
+                textcoords="offset points",
+                ha="right",
+                va="top",
+            )
     return x.clip(max=ACTUAL_EPSILON_CAP)
 
 
@@ -310,10 +345,24 @@ def published_points(summary: pl.DataFrame, *, metric: str = "test_accuracy") ->
             if (dataset, cell) in seen:
                 continue
             seen.add((dataset, cell))
-            rows.append({"dataset": dataset, "method": method, "epsilon": float(cell.epsilon),
-                         "value": cell.accuracy / 100, "paper": cell.paper, "stand_in": stand_in})
-    schema = {"dataset": pl.String(), "method": pl.String(), "epsilon": pl.Float64(), "value": pl.Float64(),
-              "paper": pl.String(), "stand_in": pl.Boolean()}
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "epsilon": float(cell.epsilon),
+                    "value": cell.accuracy / 100,
+                    "paper": cell.paper,
+                    "stand_in": stand_in,
+                }
+            )
+    schema = {
+        "dataset": pl.String(),
+        "method": pl.String(),
+        "epsilon": pl.Float64(),
+        "value": pl.Float64(),
+        "paper": pl.String(),
+        "stand_in": pl.Boolean(),
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -325,20 +374,53 @@ def _draw_published(ax: Axes, points: pl.DataFrame, styles: dict[str, MethodStyl
                 continue
             # Non-private published values sit on the right edge of the ε axis.
             x = np.where(np.isinf(rows["epsilon"].to_numpy()), infinity_at, rows["epsilon"].to_numpy())
-            ax.plot(x, 100 * rows["value"].to_numpy(), linestyle="none", marker=PUBLISHED_MARKER, markersize=10,
-                    color=styles[method].colour, markeredgecolor="black", markeredgewidth=0.6, clip_on=False,
-                    markerfacecolor="none" if stand_in else styles[method].colour, gid=PUBLISHED_GID, zorder=3)
+            ax.plot(
+                x,
+                100 * rows["value"].to_numpy(),
+                linestyle="none",
+                marker=PUBLISHED_MARKER,
+                markersize=10,
+                color=styles[method].colour,
+                markeredgecolor="black",
+                markeredgewidth=0.6,
+                clip_on=False,
+                markerfacecolor="none" if stand_in else styles[method].colour,
+                gid=PUBLISHED_GID,
+                zorder=3,
+            )
 
 
 def _published_handles(points: pl.DataFrame) -> list[Line2D]:
     handles = []
     if (~points["stand_in"]).any():
-        handles.append(Line2D([], [], linestyle="none", marker=PUBLISHED_MARKER, markersize=10, color="grey",
-                              markeredgecolor="black", markeredgewidth=0.6, label="published (paper's table)"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker=PUBLISHED_MARKER,
+                markersize=10,
+                color="grey",
+                markeredgecolor="black",
+                markeredgewidth=0.6,
+                label="published (paper's table)",
+            )
+        )
     if points["stand_in"].any():
-        handles.append(Line2D([], [], linestyle="none", marker=PUBLISHED_MARKER, markersize=10, color="grey",
-                              markerfacecolor="none", markeredgecolor="black", markeredgewidth=0.6,
-                              label="published, for a dataset this one stands in for"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker=PUBLISHED_MARKER,
+                markersize=10,
+                color="grey",
+                markerfacecolor="none",
+                markeredgecolor="black",
+                markeredgewidth=0.6,
+                label="published, for a dataset this one stands in for",
+            )
+        )
     return handles
 
 
@@ -346,8 +428,10 @@ def _published_caption(points: pl.DataFrame) -> str:
     if points.is_empty():
         return ""
     papers = "; ".join(PAPERS[p] for p in sorted(points["paper"].unique().to_list()))
-    text = ("Stars: the values the papers print for the method at that ε, under their own accounting and δ "
-            "(non-private ones on the right edge)")
+    text = (
+        "Stars: the values the papers print for the method at that ε, under their own accounting and δ "
+        "(non-private ones on the right edge)"
+    )
     if points["stand_in"].any():
         text += "; hollow stars: printed for a dataset this one only stands in for"
     return f"{text}. Papers: {papers}."
@@ -423,13 +507,30 @@ def plot_accuracy_vs_epsilon(
                     x = finite["epsilon_max" if paper else "target_epsilon"].to_numpy()
                     y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
                     x = _cap_actual(ax, x, y) if paper else x * 10 ** offsets[method]
-                    ax.errorbar(x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle=":" if paper else "-",
-                                linewidth=1.5, elinewidth=1, capsize=2, alpha=0.9)
+                    ax.errorbar(
+                        x,
+                        y,
+                        yerr=[y - lo, hi - y],
+                        color=style.colour,
+                        linestyle=":" if paper else "-",
+                        linewidth=1.5,
+                        elinewidth=1,
+                        capsize=2,
+                        alpha=0.9,
+                    )
                     hollow = _weak(finite)  # a conditional guarantee: the point is hollow
                     for part, face in ((~hollow, style.colour), (hollow, "white")):
                         if part.any():
-                            ax.plot(x[part], y[part], linestyle="none", marker=style.marker, markersize=5.5,
-                                    color=style.colour, markerfacecolor=face, zorder=3)
+                            ax.plot(
+                                x[part],
+                                y[part],
+                                linestyle="none",
+                                marker=style.marker,
+                                markersize=5.5,
+                                color=style.colour,
+                                markerfacecolor=face,
+                                zorder=3,
+                            )
                     _dagger_points(ax, x, y, _unaccounted(finite))
                 infinite = rows.filter(pl.col("target_epsilon").is_infinite())
                 if method in reference_methods and infinite.height:
@@ -443,9 +544,16 @@ def plot_accuracy_vs_epsilon(
             ax.set_ylabel(f"{metric_label(metric)} (%)")
 
         handles = [
-            Line2D([], [], color=styles[m].colour, marker=styles[m].marker, markersize=5.5, linewidth=1.5,
-                   linestyle=":" if m in paper_methods else "-",
-                   label=m + method_marks[m] + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""))
+            Line2D(
+                [],
+                [],
+                color=styles[m].colour,
+                marker=styles[m].marker,
+                markersize=5.5,
+                linewidth=1.5,
+                linestyle=":" if m in paper_methods else "-",
+                label=m + method_marks[m] + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""),
+            )
             for m in private_methods
         ] + [
             Line2D([], [], color=styles[m].colour, dashes=styles[m].dashes, linewidth=1.3, label=f"{m} ({NON_PRIVATE})")
@@ -455,30 +563,56 @@ def plot_accuracy_vs_epsilon(
         _legend(fig, handles, n_cols)
     _save_all(fig, path, pdf_path)
 
-    caption = (f"{metric_label(metric).capitalize()} (%) against the privacy budget ε (log scale), one panel per "
-               f"dataset: {interval}, as bars. At each budget the methods sit side by side, slightly apart, so "
-               "that equal accuracies stay readable.")
+    caption = (
+        f"{metric_label(metric).capitalize()} (%) against the privacy budget ε (log scale), one panel per "
+        f"dataset: {interval}, as bars. At each budget the methods sit side by side, slightly apart, so "
+        "that equal accuracies stay readable."
+    )
     if reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞) with their intervals as bands."
     if paper_methods:
-        caption += (f" Dotted squares, {REFERENCE_MARK}: reference mode (the noise the paper's accounting gives the "
-                    "target ε), drawn at the ε that noise actually spends under the suite's accountant (the largest "
-                    f"over seeds; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled).")
-    return " ".join(filter(None, [caption, _majority_caption(majority), few_seeds_caveat(summary),
-                                  _marks_caption(private), _published_caption(points)]))
+        caption += (
+            f" Dotted squares, {REFERENCE_MARK}: reference mode (the noise the paper's accounting gives the "
+            "target ε), drawn at the ε that noise actually spends under the suite's accountant (the largest "
+            f"over seeds; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled)."
+        )
+    return " ".join(
+        filter(
+            None,
+            [
+                caption,
+                _majority_caption(majority),
+                few_seeds_caveat(summary),
+                _marks_caption(private),
+                _published_caption(points),
+            ],
+        )
+    )
 
 
 def _mark_handles(frame: pl.DataFrame) -> list[Line2D]:
     """Legend entries explaining the marks that the cells of ``frame`` carry."""
     shown = set("".join(_method_marks(frame.filter(pl.col("method") == m)) for m in frame["method"].unique()))
     handles = [
-        Line2D([], [], color="grey", marker="o", markersize=5, linestyle="none", markerfacecolor="white",
-               label=f"hollow {mark}: {_MARK_LEGEND[mark]}")
-        for mark in GUARANTEE_MARKS.values() if mark in shown
+        Line2D(
+            [],
+            [],
+            color="grey",
+            marker="o",
+            markersize=5,
+            linestyle="none",
+            markerfacecolor="white",
+            label=f"hollow {mark}: {_MARK_LEGEND[mark]}",
+        )
+        for mark in GUARANTEE_MARKS.values()
+        if mark in shown
     ]
     if DAGGER in shown:
-        handles.append(Line2D([], [], color="black", marker=f"${DAGGER}$", markersize=7, linestyle="none",
-                              label=_UNACCOUNTED_LEGEND))
+        handles.append(
+            Line2D(
+                [], [], color="black", marker=f"${DAGGER}$", markersize=7, linestyle="none", label=_UNACCOUNTED_LEGEND
+            )
+        )
     return handles
 
 
@@ -491,13 +625,29 @@ def _draw_majority(ax: Axes, majority: dict[str, float], dataset: str) -> None:
 
 
 def _majority_handles(majority: dict[str, float]) -> list[Line2D]:
-    return [Line2D([], [], color=MAJORITY_COLOUR, linestyle="-.", linewidth=1.1,
-                   label=f"{MAJORITY_LABEL} (predicts one class)")] if majority else []
+    return (
+        [
+            Line2D(
+                [],
+                [],
+                color=MAJORITY_COLOUR,
+                linestyle="-.",
+                linewidth=1.1,
+                label=f"{MAJORITY_LABEL} (predicts one class)",
+            )
+        ]
+        if majority
+        else []
+    )
 
 
 def _majority_caption(majority: dict[str, float]) -> str:
-    return ("Dash-dotted grey: the accuracy of always predicting the training set's most frequent class; a method "
-            "at or below it has learned nothing useful." if majority else "")
+    return (
+        "Dash-dotted grey: the accuracy of always predicting the training set's most frequent class; a method "
+        "at or below it has learned nothing useful."
+        if majority
+        else ""
+    )
 
 
 # --- the privacy–utility frontier -------------------------------------------------------------------------
@@ -543,15 +693,32 @@ def frontier_cells(summary: pl.DataFrame, *, metric: str = "test_accuracy") -> p
     mean = f"{metric}_mean"
     _require(summary, ("dataset", "method", "target_epsilon", "epsilon_max", mean), purpose="find the frontier")
     eligible = summary.filter(pl.col("target_epsilon").is_finite())
-    eligible = (eligible.filter(pl.Series(~_unaccounted(eligible))).sort("dataset", "method", "target_epsilon")
-                .with_columns(budget_epsilon().alias("budget")))
+    eligible = (
+        eligible.filter(pl.Series(~_unaccounted(eligible)))
+        .sort("dataset", "method", "target_epsilon")
+        .with_columns(budget_epsilon().alias("budget"))
+    )
     parts = []
     for (dataset,), cells in eligible.group_by("dataset", maintain_order=True):
         on = pareto_frontier(cells["budget"].to_list(), cells[mean].to_list())
-        parts.append(cells[on, :].select("dataset", "method", "target_epsilon", pl.col("budget").alias("epsilon"),
-                                      pl.col("epsilon_max").alias("spent"), pl.col(mean).alias("mean")))
-    schema = {"dataset": pl.String(), "method": pl.String(), "target_epsilon": pl.Float64(), "epsilon": pl.Float64(),
-              "spent": pl.Float64(), "mean": pl.Float64()}
+        parts.append(
+            cells[on, :].select(
+                "dataset",
+                "method",
+                "target_epsilon",
+                pl.col("budget").alias("epsilon"),
+                pl.col("epsilon_max").alias("spent"),
+                pl.col(mean).alias("mean"),
+            )
+        )
+    schema = {
+        "dataset": pl.String(),
+        "method": pl.String(),
+        "target_epsilon": pl.Float64(),
+        "epsilon": pl.Float64(),
+        "spent": pl.Float64(),
+        "mean": pl.Float64(),
+    }
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
 
 
@@ -569,8 +736,11 @@ def plot_frontier(
     Reference-mode cells are squares (¶) at the ε they spend; hollow and † as in ``plot_accuracy_vs_epsilon``.
     Returns the caption."""
     mean, low, high = _metric_columns(metric)
-    _require(summary, ("dataset", "method", "target_epsilon", "epsilon_max", mean, low, high),
-             purpose=f"plot the {metric!r} frontier")
+    _require(
+        summary,
+        ("dataset", "method", "target_epsilon", "epsilon_max", mean, low, high),
+        purpose=f"plot the {metric!r} frontier",
+    )
     private = summary.filter(pl.col("target_epsilon").is_finite())
     if private.is_empty():
         raise ValueError("summary has no private cell (finite target_epsilon): no frontier to draw")
@@ -613,73 +783,133 @@ def plot_frontier(
                 over = (rows["budget"] != rows["target_epsilon"]).to_numpy()
                 if over.any():
                     x[over] = _cap_actual(ax, budget[over], y[over])
-                ax.errorbar(x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1,
-                            capsize=2, alpha=0.8)
+                ax.errorbar(
+                    x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8
+                )
                 weak = _weak(rows)
                 for hollow in (False, True):
                     part = weak == hollow
                     if part.any():
-                        ax.plot(x[part], y[part], linestyle="none", marker=style.marker, markersize=5.5,
-                                color=style.colour, markerfacecolor="white" if hollow else style.colour, zorder=3)
+                        ax.plot(
+                            x[part],
+                            y[part],
+                            linestyle="none",
+                            marker=style.marker,
+                            markersize=5.5,
+                            color=style.colour,
+                            markerfacecolor="white" if hollow else style.colour,
+                            zorder=3,
+                        )
                 ringed = np.array([(method, e) in on_frontier for e in rows["target_epsilon"].to_list()])
                 if ringed.any():
-                    ax.plot(x[ringed], y[ringed], linestyle="none", marker="o", markersize=11, markerfacecolor="none",
-                            markeredgecolor="black", markeredgewidth=1, zorder=4)
+                    ax.plot(
+                        x[ringed],
+                        y[ringed],
+                        linestyle="none",
+                        marker="o",
+                        markersize=11,
+                        markerfacecolor="none",
+                        markeredgecolor="black",
+                        markeredgewidth=1,
+                        zorder=4,
+                    )
                 _dagger_points(ax, x, y, _unaccounted(rows))
             for method in reference_methods:
                 rows = reference.filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
                 if rows.height:
-                    ax.axhline(100 * float(rows[mean][0]), color=styles[method].colour, dashes=styles[method].dashes,
-                               linewidth=1.3)
+                    ax.axhline(
+                        100 * float(rows[mean][0]),
+                        color=styles[method].colour,
+                        dashes=styles[method].dashes,
+                        linewidth=1.3,
+                    )
             _draw_majority(ax, majority, dataset)
             if best.height:
                 x = np.minimum(best["epsilon"].to_numpy(), ACTUAL_EPSILON_CAP)
                 y = 100 * best["mean"].to_numpy()
                 # Steps: the best accuracy reachable at ≤ ε holds until the next frontier point.
-                ax.plot(np.append(x, x_max), np.append(y, y[-1]), drawstyle="steps-post", color="black",
-                        linewidth=1.2, alpha=0.7, gid=FRONTIER_GID, zorder=1)
+                ax.plot(
+                    np.append(x, x_max),
+                    np.append(y, y[-1]),
+                    drawstyle="steps-post",
+                    color="black",
+                    linewidth=1.2,
+                    alpha=0.7,
+                    gid=FRONTIER_GID,
+                    zorder=1,
+                )
             _log_epsilon_axis(ax, ticks, x_min, x_max, label="privacy budget ε (log scale)")
             ax.set_title(dataset)
             ax.set_ylabel(f"{metric_label(metric)} (%)")
 
-        handles = [
-            Line2D([], [], color=styles[m].colour, marker=styles[m].marker, markersize=5.5, linestyle="none",
-                   label=m + _method_marks(private.filter(pl.col("method") == m))
-                   + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""))
-            for m in private_methods
-        ] + [
-            Line2D([], [], color=styles[m].colour, dashes=styles[m].dashes, linewidth=1.3, label=f"{m} ({NON_PRIVATE})")
-            for m in reference_methods
-        ] + [Line2D([], [], color="black", alpha=0.7, linewidth=1.2, marker="o", markersize=11, markerfacecolor="none",
-                    label="frontier: best at ≤ ε (ringed)")]
+        handles = (
+            [
+                Line2D(
+                    [],
+                    [],
+                    color=styles[m].colour,
+                    marker=styles[m].marker,
+                    markersize=5.5,
+                    linestyle="none",
+                    label=m
+                    + _method_marks(private.filter(pl.col("method") == m))
+                    + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""),
+                )
+                for m in private_methods
+            ]
+            + [
+                Line2D(
+                    [], [], color=styles[m].colour, dashes=styles[m].dashes, linewidth=1.3, label=f"{m} ({NON_PRIVATE})"
+                )
+                for m in reference_methods
+            ]
+            + [
+                Line2D(
+                    [],
+                    [],
+                    color="black",
+                    alpha=0.7,
+                    linewidth=1.2,
+                    marker="o",
+                    markersize=11,
+                    markerfacecolor="none",
+                    label="frontier: best at ≤ ε (ringed)",
+                )
+            ]
+        )
         handles += _majority_handles(majority) + _mark_handles(private)
         _legend(fig, handles, n_cols)
     _save_all(fig, path, pdf_path)
 
-    caption = (f"Privacy–utility frontier: {metric_label(metric)} (%) of every private cell against its privacy "
-               "budget, the target ε it was run at (log scale; cells of one target are one budget, whatever they "
-               "spend below it), one panel per dataset: "
-               f"{interval}, as bars. At each budget the methods sit side by side, slightly apart. Black steps: the "
-               "best accuracy reachable at ≤ ε; the ringed cells are on them.")
+    caption = (
+        f"Privacy–utility frontier: {metric_label(metric)} (%) of every private cell against its privacy "
+        "budget, the target ε it was run at (log scale; cells of one target are one budget, whatever they "
+        "spend below it), one panel per dataset: "
+        f"{interval}, as bars. At each budget the methods sit side by side, slightly apart. Black steps: the "
+        "best accuracy reachable at ≤ ε; the ringed cells are on them."
+    )
     if _unaccounted(private).any():
         caption += f" Cells marked {DAGGER} are shown but cannot be on the frontier."
     if overspent.height:
-        caption += (" A cell that spends more than its target ε sits at the ε it spends"
-                    + (f" ({REFERENCE_MARK}: reference mode, the paper's accounting)" if paper_methods else "")
-                    + f"; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled.")
+        caption += (
+            " A cell that spends more than its target ε sits at the ε it spends"
+            + (f" ({REFERENCE_MARK}: reference mode, the paper's accounting)" if paper_methods else "")
+            + f"; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled."
+        )
     elif paper_methods:
         caption += f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), within its claimed ε."
     if reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞)."
-    return " ".join(filter(None, [caption, _majority_caption(majority), few_seeds_caveat(summary),
-                                  _marks_caption(private)]))
+    return " ".join(
+        filter(None, [caption, _majority_caption(majority), few_seeds_caveat(summary), _marks_caption(private)])
+    )
 
 
 def _log_ticks(x_min: float, x_max: float) -> list[float]:
     """The powers of ten inside [x_min, x_max], with 2 and 5 times them where the range spans two decades or less."""
     low, high = math.floor(math.log10(x_min)), math.ceil(math.log10(x_max))
     steps = (1, 2, 5) if high - low <= 2 else (1,)
-    return [m * 10.0 ** k for k in range(low, high + 1) for m in steps if x_min <= m * 10.0 ** k <= x_max]
+    return [m * 10.0**k for k in range(low, high + 1) for m in steps if x_min <= m * 10.0**k <= x_max]
 
 
 # --- hyperparameter sweeps --------------------------------------------------------------------------------
@@ -696,8 +926,11 @@ def sweep_cells(summary: pl.DataFrame, *, parameter: str, metric: str = "test_ac
     ``reference`` where the summary has them; by dataset, line, ε, value.
     """
     mean, low, high = _metric_columns(metric)
-    _require(summary, ("dataset", "method", "target_epsilon", "hyperparameters", mean, low, high),
-             purpose=f"plot {metric!r} against {parameter!r} (summarize runs collected with their hyperparameters)")
+    _require(
+        summary,
+        ("dataset", "method", "target_epsilon", "hyperparameters", mean, low, high),
+        purpose=f"plot {metric!r} against {parameter!r} (summarize runs collected with their hyperparameters)",
+    )
     private = summary.filter(pl.col("target_epsilon").is_finite() & pl.col("hyperparameters").is_not_null())
     bases = private["base_method"].to_list() if "base_method" in private.columns else [None] * private.height
     paper = _reference(private)
@@ -713,27 +946,42 @@ def sweep_cells(summary: pl.DataFrame, *, parameter: str, metric: str = "test_ac
         family = (base or r["method"].removesuffix(REFERENCE_SUFFIX)) + (REFERENCE_SUFFIX if ref else "")
         rows.append({"r": r, "family": family, "others": hp, "value": float(value)})
     if not rows:
-        raise ValueError(f"no private cell has hyperparameter {parameter!r}; hyperparameters present: "
-                         f"{sorted(seen_keys)}")
+        raise ValueError(
+            f"no private cell has hyperparameter {parameter!r}; hyperparameters present: {sorted(seen_keys)}"
+        )
     # Within a family, the settings that tell its lines apart (the same everywhere: none).
     labels: dict[tuple[str, str], str] = {}
     for family in sorted({row["family"] for row in rows}):
-        variants = {json.dumps(row["others"], sort_keys=True): row["others"] for row in rows
-                    if row["family"] == family}
+        variants = {json.dumps(row["others"], sort_keys=True): row["others"] for row in rows if row["family"] == family}
         keys = sorted({k for hp in variants.values() for k in hp})
         differ = [k for k in keys if len({json.dumps(hp.get(k)) for hp in variants.values()}) > 1]
         for text, hp in variants.items():
             setting = ", ".join(f"{k}={hp.get(k)}" for k in differ)
             labels[(family, text)] = f"{family} ({setting})" if setting else family
-    out = [{
-        "dataset": row["r"]["dataset"], "method": row["r"]["method"],
-        "line": labels[(row["family"], json.dumps(row["others"], sort_keys=True))],
-        "target_epsilon": row["r"]["target_epsilon"], "value": row["value"],
-        "mean": row["r"][mean], "low": row["r"][low], "high": row["r"][high],
-        **{c: row["r"][c] for c in ("guarantee", "fully_accounted", "reference") if c in summary.columns},
-    } for row in rows]
-    schema = {"dataset": pl.String(), "method": pl.String(), "line": pl.String(), "target_epsilon": pl.Float64(),
-              "value": pl.Float64(), "mean": pl.Float64(), "low": pl.Float64(), "high": pl.Float64()}
+    out = [
+        {
+            "dataset": row["r"]["dataset"],
+            "method": row["r"]["method"],
+            "line": labels[(row["family"], json.dumps(row["others"], sort_keys=True))],
+            "target_epsilon": row["r"]["target_epsilon"],
+            "value": row["value"],
+            "mean": row["r"][mean],
+            "low": row["r"][low],
+            "high": row["r"][high],
+            **{c: row["r"][c] for c in ("guarantee", "fully_accounted", "reference") if c in summary.columns},
+        }
+        for row in rows
+    ]
+    schema = {
+        "dataset": pl.String(),
+        "method": pl.String(),
+        "line": pl.String(),
+        "target_epsilon": pl.Float64(),
+        "value": pl.Float64(),
+        "mean": pl.Float64(),
+        "low": pl.Float64(),
+        "high": pl.Float64(),
+    }
     schema |= {c: summary.schema[c] for c in ("guarantee", "fully_accounted", "reference") if c in summary.columns}
     return pl.DataFrame(out, schema=schema).sort("dataset", "line", "target_epsilon", "value", "method")
 
@@ -775,23 +1023,44 @@ def plot_sweep(
         fig, axes, n_cols = _panels(len(datasets))
         for ax, dataset in zip(axes, datasets):
             for (line, eps), rows in cells.filter(pl.col("dataset") == dataset).group_by(
-                    "line", "target_epsilon", maintain_order=True):
+                "line", "target_epsilon", maintain_order=True
+            ):
                 x = rows["value"].to_numpy()
                 y, lo, hi = (100 * rows[c].to_numpy() for c in ("mean", "low", "high"))
                 colour = line_styles[line].colour
                 marker = REFERENCE_MARKER if line in paper_lines else markers[eps]
-                ax.errorbar(x, y, yerr=[y - lo, hi - y], color=colour, linestyle=styles[eps],
-                            marker=marker, markersize=5, linewidth=1.4, capsize=3)
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[y - lo, hi - y],
+                    color=colour,
+                    linestyle=styles[eps],
+                    marker=marker,
+                    markersize=5,
+                    linewidth=1.4,
+                    capsize=3,
+                )
                 hollow = _weak(rows)
                 if hollow.any():
-                    ax.plot(x[hollow], y[hollow], linestyle="none", marker=marker, markersize=5,
-                            color=colour, markerfacecolor="white")
+                    ax.plot(
+                        x[hollow],
+                        y[hollow],
+                        linestyle="none",
+                        marker=marker,
+                        markersize=5,
+                        color=colour,
+                        markerfacecolor="white",
+                    )
                 _dagger_points(ax, x, y, _unaccounted(rows))
             for method in reference_methods:
                 rows = reference.filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
                 if rows.height:
-                    ax.axhline(100 * float(rows[mean][0]), color=references[method].colour,
-                               dashes=references[method].dashes, linewidth=1.3)
+                    ax.axhline(
+                        100 * float(rows[mean][0]),
+                        color=references[method].colour,
+                        dashes=references[method].dashes,
+                        linewidth=1.3,
+                    )
             if log_axis:
                 ax.set_xscale("log")
             ax.xaxis.set_major_locator(FixedLocator(values))
@@ -801,26 +1070,58 @@ def plot_sweep(
             ax.set_title(dataset)
             ax.set_ylabel(f"{metric_label(metric)} (%)")
 
-        handles = [Line2D([], [], color=line_styles[line].colour, linewidth=1.4,
-                          marker=REFERENCE_MARKER if line in paper_lines else "none", markersize=5,
-                          label=line + _method_marks(cells.filter(pl.col("line") == line))
-                          + (f" {REFERENCE_MARK} claimed ε" if line in paper_lines else ""))
-                   for line in lines]
-        handles += [Line2D([], [], color="grey", linestyle=styles[e], marker=markers[e], markersize=5,
-                           label=f"ε = {format_epsilon_value(e)}") for e in epsilons]
-        handles += [Line2D([], [], color=references[m].colour, dashes=references[m].dashes, linewidth=1.3,
-                           label=f"{m} ({NON_PRIVATE})") for m in reference_methods]
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=line_styles[line].colour,
+                linewidth=1.4,
+                marker=REFERENCE_MARKER if line in paper_lines else "none",
+                markersize=5,
+                label=line
+                + _method_marks(cells.filter(pl.col("line") == line))
+                + (f" {REFERENCE_MARK} claimed ε" if line in paper_lines else ""),
+            )
+            for line in lines
+        ]
+        handles += [
+            Line2D(
+                [],
+                [],
+                color="grey",
+                linestyle=styles[e],
+                marker=markers[e],
+                markersize=5,
+                label=f"ε = {format_epsilon_value(e)}",
+            )
+            for e in epsilons
+        ]
+        handles += [
+            Line2D(
+                [],
+                [],
+                color=references[m].colour,
+                dashes=references[m].dashes,
+                linewidth=1.3,
+                label=f"{m} ({NON_PRIVATE})",
+            )
+            for m in reference_methods
+        ]
         handles += _mark_handles(cells)
         _legend(fig, handles, n_cols)
     _save_all(fig, path, pdf_path)
 
-    caption = (f"{metric_label(metric).capitalize()} (%) against the hyperparameter {parameter}"
-               f"{' (log scale)' if log_axis else ''}, one panel per dataset, one line per method and privacy "
-               f"budget ε (colour: the method with its other settings fixed; line style: target ε): {interval}, "
-               "as bars.")
+    caption = (
+        f"{metric_label(metric).capitalize()} (%) against the hyperparameter {parameter}"
+        f"{' (log scale)' if log_axis else ''}, one panel per dataset, one line per method and privacy "
+        f"budget ε (colour: the method with its other settings fixed; line style: target ε): {interval}, "
+        "as bars."
+    )
     if _reference(cells).any():
-        caption += (f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), at its claimed ε (the ε "
-                    "its noise actually spends is in the reproduction tables).")
+        caption += (
+            f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), at its claimed ε (the ε "
+            "its noise actually spends is in the reproduction tables)."
+        )
     if reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞)."
     return " ".join(filter(None, [caption, few_seeds_caveat(shown.filter(drawn)), _marks_caption(cells)]))

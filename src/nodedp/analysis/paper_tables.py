@@ -63,8 +63,16 @@ from nodedp.io import atomic_write
 if TYPE_CHECKING:  # polars loads when a table is drawn, not when the workflow plans (it reads PAPER_TABLES)
     import polars as pl
 
-__all__ = ["INTERVALS", "NOT_CONFIGURED", "PAPER_TABLES", "CellFeed", "PaperTable", "render_paper_table",
-           "write_main_tex", "write_paper_tables"]
+__all__ = [
+    "INTERVALS",
+    "NOT_CONFIGURED",
+    "PAPER_TABLES",
+    "CellFeed",
+    "PaperTable",
+    "render_paper_table",
+    "write_main_tex",
+    "write_paper_tables",
+]
 
 INTERVALS = ("half-width", "range")  # how a cell shows its bootstrap interval: mean ± half-width, or (low–high)
 METRIC_LABELS = {"test_accuracy": "test accuracy", "mia_accuracy": "membership-inference attack accuracy"}
@@ -113,8 +121,16 @@ class PaperTable:
         return [f for _, feeds in self.rows for f in feeds if f is not None]
 
 
-def _layout(key: str, row_header: tuple[str, ...], *, studies: tuple[str, ...], study_of: Mapping[str, str | None],
-            notes: tuple[str, ...] = (), needs: str | None = None, summary: str = "summary") -> PaperTable:
+def _layout(
+    key: str,
+    row_header: tuple[str, ...],
+    *,
+    studies: tuple[str, ...],
+    study_of: Mapping[str, str | None],
+    notes: tuple[str, ...] = (),
+    needs: str | None = None,
+    summary: str = "summary",
+) -> PaperTable:
     """The paper's table ``key`` from its published cells' coordinates; ``study_of`` maps a run id to the study
     that produces it (``"*"``: every other run)."""
     cells = [p for p in PUBLISHED + PUBLISHED_UNREGISTERED if p.paper == key and p.column]
@@ -127,8 +143,14 @@ def _layout(key: str, row_header: tuple[str, ...], *, studies: tuple[str, ...], 
         if (p.row, p.column) in grid:
             raise ValueError(f"{key}: two published cells at row {p.row}, column {p.column!r}")
         grid[(p.row, p.column)] = CellFeed(
-            published=p, dataset=p.dataset, run=p.suite_method, epsilon=p.epsilon, at_most=p.at_most,
-            metric=p.metric, study=study_of.get(p.suite_method, study_of.get("*")))
+            published=p,
+            dataset=p.dataset,
+            run=p.suite_method,
+            epsilon=p.epsilon,
+            at_most=p.at_most,
+            metric=p.metric,
+            study=study_of.get(p.suite_method, study_of.get("*")),
+        )
     rows = tuple((r, tuple(grid.get((r, c)) for c in columns)) for r in row_labels)
     return PaperTable(key, row_header, columns, rows, studies, notes, needs, summary)
 
@@ -143,37 +165,73 @@ _DP_GNN_NOTES = (
 
 PAPER_TABLES: dict[str, PaperTable] = {
     "dpar-t1": _layout(
-        "dpar-t1", ("Dataset", "(ε, δ)"), studies=("dpar-reproduction", "dpar-gap-setting"),
+        "dpar-t1",
+        ("Dataset", "(ε, δ)"),
+        studies=("dpar-reproduction", "dpar-gap-setting"),
         study_of={"*": "dpar-reproduction"},
-        notes=("DPAR prints fractions without spread (here in percent); its non-private columns once per dataset "
-               "(here on the ε = 1 row). The suite runs at its own δ (below 1/N), not the paper's.",)),
-    "dp-gnn-t1": _layout("dp-gnn-t1", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"},
-                         notes=_DP_GNN_NOTES),
-    "dp-gnn-t2": _layout("dp-gnn-t2", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"},
-                         notes=_DP_GNN_NOTES),
-    "dp-gnn-t3": _layout("dp-gnn-t3", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"},
-                         notes=_DP_GNN_NOTES),
-    "dp-gnn-t4": _layout("dp-gnn-t4", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"},
-                         notes=_DP_GNN_NOTES),
+        notes=(
+            "DPAR prints fractions without spread (here in percent); its non-private columns once per dataset "
+            "(here on the ε = 1 row). The suite runs at its own δ (below 1/N), not the paper's.",
+        ),
+    ),
+    "dp-gnn-t1": _layout(
+        "dp-gnn-t1", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"}, notes=_DP_GNN_NOTES
+    ),
+    "dp-gnn-t2": _layout(
+        "dp-gnn-t2", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"}, notes=_DP_GNN_NOTES
+    ),
+    "dp-gnn-t3": _layout(
+        "dp-gnn-t3", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"}, notes=_DP_GNN_NOTES
+    ),
+    "dp-gnn-t4": _layout(
+        "dp-gnn-t4", ("Model",), studies=("dp-gnn-ogb",), study_of={"*": "dp-gnn-ogb"}, notes=_DP_GNN_NOTES
+    ),
     "progap-t2": _layout(
-        "progap-t2", ("Privacy level", "Method", "ε"), studies=("progap-reproduction", "gap-edge", "main"),
-        study_of={"sage": "main", "dp-sage": "main", "edgerand": "gap-edge", "gap-edge": "gap-edge",
-                  "progap-edge": "gap-edge", "*": "progap-reproduction"},
-        notes=("MLP is printed in the edge-level block at ε = 0 (it reads no edges): the suite's non-private mlp "
-               "run. DP-GNN uses GraphSAGE (the suite's dp-sage). Edge-level cells are ε-edge-DP, not node-level.",)),
-    "nip-gnn-t1": _layout("nip-gnn-t1", ("Dataset",), studies=("nip-gnn-reproduction",),
-                          study_of={"*": "nip-gnn-reproduction"}),
-    "nip-gnn-t2": _layout("nip-gnn-t2", ("Method",), studies=("nip-gnn-ablation-reproduction",),
-                          study_of={"*": "nip-gnn-ablation-reproduction"}),
-    "nip-gnn-t3": _layout("nip-gnn-t3", ("Method",), studies=("nip-gnn-ablation-reproduction",),
-                          study_of={"*": "nip-gnn-ablation-reproduction"}),
+        "progap-t2",
+        ("Privacy level", "Method", "ε"),
+        studies=("progap-reproduction", "gap-edge", "main"),
+        study_of={
+            "sage": "main",
+            "dp-sage": "main",
+            "edgerand": "gap-edge",
+            "gap-edge": "gap-edge",
+            "progap-edge": "gap-edge",
+            "*": "progap-reproduction",
+        },
+        notes=(
+            "MLP is printed in the edge-level block at ε = 0 (it reads no edges): the suite's non-private mlp "
+            "run. DP-GNN uses GraphSAGE (the suite's dp-sage). Edge-level cells are ε-edge-DP, not node-level.",
+        ),
+    ),
+    "nip-gnn-t1": _layout(
+        "nip-gnn-t1", ("Dataset",), studies=("nip-gnn-reproduction",), study_of={"*": "nip-gnn-reproduction"}
+    ),
+    "nip-gnn-t2": _layout(
+        "nip-gnn-t2",
+        ("Method",),
+        studies=("nip-gnn-ablation-reproduction",),
+        study_of={"*": "nip-gnn-ablation-reproduction"},
+    ),
+    "nip-gnn-t3": _layout(
+        "nip-gnn-t3",
+        ("Method",),
+        studies=("nip-gnn-ablation-reproduction",),
+        study_of={"*": "nip-gnn-ablation-reproduction"},
+    ),
     "nip-gnn-t4": _layout(
-        "nip-gnn-t4", ("Dataset",), studies=("nip-gnn-mia",), study_of={"*": "nip-gnn-mia"},
-        needs="the membership-inference audit (`make audit STUDY=nip-gnn-mia`)", summary="mia",
-        notes=("Membership-inference accuracy (TSTF attack, NIP-GNN §5.2.3: target and shadow models of the "
-               "audited method, each trained on a quarter of the labelled nodes and queried on the full graph; "
-               "nodedp.audit.mia) against each model trained at ε = 4, from the study nip-gnn-mia's audit: lower "
-               "is better and 50 is chance; no cell is bold.",)),
+        "nip-gnn-t4",
+        ("Dataset",),
+        studies=("nip-gnn-mia",),
+        study_of={"*": "nip-gnn-mia"},
+        needs="the membership-inference audit (`make audit STUDY=nip-gnn-mia`)",
+        summary="mia",
+        notes=(
+            "Membership-inference accuracy (TSTF attack, NIP-GNN §5.2.3: target and shadow models of the "
+            "audited method, each trained on a quarter of the labelled nodes and queried on the full graph; "
+            "nodedp.audit.mia) against each model trained at ε = 4, from the study nip-gnn-mia's audit: lower "
+            "is better and 50 is chance; no cell is bold.",
+        ),
+    ),
 }
 
 
@@ -199,7 +257,8 @@ def _check_summary(summary: pl.DataFrame, table: PaperTable) -> None:
 def _index(summary: pl.DataFrame) -> dict[tuple[str, str, float], dict]:
     # Studies share runs (the same paths): read a cell once, from the summary with the most runs.
     deduped = summary.sort("n_runs", descending=True, maintain_order=True).unique(
-        subset=["dataset", "method", "target_epsilon"], keep="first", maintain_order=True)
+        subset=["dataset", "method", "target_epsilon"], keep="first", maintain_order=True
+    )
     return {(r["dataset"], r["method"], r["target_epsilon"]): r for r in deduped.iter_rows(named=True)}
 
 
@@ -235,8 +294,9 @@ def _single_dataset(feeds: Iterable[CellFeed | None]) -> str | None:
     return datasets.pop() if len(datasets) == 1 else None
 
 
-def _with_stand_ins(table: PaperTable, present: set[str]
-                    ) -> tuple[list[str], list[tuple[tuple[str, ...], tuple[CellFeed | None, ...]]]]:
+def _with_stand_ins(
+    table: PaperTable, present: set[str]
+) -> tuple[list[str], list[tuple[tuple[str, ...], tuple[CellFeed | None, ...]]]]:
     """(columns, rows) of ``table`` with a row (or column) per stand-in dataset of the summary, after the rows
     (column) of the dataset it stands in for."""
 
@@ -266,8 +326,9 @@ def _with_stand_ins(table: PaperTable, present: set[str]
         order.append((label, j, None))
         if len(out_rows) > 1 and all(_single_dataset(fs) is None for _, fs in out_rows):
             order += [(s + STAND_IN_MARK, j, s) for s in stand_ins(_single_dataset(by_column[j]))]
-    new_rows = [(labels, tuple(fs[j] if s is None else swap([fs[j]], s)[0] for _, j, s in order))
-                for labels, fs in out_rows]
+    new_rows = [
+        (labels, tuple(fs[j] if s is None else swap([fs[j]], s)[0] for _, j, s in order)) for labels, fs in out_rows
+    ]
     return [label for label, _, _ in order], new_rows
 
 
@@ -280,8 +341,11 @@ def _value_text(row: dict, metric: str, interval: str) -> str:
 
 def _marks(row: dict) -> str:
     accounted = row.get("fully_accounted")
-    return (("" if accounted is None or accounted else DAGGER) + GUARANTEE_MARKS.get(row.get("guarantee") or "", "")
-            + one_class_mark(row.get("n_one_class_runs"), row["n_runs"]))
+    return (
+        ("" if accounted is None or accounted else DAGGER)
+        + GUARANTEE_MARKS.get(row.get("guarantee") or "", "")
+        + one_class_mark(row.get("n_one_class_runs"), row["n_runs"])
+    )
 
 
 def _eps(epsilon: float) -> str:
@@ -328,8 +392,13 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
 
     # Bold: the best private cell per (dataset, ε) among those whose ε covers every read, where two compete.
     def competes(f: CellFeed, suite: dict | None) -> bool:
-        return (suite is not None and f.metric == "test_accuracy" and math.isfinite(suite["target_epsilon"])
-                and suite.get("fully_accounted") is not False and not suite.get("reference"))
+        return (
+            suite is not None
+            and f.metric == "test_accuracy"
+            and math.isfinite(suite["target_epsilon"])
+            and suite.get("fully_accounted") is not False
+            and not suite.get("reference")
+        )
 
     contests: dict[tuple[str, float], list[float]] = {}
     for _, feeds in rows:
@@ -370,13 +439,15 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
                 if suite["n_runs"] != max_runs:
                     view.main += f" [n={suite['n_runs']}]"
                 view.marks = _marks(suite)
-                view.bold = competes(f, suite) and best.get((f.dataset, suite["target_epsilon"])) == suite[
-                    f"{f.metric}_mean"]
+                view.bold = (
+                    competes(f, suite) and best.get((f.dataset, suite["target_epsilon"])) == suite[f"{f.metric}_mean"]
+                )
                 deltas.append(f"Δ {100 * suite[f'{f.metric}_mean'] - p.accuracy:+.1f}")
             if ref is not None:
                 actual = format_epsilon_value(ref["epsilon_max"])
-                view.lines.append(f"{REFERENCE_MARK} {_value_text(ref, f.metric, interval)} [ε = {actual}]"
-                                  + _marks(ref))
+                view.lines.append(
+                    f"{REFERENCE_MARK} {_value_text(ref, f.metric, interval)} [ε = {actual}]" + _marks(ref)
+                )
                 deltas.append(f"{REFERENCE_MARK} {100 * ref[f'{f.metric}_mean'] - p.accuracy:+.1f}")
             view.lines.append(_paper_text(p))
             view.lines.append(" · ".join(deltas) if suite is not None else "Δ " + " · ".join(deltas))
@@ -389,17 +460,21 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
         runs = [r["n_runs"] for r in used]
         seeds = f"{max(runs)}" if min(runs) == max(runs) else f"{min(runs)}–{max(runs)}"
         confidence, n_resamples = (_single(used, c) for c in ("confidence", "n_resamples"))
-        spread = ("± half the width of its" if interval == "half-width" else "with its")
-        shown = (f"the suite's {METRIC_LABELS.get(metric, metric)} (%), mean over {seeds} seeds {spread} "
-                 f"{100 * confidence:g}% percentile-bootstrap interval ({n_resamples} resamples)")
+        spread = "± half the width of its" if interval == "half-width" else "with its"
+        shown = (
+            f"the suite's {METRIC_LABELS.get(metric, metric)} (%), mean over {seeds} seeds {spread} "
+            f"{100 * confidence:g}% percentile-bootstrap interval ({n_resamples} resamples)"
+        )
         if min(runs) != max(runs):
             shown += ", [n=k] marking a cell with fewer runs"
         few_seeds = few_seeds_text(runs, confidence=confidence)
     else:
         shown = f"the suite's {METRIC_LABELS.get(metric, metric)} (%); no cell of this table is in the summary"
         few_seeds = ""
-    caption = (f"{table.title}, in the paper's layout. Each cell: {shown}; the paper's printed value; "
-               "Δ = suite − paper (points).")
+    caption = (
+        f"{table.title}, in the paper's layout. Each cell: {shown}; the paper's printed value; "
+        "Δ = suite − paper (points)."
+    )
     if few_seeds:
         caption += f" {few_seeds}"
     if best:
@@ -410,10 +485,15 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
     spreads = {f.published.spread for f in table.feeds}
     notes += [f"paper ± x: the paper's {SPREADS[s]}." for s in sorted(spreads) if s != "none"]
     shown_datasets = {f.dataset for _, feeds in rows for f in feeds if f is not None}
-    notes += [f"{STAND_IN_MARK} {s.note}" for key, s in STAND_INS.items()
-              if any(f.stand_in and stands_in_for(f.dataset) == key for _, fs in rows for f in fs if f is not None)]
-    notes += [f"{d}: {UNREGISTERED_DATASETS[d]}; the suite's registry does not build it."
-              for d in sorted(shown_datasets & set(UNREGISTERED_DATASETS))]
+    notes += [
+        f"{STAND_IN_MARK} {s.note}"
+        for key, s in STAND_INS.items()
+        if any(f.stand_in and stands_in_for(f.dataset) == key for _, fs in rows for f in fs if f is not None)
+    ]
+    notes += [
+        f"{d}: {UNREGISTERED_DATASETS[d]}; the suite's registry does not build it."
+        for d in sorted(shown_datasets & set(UNREGISTERED_DATASETS))
+    ]
     all_marks = "".join(v.marks + "".join(v.lines) for _, vs in views for v in vs if v is not None)
     if DAGGER in all_marks:
         notes.append(UNACCOUNTED_NOTE)
@@ -461,9 +541,12 @@ def _markdown(view: _View, command: str) -> str:
         main = f"**{v.main}**" if v.bold else v.main
         return "<br>".join(esc(t) for t in [main + v.marks, *v.lines])
 
-    lines = [f"Table: {view.caption}", "",
-             "| " + " | ".join(esc(h) for h in view.header) + " |",
-             "|" + "|".join([":---"] * view.n_labels + ["---:"] * (len(view.header) - view.n_labels)) + "|"]
+    lines = [
+        f"Table: {view.caption}",
+        "",
+        "| " + " | ".join(esc(h) for h in view.header) + " |",
+        "|" + "|".join([":---"] * view.n_labels + ["---:"] * (len(view.header) - view.n_labels)) + "|",
+    ]
     for (shown, _), (_, cells) in zip(_shown_labels(view.rows), view.rows, strict=True):
         lines.append("| " + " | ".join([*map(esc, shown), *map(cell, cells)]) + " |")
     lines.append("")
@@ -472,9 +555,22 @@ def _markdown(view: _View, command: str) -> str:
     return "\n".join(lines)
 
 
-_TEX_EXTRA = {"±": r"$\pm$", "Δ": r"$\Delta$", "·": r"$\cdot$", "×": r"$\times$", DAGGER: r"\textsuperscript{\dag}",
-              "‡": r"\textsuperscript{\ddag}", "§": r"\S{}", REFERENCE_MARK: r"\P{}", "<": "$<$", ">": "$>$",
-              "|": "$|$", "`": "", "\"": "''", "—": "---"}
+_TEX_EXTRA = {
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "·": r"$\cdot$",
+    "×": r"$\times$",
+    DAGGER: r"\textsuperscript{\dag}",
+    "‡": r"\textsuperscript{\ddag}",
+    "§": r"\S{}",
+    REFERENCE_MARK: r"\P{}",
+    "<": "$<$",
+    ">": "$>$",
+    "|": "$|$",
+    "`": "",
+    '"': "''",
+    "—": "---",
+}
 
 
 def _tex(text: str) -> str:
@@ -496,28 +592,36 @@ def _latex(view: _View, command: str) -> str:
         return f"{{\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}}}"
 
     n_values = len(view.header) - view.n_labels
-    lines = ["% Generated by nodedp.analysis.paper_tables; do not edit by hand.",
-             "% Needs \\usepackage{booktabs,graphicx}; \\input it inside a table float.",
-             f"% Regenerate with: {command}",
-             "\\begingroup\\scriptsize",
-             "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
-             "\\begin{tabular}{" + "l" * view.n_labels + "r" * n_values + "}",
-             "\\toprule",
-             " & ".join(_tex(h) for h in view.header) + " \\\\",
-             "\\midrule"]
+    lines = [
+        "% Generated by nodedp.analysis.paper_tables; do not edit by hand.",
+        "% Needs \\usepackage{booktabs,graphicx}; \\input it inside a table float.",
+        f"% Regenerate with: {command}",
+        "\\begingroup\\scriptsize",
+        "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
+        "\\begin{tabular}{" + "l" * view.n_labels + "r" * n_values + "}",
+        "\\toprule",
+        " & ".join(_tex(h) for h in view.header) + " \\\\",
+        "\\midrule",
+    ]
     for (shown, new_group), (_, cells) in zip(_shown_labels(view.rows), view.rows, strict=True):
         if new_group:
             lines.append("\\midrule")
         lines.append(" & ".join([*map(_tex, shown), *map(cell, cells)]) + " \\\\")
     note = " ".join(_tex(n) for n in [view.caption, *view.notes])
-    lines += ["\\bottomrule", "\\end{tabular}}", "\\par\\smallskip",
-              f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{_tex(command)}}}\\par}}",
-              "\\endgroup", ""]
+    lines += [
+        "\\bottomrule",
+        "\\end{tabular}}",
+        "\\par\\smallskip",
+        f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{_tex(command)}}}\\par}}",
+        "\\endgroup",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def render_paper_table(key: str, summary: pl.DataFrame, *, regenerate_command: str,
-                       interval: str = "half-width") -> tuple[str, str]:
+def render_paper_table(
+    key: str, summary: pl.DataFrame, *, regenerate_command: str, interval: str = "half-width"
+) -> tuple[str, str]:
     """(Markdown, LaTeX) of paper table ``key`` (``PAPER_TABLES``) from ``summary``: one study's summary or several
     concatenated (``PAPER_TABLES[key].studies``). ``interval``: one of ``INTERVALS``. The LaTeX is a booktabs
     tabular and its note, to ``\\input`` inside a table float (needs booktabs and graphicx)."""
@@ -529,8 +633,14 @@ def render_paper_table(key: str, summary: pl.DataFrame, *, regenerate_command: s
     return _markdown(view, regenerate_command), _latex(view, regenerate_command)
 
 
-def write_paper_tables(summary: pl.DataFrame, out_dir: Path, keys: Sequence[str] | None = None, *,
-                       regenerate_command: str, interval: str = "half-width") -> list[Path]:
+def write_paper_tables(
+    summary: pl.DataFrame,
+    out_dir: Path,
+    keys: Sequence[str] | None = None,
+    *,
+    regenerate_command: str,
+    interval: str = "half-width",
+) -> list[Path]:
     """Write ``<key>.md`` and ``<key>.tex`` into ``out_dir`` for each of ``keys`` (default: every paper table),
     atomically; returns the paths written. ``{key}`` in ``regenerate_command`` becomes each table's key."""
     keys = list(PAPER_TABLES) if keys is None else list(keys)
@@ -550,8 +660,9 @@ def write_paper_tables(summary: pl.DataFrame, out_dir: Path, keys: Sequence[str]
 _TEX_PATH = re.compile(r"^[A-Za-z0-9._/-]+$")
 
 
-def write_main_tex(out_path: Path, table_paths: Sequence[Path], *,
-                   title: str = "The seed papers' headline tables, reproduced") -> Path:
+def write_main_tex(
+    out_path: Path, table_paths: Sequence[Path], *, title: str = "The seed papers' headline tables, reproduced"
+) -> Path:
     """Write a standalone LaTeX document (booktabs, graphicx) that ``\\input``s each table of ``table_paths``
     (paths relative to ``out_path``'s folder in the document), one float per table, atomically."""
     out_path = Path(out_path)
@@ -563,21 +674,31 @@ def write_main_tex(out_path: Path, table_paths: Sequence[Path], *,
             raise ValueError(f"table {path} is not a .tex file")
         rel = Path(os.path.relpath(path, out_path.parent)).as_posix()
         if not _TEX_PATH.match(rel):
-            raise ValueError(f"table path {rel!r} has characters LaTeX's \\input may not read; use letters, digits, "
-                             "'.', '_', '-' and '/'")
-        body += ["\\begin{table}[!htbp]", "\\centering", f"\\textbf{{{_tex(path.stem)}}}\\par\\medskip",
-                 f"\\input{{{rel}}}", "\\end{table}", ""]
-    text = "\n".join([
-        "% Generated by nodedp.analysis.paper_tables.write_main_tex; do not edit by hand.",
-        "\\documentclass[10pt]{article}",
-        "\\usepackage[a4paper,landscape,margin=1.5cm]{geometry}",
-        "\\usepackage{booktabs}",
-        "\\usepackage{graphicx}",
-        "\\begin{document}",
-        f"\\section*{{{_tex(title)}}}",
-        "",
-        *body,
-        "\\end{document}",
-        "",
-    ])
+            raise ValueError(
+                f"table path {rel!r} has characters LaTeX's \\input may not read; use letters, digits, "
+                "'.', '_', '-' and '/'"
+            )
+        body += [
+            "\\begin{table}[!htbp]",
+            "\\centering",
+            f"\\textbf{{{_tex(path.stem)}}}\\par\\medskip",
+            f"\\input{{{rel}}}",
+            "\\end{table}",
+            "",
+        ]
+    text = "\n".join(
+        [
+            "% Generated by nodedp.analysis.paper_tables.write_main_tex; do not edit by hand.",
+            "\\documentclass[10pt]{article}",
+            "\\usepackage[a4paper,landscape,margin=1.5cm]{geometry}",
+            "\\usepackage{booktabs}",
+            "\\usepackage{graphicx}",
+            "\\begin{document}",
+            f"\\section*{{{_tex(title)}}}",
+            "",
+            *body,
+            "\\end{document}",
+            "",
+        ]
+    )
     return atomic_write(out_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -21,21 +21,47 @@ import polars as pl
 
 from nodedp.io import atomic_write
 
-__all__ = ["LEDGER_COLUMNS", "about_html", "about_page_digest", "config_digest", "ledger_summary",
-           "markdown_table_html", "study_index", "table_html", "write_html"]
+__all__ = [
+    "LEDGER_COLUMNS",
+    "about_html",
+    "about_page_digest",
+    "config_digest",
+    "ledger_summary",
+    "markdown_table_html",
+    "study_index",
+    "table_html",
+    "write_html",
+]
 
-_STYLE = ("<style>body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
-          "th,td{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top}th{background:#eee}"
-          "pre{background:#f6f6f6;padding:8px}</style>")
+_STYLE = (
+    "<style>body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
+    "th,td{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top}th{background:#eee}"
+    "pre{background:#f6f6f6;padding:8px}</style>"
+)
 
 # One row per cell (dataset, method, target ε): what its runs' ledgers say, over its seeds.
-LEDGER_COLUMNS = ("dataset", "method", "target_epsilon", "seeds", "level", "guarantee", "epsilon_max", "delta_max",
-                  "fully_accounted", "reference", "claimed_delta", "claim_actual_epsilon_max", "git_commits")
+LEDGER_COLUMNS = (
+    "dataset",
+    "method",
+    "target_epsilon",
+    "seeds",
+    "level",
+    "guarantee",
+    "epsilon_max",
+    "delta_max",
+    "fully_accounted",
+    "reference",
+    "claimed_delta",
+    "claim_actual_epsilon_max",
+    "git_commits",
+)
 
 
 def _page(title: str, body: str, *, head: str = "") -> str:
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">{head}<title>{html.escape(title)}</title>{_STYLE}"
-            f"</head><body>\n<h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">{head}<title>{html.escape(title)}</title>{_STYLE}'
+        f"</head><body>\n<h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
 
 
 def _cells(line: str) -> list[str]:
@@ -52,10 +78,13 @@ def markdown_table_html(markdown: str, *, title: str) -> str:
     def flush() -> None:
         if rows:
             head, *rest = rows
-            body.append("<table>\n<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head)
-                        + "</tr></thead>\n<tbody>\n"
-                        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>\n" for r in rest)
-                        + "</tbody>\n</table>")
+            body.append(
+                "<table>\n<thead><tr>"
+                + "".join(f"<th>{html.escape(c)}</th>" for c in head)
+                + "</tr></thead>\n<tbody>\n"
+                + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>\n" for r in rest)
+                + "</tbody>\n</table>"
+            )
             rows.clear()
 
     for line in markdown.splitlines():
@@ -82,8 +111,9 @@ def table_html(frame: pl.DataFrame, *, title: str, notes: str = "") -> str:
         return f"{value:.4g}" if isinstance(value, float) else str(value)
 
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(text(v))}</td>" for v in row) + "</tr>\n"
-                   for row in frame.iter_rows())
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(text(v))}</td>" for v in row) + "</tr>\n" for row in frame.iter_rows()
+    )
     note = f"<p>{html.escape(notes)}</p>\n" if notes else ""
     return _page(title, f"{note}<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>")
 
@@ -92,27 +122,49 @@ def ledger_summary(runs: pl.DataFrame) -> pl.DataFrame:
     """One row per cell (dataset, method, target ε) of a runs table (``collect_runs``): its seeds, privacy level,
     guarantee class(es), the largest ε and δ its ledgers spent, whether every run was fully accounted, and for
     reference mode the paper's δ and the largest actual ε there; the git commits the runs came from."""
-    needed = ["dataset", "method", "target_epsilon", "seed", "level", "guarantee", "epsilon", "delta",
-              "fully_accounted", "reference", "claimed_delta", "claim_actual_epsilon", "git_commit"]
+    needed = [
+        "dataset",
+        "method",
+        "target_epsilon",
+        "seed",
+        "level",
+        "guarantee",
+        "epsilon",
+        "delta",
+        "fully_accounted",
+        "reference",
+        "claimed_delta",
+        "claim_actual_epsilon",
+        "git_commit",
+    ]
     missing = [c for c in needed if c not in runs.columns]
     if missing:
-        raise ValueError(f"runs table lacks columns {missing} (made by `python -m nodedp collect`); it has "
-                         f"{runs.columns}")
+        raise ValueError(
+            f"runs table lacks columns {missing} (made by `python -m nodedp collect`); it has {runs.columns}"
+        )
     if runs.is_empty():
         raise ValueError("runs table is empty: no cell to summarise")
 
     def joined(column: str) -> pl.Expr:
         return pl.col(column).cast(pl.String).fill_null("unknown").unique().sort().str.join(", ")
 
-    return (runs.group_by("dataset", "method", "target_epsilon")
-            .agg(pl.col("seed").unique().sort().cast(pl.String).str.join(", ").alias("seeds"),
-                 joined("level").alias("level"), joined("guarantee").alias("guarantee"),
-                 pl.col("epsilon").max().alias("epsilon_max"), pl.col("delta").max().alias("delta_max"),
-                 pl.col("fully_accounted").all().alias("fully_accounted"), pl.col("reference").any().alias("reference"),
-                 pl.col("claimed_delta").max().alias("claimed_delta"),
-                 pl.col("claim_actual_epsilon").max().alias("claim_actual_epsilon_max"),
-                 joined("git_commit").alias("git_commits"))
-            .select(LEDGER_COLUMNS).sort("dataset", "method", "target_epsilon"))
+    return (
+        runs.group_by("dataset", "method", "target_epsilon")
+        .agg(
+            pl.col("seed").unique().sort().cast(pl.String).str.join(", ").alias("seeds"),
+            joined("level").alias("level"),
+            joined("guarantee").alias("guarantee"),
+            pl.col("epsilon").max().alias("epsilon_max"),
+            pl.col("delta").max().alias("delta_max"),
+            pl.col("fully_accounted").all().alias("fully_accounted"),
+            pl.col("reference").any().alias("reference"),
+            pl.col("claimed_delta").max().alias("claimed_delta"),
+            pl.col("claim_actual_epsilon").max().alias("claim_actual_epsilon_max"),
+            joined("git_commit").alias("git_commits"),
+        )
+        .select(LEDGER_COLUMNS)
+        .sort("dataset", "method", "target_epsilon")
+    )
 
 
 _DIGEST_META = "nodedp-config-digest"
@@ -139,19 +191,29 @@ def about_html(config: Mapping[str, Any], provenance: Mapping[str, Any], *, conf
     if provenance.get("git_dirty"):
         commit += " (dirty: uncommitted changes)"
     digest = config_digest(config)
-    facts = (("nodedp version", str(provenance.get("nodedp") or "unknown")), ("git commit", commit),
-             ("configuration", config_name), ("configuration digest", digest))
+    facts = (
+        ("nodedp version", str(provenance.get("nodedp") or "unknown")),
+        ("git commit", commit),
+        ("configuration", config_name),
+        ("configuration digest", digest),
+    )
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>\n" for k, v in facts)
     studies = config.get("studies") or {}
     study_rows = "".join(
-        f"<tr><td>{html.escape(name)}</td>" + "".join(
+        f"<tr><td>{html.escape(name)}</td>"
+        + "".join(
             f"<td>{html.escape(', '.join(map(str, spec.get(key, []))))}</td>"
-            for key in ("datasets", "methods", "epsilons", "seeds")) + "</tr>\n"
-        for name, spec in studies.items())
-    body = (f"<table>\n{rows}</table>\n<h2>Studies</h2>\n<table>\n<thead><tr><th>study</th><th>datasets</th>"
-            f"<th>methods</th><th>ε</th><th>seeds</th></tr></thead>\n<tbody>\n{study_rows}</tbody>\n</table>\n"
-            f"<h2>Configuration (as resolved, defaults filled in)</h2>\n"
-            f"<pre>{html.escape(json.dumps(config, indent=2, sort_keys=True, default=str))}</pre>")
+            for key in ("datasets", "methods", "epsilons", "seeds")
+        )
+        + "</tr>\n"
+        for name, spec in studies.items()
+    )
+    body = (
+        f"<table>\n{rows}</table>\n<h2>Studies</h2>\n<table>\n<thead><tr><th>study</th><th>datasets</th>"
+        f"<th>methods</th><th>ε</th><th>seeds</th></tr></thead>\n<tbody>\n{study_rows}</tbody>\n</table>\n"
+        f"<h2>Configuration (as resolved, defaults filled in)</h2>\n"
+        f"<pre>{html.escape(json.dumps(config, indent=2, sort_keys=True, default=str))}</pre>"
+    )
     return _page("Configuration and version", body, head=f'<meta name="{_DIGEST_META}" content="{digest}">')
 
 
@@ -173,8 +235,9 @@ def study_index(study: str, files: list[Path], *, root: Path) -> str:
             caption_path = path.with_suffix(".caption.txt")
             if not caption_path.exists():
                 raise FileNotFoundError(f"figure {path} has no caption {caption_path} (drawn by `nodedp figures`)")
-            figures.append(f"### {path.stem}\n\n![{path.stem}]({rel})\n\n"
-                           f"{caption_path.read_text(encoding='utf-8').strip()}\n")
+            figures.append(
+                f"### {path.stem}\n\n![{path.stem}]({rel})\n\n{caption_path.read_text(encoding='utf-8').strip()}\n"
+            )
         elif path.suffix in (".md", ".tex", ".html"):
             tables.append(f"* [{rel}]({rel})")
         else:
@@ -182,10 +245,23 @@ def study_index(study: str, files: list[Path], *, root: Path) -> str:
     (tables, figures), (audit_tables, audit_figures) = sections["study"], sections["audit"]
     if not figures and not tables and not audit_figures and not audit_tables:
         raise ValueError(f"study {study}: nothing to index")
-    lines = [f"# Study {study}", "", "Regenerate: `make paper STUDY=" + study + "` (never trains).", "",
-             "## Tables", "", *tables, "", "## Figures", "", *figures]
+    lines = [
+        f"# Study {study}",
+        "",
+        "Regenerate: `make paper STUDY=" + study + "` (never trains).",
+        "",
+        "## Tables",
+        "",
+        *tables,
+        "",
+        "## Figures",
+        "",
+        *figures,
+    ]
     if audit_tables or audit_figures:
-        about = (f"Lower bounds on ε beside the claimed ε (the study's `audit:` block): `make audit STUDY={study}` "
-                 "audits what has not been audited and draws them; `make paper` redraws them.")
+        about = (
+            f"Lower bounds on ε beside the claimed ε (the study's `audit:` block): `make audit STUDY={study}` "
+            "audits what has not been audited and draws them; `make paper` redraws them."
+        )
         lines += ["## Empirical privacy audit", "", about, "", *audit_tables, "", *audit_figures]
     return "\n".join(lines)

@@ -30,15 +30,23 @@ from nodedp.io import atomic_write
 if TYPE_CHECKING:  # imported where rows are built: planning reads this module's marks without polars
     import polars as pl
 
-__all__ = ["CROSSOVER_BASELINE", "REPRODUCTION_TOLERANCE", "claims_rows", "crossover_rows", "reproduction_rows",
-           "write_reproduction_tables"]
+__all__ = [
+    "CROSSOVER_BASELINE",
+    "REPRODUCTION_TOLERANCE",
+    "claims_rows",
+    "crossover_rows",
+    "reproduction_rows",
+    "write_reproduction_tables",
+]
 
 CROSSOVER_BASELINE = "dp-mlp"
 
 REPRODUCTION_TOLERANCE = 3.0  # points: within max(this, the paper's ±) counts as reproduced
 STAND_IN_MARK = "≈"
-UNACCOUNTED_NOTE = (f"{DAGGER} the paper's rule read private data without charge (see the ledger's uncharged reads): "
-                    "the actual ε does not cover those reads.")
+UNACCOUNTED_NOTE = (
+    f"{DAGGER} the paper's rule read private data without charge (see the ledger's uncharged reads): "
+    "the actual ε does not cover those reads."
+)
 
 
 def _cell_text(row: dict | None) -> str:
@@ -59,8 +67,17 @@ def _eps_text(epsilon: float) -> str:
 def reproduction_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the reproduction table (module docstring)."""
     cells = _index(summary)
-    header = ["Paper", "Dataset", "Method", "ε", "Paper", "Reference mode [actual ε]", "Suite accounting",
-              "Δ (ref − paper)", "Verdict"]
+    header = [
+        "Paper",
+        "Dataset",
+        "Method",
+        "ε",
+        "Paper",
+        "Reference mode [actual ε]",
+        "Suite accounting",
+        "Δ (ref − paper)",
+        "Verdict",
+    ]
     rows = []
     keys = sorted({(d, m.removesuffix(REFERENCE_SUFFIX), e) for d, m, e in cells})
     for dataset, method, eps in keys:
@@ -80,9 +97,19 @@ def reproduction_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]
             verdict = "within" if abs(diff) <= tolerance else "miss"
             if ref is None:
                 verdict += " (suite run)" if math.isfinite(eps) else ""
-            rows.append([pub.paper,
-                         dataset + (STAND_IN_MARK if stand_in else ""), method, _eps_text(eps), paper, ref_text,
-                         _cell_text(suite), f"{diff:+.1f}", verdict])
+            rows.append(
+                [
+                    pub.paper,
+                    dataset + (STAND_IN_MARK if stand_in else ""),
+                    method,
+                    _eps_text(eps),
+                    paper,
+                    ref_text,
+                    _cell_text(suite),
+                    f"{diff:+.1f}",
+                    verdict,
+                ]
+            )
     rows.sort(key=lambda r: (r[0], r[1], r[3], r[2]))
     return header, rows
 
@@ -95,22 +122,37 @@ def claims_rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the claimed-vs-actual ε table (module docstring)."""
     import polars as pl
 
-    header = ["Dataset", "Method", "Claimed ε", "Paper δ", "Actual ε at paper δ", "Suite δ",
-              "Actual ε at suite δ", "Actual / claimed"]
+    header = [
+        "Dataset",
+        "Method",
+        "Claimed ε",
+        "Paper δ",
+        "Actual ε at paper δ",
+        "Suite δ",
+        "Actual ε at suite δ",
+        "Actual / claimed",
+    ]
     rows = []
     ref = summary.filter(pl.col("reference")) if "reference" in summary.columns else summary.clear()
     for r in ref.sort("dataset", "method", "target_epsilon").iter_rows(named=True):
         claimed, actual = r["target_epsilon"], r["claim_actual_epsilon_max"]
         mark = "" if r["fully_accounted"] else DAGGER
-        rows.append([r["dataset"], r["method"], f"{claimed:g}", _delta_text(r["claimed_delta"]),
-                     format_epsilon_value(actual) + mark, _delta_text(r["delta"]),
-                     format_epsilon_value(r["epsilon_max"]) + mark,
-                     "∞" if math.isinf(actual) else f"{format_epsilon_value(actual / claimed)}×"])
+        rows.append(
+            [
+                r["dataset"],
+                r["method"],
+                f"{claimed:g}",
+                _delta_text(r["claimed_delta"]),
+                format_epsilon_value(actual) + mark,
+                _delta_text(r["delta"]),
+                format_epsilon_value(r["epsilon_max"]) + mark,
+                "∞" if math.isinf(actual) else f"{format_epsilon_value(actual / claimed)}×",
+            ]
+        )
     return header, rows
 
 
-def crossover_rows(summary: pl.DataFrame, *, baseline: str = CROSSOVER_BASELINE
-                   ) -> tuple[list[str], list[list[str]]]:
+def crossover_rows(summary: pl.DataFrame, *, baseline: str = CROSSOVER_BASELINE) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the crossover table (module docstring); empty where the study lacks the baseline."""
     import polars as pl
 
@@ -134,8 +176,15 @@ def crossover_rows(summary: pl.DataFrame, *, baseline: str = CROSSOVER_BASELINE
             if first_ci is None and mine["test_accuracy_ci_low"] > base["test_accuracy_ci_high"]:
                 first_ci = eps
         never = f"none ≤ {grid[-1]:g}"
-        rows.append([dataset, method, ", ".join(f"{e:g}" for e in grid),
-                     never if first_mean is None else f"{first_mean:g}", never if first_ci is None else f"{first_ci:g}"])
+        rows.append(
+            [
+                dataset,
+                method,
+                ", ".join(f"{e:g}" for e in grid),
+                never if first_mean is None else f"{first_mean:g}",
+                never if first_ci is None else f"{first_ci:g}",
+            ]
+        )
     return header, rows
 
 
@@ -156,43 +205,68 @@ def _latex(title: str, header: list[str], rows: list[list[str]], notes: list[str
     def tex(text: str) -> str:
         return _latex_unicode(latex_escape(text)).replace(DAGGER, r"\textsuperscript{\dag}").replace("×", r"$\times$")
 
-    lines = ["% Generated by nodedp.analysis.reproduction; do not edit by hand.", f"% Regenerate with: {command}",
-             f"% {title}", "\\begin{tabular}{lll" + "r" * (len(header) - 3) + "}", "\\toprule",
-             " & ".join(tex(h) for h in header) + " \\\\", "\\midrule"]
+    lines = [
+        "% Generated by nodedp.analysis.reproduction; do not edit by hand.",
+        f"% Regenerate with: {command}",
+        f"% {title}",
+        "\\begin{tabular}{lll" + "r" * (len(header) - 3) + "}",
+        "\\toprule",
+        " & ".join(tex(h) for h in header) + " \\\\",
+        "\\midrule",
+    ]
     lines += [" & ".join(tex(c) for c in row) + " \\\\" for row in rows]
     note = " ".join(tex(n.replace("`", "")) for n in [title, *notes])
     lines += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", ""]
     return "\n".join(lines)
 
 
-def write_reproduction_tables(summary: pl.DataFrame, *, reproduction_md: Path, reproduction_tex: Path,
-                              claims_md: Path, claims_tex: Path, crossover_md: Path, crossover_tex: Path,
-                              regenerate_command: str) -> tuple[int, int, int]:
+def write_reproduction_tables(
+    summary: pl.DataFrame,
+    *,
+    reproduction_md: Path,
+    reproduction_tex: Path,
+    claims_md: Path,
+    claims_tex: Path,
+    crossover_md: Path,
+    crossover_tex: Path,
+    regenerate_command: str,
+) -> tuple[int, int, int]:
     """Write the three tables as Markdown and LaTeX, atomically; returns their row counts."""
     header, rows = reproduction_rows(summary)
     n_runs = summary["n_runs"]
-    seeds = f"{n_runs.max()}" if summary.height and n_runs.min() == n_runs.max() else \
-        (f"{n_runs.min()}–{n_runs.max()}" if summary.height else "0")
-    title = (f"Published test accuracy (%) beside the suite's runs: reference mode (@paper, the paper's accounting) "
-             f"and suite accounting, mean over {seeds} seeds with bootstrap interval. Within: |Δ| ≤ max("
-             f"{REPRODUCTION_TOLERANCE:g}, the paper's ±) points.")
+    seeds = (
+        f"{n_runs.max()}"
+        if summary.height and n_runs.min() == n_runs.max()
+        else (f"{n_runs.min()}–{n_runs.max()}" if summary.height else "0")
+    )
+    title = (
+        f"Published test accuracy (%) beside the suite's runs: reference mode (@paper, the paper's accounting) "
+        f"and suite accounting, mean over {seeds} seeds with bootstrap interval. Within: |Δ| ≤ max("
+        f"{REPRODUCTION_TOLERANCE:g}, the paper's ±) points."
+    )
     notes = [f"{key}: {text}" for key, text in PAPERS.items() if any(r[0] == key for r in rows)]
     stood_in = {stands_in_for(r[1].removesuffix(STAND_IN_MARK)) for r in rows if r[1].endswith(STAND_IN_MARK)}
     notes += [f"{STAND_IN_MARK} {s.note}" for key, s in STAND_INS.items() if key in stood_in]
     if any(DAGGER in r[5] for r in rows):
         notes.append(UNACCOUNTED_NOTE)
     c_header, c_rows = claims_rows(summary)
-    c_title = ("ε claimed by each paper's accounting for the noise of its reference runs (@paper), and the ε that "
-               "noise actually spends under the suite's accountant (largest over seeds), at the paper's δ and at "
-               "the suite's δ (the ε the suite would have to state).")
+    c_title = (
+        "ε claimed by each paper's accounting for the noise of its reference runs (@paper), and the ε that "
+        "noise actually spends under the suite's accountant (largest over seeds), at the paper's δ and at "
+        "the suite's δ (the ε the suite would have to state)."
+    )
     c_notes = [UNACCOUNTED_NOTE] if any(DAGGER in r[4] for r in c_rows) else []
     x_header, x_rows = crossover_rows(summary)
-    x_title = (f"Crossover under the suite's accounting: the smallest ε of the grid at which each private method's "
-               f"mean test accuracy exceeds {CROSSOVER_BASELINE}'s, and at which its {seeds}-seed bootstrap "
-               f"interval lies wholly above {CROSSOVER_BASELINE}'s.")
-    for md, tex, args in ((reproduction_md, reproduction_tex, (title, header, rows, notes)),
-                          (claims_md, claims_tex, (c_title, c_header, c_rows, c_notes)),
-                          (crossover_md, crossover_tex, (x_title, x_header, x_rows, []))):
+    x_title = (
+        f"Crossover under the suite's accounting: the smallest ε of the grid at which each private method's "
+        f"mean test accuracy exceeds {CROSSOVER_BASELINE}'s, and at which its {seeds}-seed bootstrap "
+        f"interval lies wholly above {CROSSOVER_BASELINE}'s."
+    )
+    for md, tex, args in (
+        (reproduction_md, reproduction_tex, (title, header, rows, notes)),
+        (claims_md, claims_tex, (c_title, c_header, c_rows, c_notes)),
+        (crossover_md, crossover_tex, (x_title, x_header, x_rows, [])),
+    ):
         for path, text in ((md, _markdown(*args, regenerate_command)), (tex, _latex(*args, regenerate_command))):
             atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
     return len(rows), len(c_rows), len(x_rows)

@@ -18,31 +18,45 @@ if TYPE_CHECKING:  # imported where a table is built: planning reads this module
 
 NON_PRIVATE = "non-private"
 DAGGER = "†"
-UNACCOUNTED_NOTE = f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
+UNACCOUNTED_NOTE = (
+    f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
+)
 # Guarantee classes weaker than unconditional get a mark (nodedp.accounting.GUARANTEE_CLASSES; the README's
 # privacy section says which methods are in which class). The class is the plan's, never the data's.
 GUARANTEE_MARKS = {"conditional": "‡"}
 GUARANTEE_NOTES = {
-    "conditional": ("‡ every degree-bounded method carries this mark, whatever the graph: ε holds for every pair "
-                    "of neighbouring graphs within the method's public degree bound (there its degree sampling "
-                    "keeps every edge), and for other graphs for neighbours compared on the same sampled edge list "
-                    "(as in the papers), not for every pair; runs with uncharged reads (†) carry it too."),
+    "conditional": (
+        "‡ every degree-bounded method carries this mark, whatever the graph: ε holds for every pair "
+        "of neighbouring graphs within the method's public degree bound (there its degree sampling "
+        "keeps every edge), and for other graphs for neighbours compared on the same sampled edge list "
+        "(as in the papers), not for every pair; runs with uncharged reads (†) carry it too."
+    ),
 }
 REFERENCE_MARK = "¶"
-REFERENCE_NOTE = (f"{REFERENCE_MARK} reference mode (`@paper`): the noise the paper's own accounting gives the "
-                  "column's ε; [ε = x] is what that noise actually spends under the suite's accountant (at the "
-                  "suite's δ, the largest over seeds). Not private at the column's ε unless x ≤ it.")
+REFERENCE_NOTE = (
+    f"{REFERENCE_MARK} reference mode (`@paper`): the noise the paper's own accounting gives the "
+    "column's ε; [ε = x] is what that noise actually spends under the suite's accountant (at the "
+    "suite's δ, the largest over seeds). Not private at the column's ε unless x ≤ it."
+)
 # A cell some of whose runs predict one class for every test node (summary column n_one_class_runs).
 ONE_CLASS_MARK = "◇"
-ONE_CLASS_NOTE = (f"{ONE_CLASS_MARK} a constant predictor: every seed's model predicts one class for all test nodes "
-                  f"({ONE_CLASS_MARK}k/n: k of the cell's n seeds do), so its accuracy is that class's share of the "
-                  "test set, not learned signal.")
+ONE_CLASS_NOTE = (
+    f"{ONE_CLASS_MARK} a constant predictor: every seed's model predicts one class for all test nodes "
+    f"({ONE_CLASS_MARK}k/n: k of the cell's n seeds do), so its accuracy is that class's share of the "
+    "test set, not learned signal."
+)
 MAJORITY_LABEL = "majority class"
-MAJORITY_NOTE = (f"{MAJORITY_LABEL.capitalize()}: the test accuracy of always predicting the training set's most frequent "
-                 "class (mean over the seeds' splits), a non-private reference line computed from the labels, "
-                 "not a trained method; a method at or below it has learned nothing useful.")
-_LATEX_MARKS = {"§": r"\S{}", "‡": r"\textsuperscript{\ddag}", REFERENCE_MARK: r"\P{}",
-                ONE_CLASS_MARK: r"$^{\diamond}$"}
+MAJORITY_NOTE = (
+    f"{MAJORITY_LABEL.capitalize()}: the test accuracy of always predicting the training set's most frequent "
+    "class (mean over the seeds' splits), a non-private reference line computed from the labels, "
+    "not a trained method; a method at or below it has learned nothing useful."
+)
+_LATEX_MARKS = {
+    "§": r"\S{}",
+    "‡": r"\textsuperscript{\ddag}",
+    REFERENCE_MARK: r"\P{}",
+    ONE_CLASS_MARK: r"$^{\diamond}$",
+}
 
 _METRIC_LABELS = {
     "test_accuracy": "test accuracy",
@@ -68,7 +82,16 @@ _LATEX_SPECIAL = {
 _LATEX_DAGGER = r"\textsuperscript{\dag}"  # text mode: no package, no unicode needed
 
 
-_LATEX_UNICODE = {ONE_CLASS_MARK: r"$\diamond$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "∞": r"$\infty$", "≤": r"$\le$", "≈": r"$\approx$", "–": "--", "−": "-"}
+_LATEX_UNICODE = {
+    ONE_CLASS_MARK: r"$\diamond$",
+    "ε": r"$\varepsilon$",
+    "δ": r"$\delta$",
+    "∞": r"$\infty$",
+    "≤": r"$\le$",
+    "≈": r"$\approx$",
+    "–": "--",
+    "−": "-",
+}
 
 
 def _latex_unicode(text: str) -> str:
@@ -100,9 +123,12 @@ class _Cell:
 
     @property
     def marks(self) -> str:
-        return (("" if self.accounted else DAGGER) + GUARANTEE_MARKS.get(self.guarantee or "", "")
-                + ("" if self.actual_epsilon is None else REFERENCE_MARK)
-                + one_class_mark(self.one_class_runs, self.n_runs))
+        return (
+            ("" if self.accounted else DAGGER)
+            + GUARANTEE_MARKS.get(self.guarantee or "", "")
+            + ("" if self.actual_epsilon is None else REFERENCE_MARK)
+            + one_class_mark(self.one_class_runs, self.n_runs)
+        )
 
     def text(self, *, max_runs: int) -> str:
         # Percent with one decimal; a cell with fewer runs than the rest says so.
@@ -200,8 +226,11 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             low=r[low],
             high=r[high],
             n_runs=r["n_runs"],
-            best=(r[mean] == best_mean.get((r["dataset"], eps)) and not (has_reference and r["reference"])
-                  and (not has_accounted or bool(r["fully_accounted"]))),
+            best=(
+                r[mean] == best_mean.get((r["dataset"], eps))
+                and not (has_reference and r["reference"])
+                and (not has_accounted or bool(r["fully_accounted"]))
+            ),
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
             guarantee=r.get("guarantee"),
             actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
@@ -212,14 +241,16 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
     rows = tuple((d, m, tuple(cells[(d, m)].get(e) for e in epsilons)) for d, m in order)
 
     n_runs = summary["n_runs"]
-    caption = (f"{metric_label(metric).capitalize()} (%) by privacy budget ε: "
-               + interval_text(n_runs.to_list(), confidence=_single(summary, "confidence"),
-                               n_resamples=_single(summary, "n_resamples")))
+    caption = f"{metric_label(metric).capitalize()} (%) by privacy budget ε: " + interval_text(
+        n_runs.to_list(), confidence=_single(summary, "confidence"), n_resamples=_single(summary, "n_resamples")
+    )
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
     if best_mean:
-        caption += (" Bold: best private method per dataset and ε among cells whose ε covers every read "
-                    "(not reference mode, no uncharged reads).")
+        caption += (
+            " Bold: best private method per dataset and ε among cells whose ε covers every read "
+            "(not reference mode, no uncharged reads)."
+        )
     majority = _majority(summary) if metric == "test_accuracy" else {}
     if majority:
         caption += f" {MAJORITY_NOTE}"
@@ -310,8 +341,9 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
                     text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
                     text = f"\\textbf{{{text}}}" if cell.best else text
                     marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
-                    marks = re.sub(rf"{ONE_CLASS_MARK}(\d+/\d+)?",
-                                   lambda m: rf"\textsuperscript{{$\diamond${m[1] or ''}}}", marks)
+                    marks = re.sub(
+                        rf"{ONE_CLASS_MARK}(\d+/\d+)?", lambda m: rf"\textsuperscript{{$\diamond${m[1] or ''}}}", marks
+                    )
                     for mark, latex in _LATEX_MARKS.items():
                         marks = marks.replace(mark, latex)
                     texts.append(text + marks)
@@ -358,4 +390,3 @@ def write_tables(
         (latex_path, _latex(table, regenerate_command=regenerate_command)),
     ):
         atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
-

@@ -184,8 +184,9 @@ class CanaryPlan:
         graph = Data(x=source.x[order], y=source.y[order], edge_index=new_id[source.edge_index])
         ids = new_id[self.canaries]
         train = torch.cat([self.split.train[self.split.train < n], ids.sort().values])
-        split = Split(train=train, val=self.split.val, test=self.split.test, setting=self.split.setting,
-                      seed=self.split.seed)
+        split = Split(
+            train=train, val=self.split.val, test=self.split.test, setting=self.split.setting, seed=self.split.seed
+        )
         return graph, split, ids
 
     def neighbour(self, i: int) -> tuple[Data, Split, Tensor]:
@@ -214,8 +215,14 @@ class CanaryPlan:
         # Train: the original training nodes and the canaries included here (``included`` may differ from the
         # plan's own bits). The map is increasing and canaries follow the original nodes: parts stay sorted.
         train = self.split.train[self.split.train < n]
-        parts = {part: id_map[ids] for part, ids in (("train", torch.cat([train, self.canaries[included]])),
-                                                       ("val", self.split.val), ("test", self.split.test))}
+        parts = {
+            part: id_map[ids]
+            for part, ids in (
+                ("train", torch.cat([train, self.canaries[included]])),
+                ("val", self.split.val),
+                ("test", self.split.test),
+            )
+        }
         split = Split(**parts, setting=self.split.setting, seed=self.split.seed)
         return graph, split, id_map
 
@@ -295,8 +302,10 @@ def plant_canaries(
     symmetric = bool(Data(edge_index=edge_index, num_nodes=n).is_undirected())  # as the methods decide it
     if symmetric:
         if direction not in (None, "both"):
-            raise ValueError(f"direction {direction!r} does not apply to a symmetric graph (both directions are "
-                             "stored); pass None or 'both'")
+            raise ValueError(
+                f"direction {direction!r} does not apply to a symmetric graph (both directions are "
+                "stored); pass None or 'both'"
+            )
         directed = None
     else:
         if direction is None:
@@ -345,8 +354,9 @@ def plant_canaries(
     # Each canary's features: its source's feature vector with the entries shuffled (drawn last, so the choices
     # above do not depend on the feature dimension).
     source_x = graph.x.cpu()[sources]
-    canary_x = torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x]) \
-        if m else source_x
+    canary_x = (
+        torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x]) if m else source_x
+    )
     if own_column > 0:
         own = torch.zeros(n + m, m, dtype=graph.x.dtype)
         own[torch.arange(n, n + m), torch.arange(m)] = own_column
@@ -380,4 +390,3 @@ def plant_canaries(
         directed=directed,
         own_column=float(own_column),
     )
-

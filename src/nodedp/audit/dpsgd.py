@@ -42,8 +42,9 @@ def dpsgd_record(ledger: Any) -> Any | None:
     return None
 
 
-def dpsgd_release_scores(*, noise_multiplier: float, sampling_rate: float, steps: int, node_sample_rate: float = 1.0,
-                         runs: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def dpsgd_release_scores(
+    *, noise_multiplier: float, sampling_rate: float, steps: int, node_sample_rate: float = 1.0, runs: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``runs`` independent runs of the recorded DP-SGD against a Dirac canary (module docstring), each with
     the canary in with probability ½; returns (scores [runs], in [runs]). ``noise_multiplier`` = σ/C."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
@@ -58,7 +59,10 @@ def dpsgd_release_scores(*, noise_multiplier: float, sampling_rate: float, steps
     generator = torch.Generator().manual_seed(seed)
     included = torch.rand(runs, generator=generator) < 0.5
     sampled = included & (torch.rand(runs, generator=generator) < node_sample_rate)
-    drawn = torch.binomial(torch.full((runs,), float(steps), dtype=torch.float64),
-                           torch.full((runs,), float(sampling_rate), dtype=torch.float64), generator=generator)
+    drawn = torch.binomial(
+        torch.full((runs,), float(steps), dtype=torch.float64),
+        torch.full((runs,), float(sampling_rate), dtype=torch.float64),
+        generator=generator,
+    )
     noise = torch.randn(runs, generator=generator, dtype=torch.float64) * math.sqrt(steps)
     return torch.where(sampled, drawn, torch.zeros_like(drawn)) / noise_multiplier + noise, included

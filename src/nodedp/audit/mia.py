@@ -108,10 +108,12 @@ def partition_nodes(split: Split, *, seed: int) -> MiaPartition:
     labelled = torch.cat([split.train, split.val, split.test]).sort().values
     quarter = labelled.numel() // 4
     if quarter < MIN_PART:
-        raise ValueError(f"too few labelled nodes for four parts of at least {MIN_PART}: the split holds "
-                         f"{labelled.numel()} (train ∪ val ∪ test), need {4 * MIN_PART}")
+        raise ValueError(
+            f"too few labelled nodes for four parts of at least {MIN_PART}: the split holds "
+            f"{labelled.numel()} (train ∪ val ∪ test), need {4 * MIN_PART}"
+        )
     order = labelled[torch.randperm(labelled.numel(), generator=torch.Generator().manual_seed(seed))]
-    parts = [order[i * quarter:(i + 1) * quarter].sort().values for i in range(4)]
+    parts = [order[i * quarter : (i + 1) * quarter].sort().values for i in range(4)]
     return MiaPartition(*parts)
 
 
@@ -156,8 +158,9 @@ def _log_features(posteriors: Tensor) -> Tensor:
     return posteriors.clamp_min(_TINY).log().float()
 
 
-def _fit_attack(features: Tensor, labels: Tensor, *, hidden: int, epochs: int, lr: float,
-                seed: int) -> Callable[[Tensor], Tensor]:
+def _fit_attack(
+    features: Tensor, labels: Tensor, *, hidden: int, epochs: int, lr: float, seed: int
+) -> Callable[[Tensor], Tensor]:
     """Train the attack model full batch; returns features -> membership logit (> 0: "member")."""
     generator = torch.Generator().manual_seed(seed)
     features = _log_features(features)
@@ -166,7 +169,7 @@ def _fit_attack(features: Tensor, labels: Tensor, *, hidden: int, epochs: int, l
     layers: list[nn.Module] = []
     for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
         linear = nn.Linear(fan_in, fan_out)
-        bound = fan_in ** -0.5  # torch's default scale, but drawn from our generator
+        bound = fan_in**-0.5  # torch's default scale, but drawn from our generator
         nn.init.uniform_(linear.weight, -bound, bound, generator=generator)
         nn.init.uniform_(linear.bias, -bound, bound, generator=generator)
         layers += [linear, nn.ReLU()]
@@ -183,9 +186,17 @@ def _fit_attack(features: Tensor, labels: Tensor, *, hidden: int, epochs: int, l
     return lambda x: model((_log_features(x) - mean) / std).squeeze(1).detach()
 
 
-def tstf_attack(graph: Data, split: Split, *, train: Callable[[Data, Split], RunResult], seed: int,
-                k: int | None = 3, attack_hidden: int = 64, attack_epochs: int = 300,
-                attack_lr: float = 0.01) -> MiaResult:
+def tstf_attack(
+    graph: Data,
+    split: Split,
+    *,
+    train: Callable[[Data, Split], RunResult],
+    seed: int,
+    k: int | None = 3,
+    attack_hidden: int = 64,
+    attack_epochs: int = 300,
+    attack_lr: float = 0.01,
+) -> MiaResult:
     """Membership inference against the method ``train`` runs, TSTF style (module docstring).
 
     ``train(training_graph, split)`` trains the audited method once and returns its ``RunResult``; it is called
@@ -219,8 +230,7 @@ def tstf_attack(graph: Data, split: Split, *, train: Callable[[Data, Split], Run
         return sorted_posteriors(logits[nodes], k), is_member
 
     shadow_x, shadow_y = labelled(shadow_logits, parts.shadow_in, parts.shadow_out)
-    attack = _fit_attack(shadow_x, shadow_y, hidden=attack_hidden, epochs=attack_epochs, lr=float(attack_lr),
-                         seed=seed)
+    attack = _fit_attack(shadow_x, shadow_y, hidden=attack_hidden, epochs=attack_epochs, lr=float(attack_lr), seed=seed)
     target_x, target_y = labelled(target_logits, parts.target_in, parts.target_out)
     scores = attack(target_x)
 

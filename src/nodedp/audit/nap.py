@@ -44,8 +44,9 @@ def nap_record(ledger: Any) -> Any | None:
     return None
 
 
-def nap_release_scores(*, noise_std: float, row_clip: float, max_degree: int, m: int,
-                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def nap_release_scores(
+    *, noise_std: float, row_clip: float, max_degree: int, m: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Release one NAP query with noise std ``noise_std`` over the canary graph of the module docstring (m
     canaries, each included with probability ½) and score every canary; returns (scores [m], included [m])."""
     if isinstance(m, bool) or not isinstance(m, int) or m < 2:

@@ -91,18 +91,32 @@ class AuditResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method, "claimed_epsilon": self.claimed_epsilon, "ledger_epsilon": self.ledger_epsilon,
-            "delta": self.delta, "accounting": self.accounting, "guarantee": self.guarantee,
-            "canaries": self.canaries, "included": self.included, "canary_degree_bound": self.canary_degree_bound,
-            "epsilon_lower_one_run": self.one_run.epsilon, "confidence": self.one_run.confidence,
-            "one_run_guesses": self.one_run.guesses, "one_run_correct": self.one_run.correct,
-            "epsilon_lower_threshold": self.threshold.epsilon, "auc": self.auc,
-            "tpr_at_1pct_fpr": self.tpr_at_1pct_fpr, "test_accuracy": self.test_accuracy,
-            "wall_seconds": self.wall_seconds, "violated": self.violated,
-            "scores": list(self.scores), "inclusion": list(self.inclusion), "target": self.target,
+            "method": self.method,
+            "claimed_epsilon": self.claimed_epsilon,
+            "ledger_epsilon": self.ledger_epsilon,
+            "delta": self.delta,
+            "accounting": self.accounting,
+            "guarantee": self.guarantee,
+            "canaries": self.canaries,
+            "included": self.included,
+            "canary_degree_bound": self.canary_degree_bound,
+            "epsilon_lower_one_run": self.one_run.epsilon,
+            "confidence": self.one_run.confidence,
+            "one_run_guesses": self.one_run.guesses,
+            "one_run_correct": self.one_run.correct,
+            "epsilon_lower_threshold": self.threshold.epsilon,
+            "auc": self.auc,
+            "tpr_at_1pct_fpr": self.tpr_at_1pct_fpr,
+            "test_accuracy": self.test_accuracy,
+            "wall_seconds": self.wall_seconds,
+            "violated": self.violated,
+            "scores": list(self.scores),
+            "inclusion": list(self.inclusion),
+            "target": self.target,
             "nap_release": None if self.nap_release is None else self.nap_release.as_dict(),
             "dpsgd_release": None if self.dpsgd_release is None else self.dpsgd_release.as_dict(),
-            "bound": self.bound, "epsilon_lower": self.lower_bound,
+            "bound": self.bound,
+            "epsilon_lower": self.lower_bound,
         }
 
 
@@ -125,8 +139,9 @@ def canary_degree_bound(needs: tuple[str, ...], bounds: Mapping[str, int]) -> in
     return min(identity_bound(kind, int(bounds[kind])) for kind in kinds)
 
 
-def method_trainer(info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, int], num_classes: int,
-                   dataset: str | None = None) -> Callable[[Any, Any], Any]:
+def method_trainer(
+    info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, int], num_classes: int, dataset: str | None = None
+) -> Callable[[Any, Any], Any]:
     """``train(graph, split) -> RunResult``: the method ``info`` (a registry entry) run once on ``graph``, with
     the structure artifacts it needs built on that graph as the workflow builds them for the cell ``spec``
     (degree bounding at ``bounds`` with the cell's seed, inductive splits without their cross-split edges;
@@ -140,24 +155,50 @@ def method_trainer(info: Any, spec: Any, hparams: Any, *, bounds: Mapping[str, i
             if kind == "dp-appr":
                 from nodedp.methods.dpar import build_dp_appr
 
-                structure[kind] = build_dp_appr(graph, split, method=info.name, hp=hparams,
-                                                target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                                                seed=spec.seed, accountant=spec.accountant, dataset=dataset)
+                structure[kind] = build_dp_appr(
+                    graph,
+                    split,
+                    method=info.name,
+                    hp=hparams,
+                    target_epsilon=spec.target_epsilon,
+                    target_delta=spec.target_delta,
+                    seed=spec.seed,
+                    accountant=spec.accountant,
+                    dataset=dataset,
+                )
                 continue
             edges = graph.edge_index
             if split.setting == "inductive":
                 edges = remove_cross_split_edges(edges, split)
-            structure[kind] = degree_artifact(edges, kind=kind, bound=int(bounds[kind]), seed=spec.seed,
-                                              num_nodes=graph.num_nodes, train_nodes=split.train)
-        return info.run(RunInputs(graph=graph, split=split, num_classes=num_classes, structure=structure), spec,
-                        hparams)
+            structure[kind] = degree_artifact(
+                edges,
+                kind=kind,
+                bound=int(bounds[kind]),
+                seed=spec.seed,
+                num_nodes=graph.num_nodes,
+                train_nodes=split.train,
+            )
+        return info.run(
+            RunInputs(graph=graph, split=split, num_classes=num_classes, structure=structure), spec, hparams
+        )
 
     return train
 
 
-def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapping[str, int],
-              m: int | None = None, seed: int = 0, confidence: float = 0.95, own_column: float = 3.0,
-              dataset: str | None = None, releases: bool = True) -> AuditResult:
+def audit_run(
+    inputs: Any,
+    spec: Any,
+    hparams: Any,
+    *,
+    method: str,
+    bounds: Mapping[str, int],
+    m: int | None = None,
+    seed: int = 0,
+    confidence: float = 0.95,
+    own_column: float = 3.0,
+    dataset: str | None = None,
+    releases: bool = True,
+) -> AuditResult:
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
     ``m`` canaries (default ``default_canary_count`` at the run's δ) within ``canary_degree_bound``, train once
     with ``spec`` and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built at
@@ -174,14 +215,16 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
     if not info.private:
         raise ValueError(f"method {method!r} is not private: there is no ε to audit")
     if info.level != "node":
-        raise ValueError(f"method {method!r} is {info.level}-level private; the canaries are nodes (node-level "
-                         "audits only)")
+        raise ValueError(
+            f"method {method!r} is {info.level}-level private; the canaries are nodes (node-level audits only)"
+        )
     start = time.perf_counter()
     graph, split = inputs.graph, inputs.split
     m = default_canary_count(graph.num_nodes, spec.target_delta) if m is None else m
     bound = canary_degree_bound(info.needs, bounds)
-    plan = plant_canaries(graph, split, m=m, degree_bound=bound, num_classes=inputs.num_classes, seed=seed,
-                          own_column=own_column)
+    plan = plant_canaries(
+        graph, split, m=m, degree_bound=bound, num_classes=inputs.num_classes, seed=seed, own_column=own_column
+    )
     private_graph, private_split, _ = plan.private_graph()
     train = method_trainer(info, spec, hparams, bounds=bounds, num_classes=inputs.num_classes, dataset=dataset)
     result = train(private_graph, private_split)
@@ -195,30 +238,60 @@ def audit_run(inputs: Any, spec: Any, hparams: Any, *, method: str, bounds: Mapp
         baseline, parts, ids = plan.scoring_graph(baseline=True)
         scores = scores - canary_scores(result.predict(baseline, parts), ids, plan.labels)
     ledger = result.ledger
-    common = {"method": method, "test_accuracy": float(result.test["accuracy"]), "confidence": confidence,
-              "seed": seed}
+    common = {"method": method, "test_accuracy": float(result.test["accuracy"]), "confidence": confidence, "seed": seed}
     record = nap_record(ledger) if releases else None
     release = dpsgd = None
     if record is not None:
         params = record.params
         # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
         release_scores, release_bits = nap_release_scores(
-            noise_std=float(params["noise_std"]), row_clip=float(params["row_clip"]),
-            max_degree=int(params["max_degree"]), m=best_canary_count(_claimed(ledger)[1], confidence=confidence),
-            seed=seed)
-        release = _bounded(ledger, release_scores.numpy(), release_bits.numpy(), target="nap-release",
-                           degree_bound=int(params["max_degree"]), start=time.perf_counter(), **common)
+            noise_std=float(params["noise_std"]),
+            row_clip=float(params["row_clip"]),
+            max_degree=int(params["max_degree"]),
+            m=best_canary_count(_claimed(ledger)[1], confidence=confidence),
+            seed=seed,
+        )
+        release = _bounded(
+            ledger,
+            release_scores.numpy(),
+            release_bits.numpy(),
+            target="nap-release",
+            degree_bound=int(params["max_degree"]),
+            start=time.perf_counter(),
+            **common,
+        )
     record = dpsgd_record(ledger) if releases else None
     if record is not None:
         params = record.params
         sgd_scores, sgd_bits = dpsgd_release_scores(
             noise_multiplier=float(params["noise_std"]) / float(params["clip_norm"]),
-            sampling_rate=float(params["sampling_rate"]), steps=int(params["steps"]),
-            node_sample_rate=ledger.node_sample_rate, runs=RELEASE_RUNS, seed=seed)
-        dpsgd = _bounded(ledger, sgd_scores.numpy(), sgd_bits.numpy(), target="dpsgd-release", degree_bound=bound,
-                         start=time.perf_counter(), bound_kind="runs", **common)
-    return _bounded(ledger, scores.numpy(), plan.included.numpy(), target="model", degree_bound=bound, start=start,
-                    nap_release=release, dpsgd_release=dpsgd, **common)
+            sampling_rate=float(params["sampling_rate"]),
+            steps=int(params["steps"]),
+            node_sample_rate=ledger.node_sample_rate,
+            runs=RELEASE_RUNS,
+            seed=seed,
+        )
+        dpsgd = _bounded(
+            ledger,
+            sgd_scores.numpy(),
+            sgd_bits.numpy(),
+            target="dpsgd-release",
+            degree_bound=bound,
+            start=time.perf_counter(),
+            bound_kind="runs",
+            **common,
+        )
+    return _bounded(
+        ledger,
+        scores.numpy(),
+        plan.included.numpy(),
+        target="model",
+        degree_bound=bound,
+        start=start,
+        nap_release=release,
+        dpsgd_release=dpsgd,
+        **common,
+    )
 
 
 def _claimed(ledger: Any) -> tuple[float, float, float]:
@@ -230,22 +303,47 @@ def _claimed(ledger: Any) -> tuple[float, float, float]:
     return epsilon, delta, epsilon
 
 
-def _bounded(ledger: Any, scores: Any, included: Any, *, method: str, target: str, degree_bound: int,
-             test_accuracy: float, confidence: float, seed: int, start: float, bound_kind: str = "one-run",
-             nap_release: AuditResult | None = None, dpsgd_release: AuditResult | None = None) -> AuditResult:
+def _bounded(
+    ledger: Any,
+    scores: Any,
+    included: Any,
+    *,
+    method: str,
+    target: str,
+    degree_bound: int,
+    test_accuracy: float,
+    confidence: float,
+    seed: int,
+    start: float,
+    bound_kind: str = "one-run",
+    nap_release: AuditResult | None = None,
+    dpsgd_release: AuditResult | None = None,
+) -> AuditResult:
     """The bounds of one audit from its scores and inclusion bits, against the ε the run's ``ledger`` states
     (a reference run's paper claim, at the paper's δ)."""
     claimed, delta, ledger_epsilon = _claimed(ledger)
     if not math.isfinite(claimed):
         raise ValueError(f"method {method!r}: its ledger states ε = {claimed}; nothing to audit")
     return AuditResult(
-        method=method, claimed_epsilon=claimed, ledger_epsilon=ledger_epsilon, delta=delta,
-        accounting="paper" if ledger.claim is not None else "suite", guarantee=ledger.guarantee_class,
-        canaries=len(scores), included=int(included.sum()), canary_degree_bound=degree_bound,
+        method=method,
+        claimed_epsilon=claimed,
+        ledger_epsilon=ledger_epsilon,
+        delta=delta,
+        accounting="paper" if ledger.claim is not None else "suite",
+        guarantee=ledger.guarantee_class,
+        canaries=len(scores),
+        included=int(included.sum()),
+        canary_degree_bound=degree_bound,
         one_run=epsilon_one_run(scores, included, delta=delta, confidence=confidence, seed=seed),
         threshold=clopper_pearson_epsilon(scores, included, delta=delta, confidence=confidence),
-        auc=attack_auc(scores, included), tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
-        test_accuracy=test_accuracy, wall_seconds=time.perf_counter() - start,
-        scores=tuple(float(v) for v in scores), inclusion=tuple(bool(v) for v in included), target=target,
-        nap_release=nap_release, dpsgd_release=dpsgd_release, bound=bound_kind,
+        auc=attack_auc(scores, included),
+        tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
+        test_accuracy=test_accuracy,
+        wall_seconds=time.perf_counter() - start,
+        scores=tuple(float(v) for v in scores),
+        inclusion=tuple(bool(v) for v in included),
+        target=target,
+        nap_release=nap_release,
+        dpsgd_release=dpsgd_release,
+        bound=bound_kind,
     )

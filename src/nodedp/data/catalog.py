@@ -31,6 +31,7 @@ FACEBOOK100_URL = "https://github.com/sisaman/pyg-datasets/raw/main/datasets/fac
 GRAPHMINING_URL = "https://graphmining.ai/datasets/ptg/{file}"
 OGB_URL = "http://snap.stanford.edu/ogb/data/nodeproppred/{file}"
 
+
 def facebook100_url(school: str) -> str:
     return FACEBOOK100_URL.format(school=quote(school))  # "Johns Hopkins55" has a space
 
@@ -45,7 +46,9 @@ PINNED_SHA256 = {
     PLANETOID_URL.format(name="cora", part="allx"): "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
     PLANETOID_URL.format(name="cora", part="ally"): "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
     PLANETOID_URL.format(name="cora", part="graph"): "58f13302f39dde8852dad6fe6d15b89b077b6d7f837626bce671ef80344b383d",
-    PLANETOID_URL.format(name="cora", part="test.index"): "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875",
+    PLANETOID_URL.format(
+        name="cora", part="test.index"
+    ): "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875",
     facebook100_url("Caltech36"): "597d8307f9aaaaf50343e12a22893c203c52b92e1dd5b3fb35e13f19871d6ffa",
     facebook100_url("Reed98"): "d12ec74dc8c6e237385975b976c3709555a83629a1260be693fb688e3446070e",
     facebook100_url("Haverford76"): "2a00dccab9651531e7f3e0928eb5197450d36dbf9549782fe7d79998cd5f5bbb",
@@ -54,19 +57,106 @@ PINNED_SHA256 = {
 
 # The 100 schools of Traud et al. (2012) as sisaman/pyg-datasets names its files.
 FACEBOOK100_SCHOOLS = (
-    "American75", "Amherst41", "Auburn71", "BC17", "BU10", "Baylor93", "Berkeley13", "Bingham82",
-    "Bowdoin47", "Brandeis99", "Brown11", "Bucknell39", "Cal65", "Caltech36", "Carnegie49", "Colgate88",
-    "Columbia2", "Cornell5", "Dartmouth6", "Duke14", "Emory27", "FSU53", "GWU54", "Georgetown15",
-    "Hamilton46", "Harvard1", "Haverford76", "Howard90", "Indiana69", "JMU79", "Johns Hopkins55",
-    "Lehigh96", "MIT8", "MSU24", "MU78", "Maine59", "Maryland58", "Mich67", "Michigan23", "Middlebury45",
-    "Mississippi66", "NYU9", "Northeastern19", "Northwestern25", "NotreDame57", "Oberlin44", "Oklahoma97",
-    "Penn94", "Pepperdine86", "Princeton12", "Reed98", "Rice31", "Rochester38", "Rutgers89", "Santa74",
-    "Simmons81", "Smith60", "Stanford3", "Swarthmore42", "Syracuse56", "Temple83", "Tennessee95",
-    "Texas80", "Texas84", "Trinity100", "Tufts18", "Tulane29", "UC33", "UC61", "UC64", "UCF52", "UCLA26",
-    "UCSB37", "UCSC68", "UCSD34", "UChicago30", "UConn91", "UF21", "UGA50", "UIllinois20", "UMass92",
-    "UNC28", "UPenn7", "USC35", "USF51", "USFCA72", "UVA16", "Vanderbilt48", "Vassar85", "Vermont70",
-    "Villanova62", "Virginia63", "Wake73", "WashU32", "Wellesley22", "Wesleyan43", "William77",
-    "Williams40", "Wisconsin87", "Yale4",
+    "American75",
+    "Amherst41",
+    "Auburn71",
+    "BC17",
+    "BU10",
+    "Baylor93",
+    "Berkeley13",
+    "Bingham82",
+    "Bowdoin47",
+    "Brandeis99",
+    "Brown11",
+    "Bucknell39",
+    "Cal65",
+    "Caltech36",
+    "Carnegie49",
+    "Colgate88",
+    "Columbia2",
+    "Cornell5",
+    "Dartmouth6",
+    "Duke14",
+    "Emory27",
+    "FSU53",
+    "GWU54",
+    "Georgetown15",
+    "Hamilton46",
+    "Harvard1",
+    "Haverford76",
+    "Howard90",
+    "Indiana69",
+    "JMU79",
+    "Johns Hopkins55",
+    "Lehigh96",
+    "MIT8",
+    "MSU24",
+    "MU78",
+    "Maine59",
+    "Maryland58",
+    "Mich67",
+    "Michigan23",
+    "Middlebury45",
+    "Mississippi66",
+    "NYU9",
+    "Northeastern19",
+    "Northwestern25",
+    "NotreDame57",
+    "Oberlin44",
+    "Oklahoma97",
+    "Penn94",
+    "Pepperdine86",
+    "Princeton12",
+    "Reed98",
+    "Rice31",
+    "Rochester38",
+    "Rutgers89",
+    "Santa74",
+    "Simmons81",
+    "Smith60",
+    "Stanford3",
+    "Swarthmore42",
+    "Syracuse56",
+    "Temple83",
+    "Tennessee95",
+    "Texas80",
+    "Texas84",
+    "Trinity100",
+    "Tufts18",
+    "Tulane29",
+    "UC33",
+    "UC61",
+    "UC64",
+    "UCF52",
+    "UCLA26",
+    "UCSB37",
+    "UCSC68",
+    "UCSD34",
+    "UChicago30",
+    "UConn91",
+    "UF21",
+    "UGA50",
+    "UIllinois20",
+    "UMass92",
+    "UNC28",
+    "UPenn7",
+    "USC35",
+    "USF51",
+    "USFCA72",
+    "UVA16",
+    "Vanderbilt48",
+    "Vassar85",
+    "Vermont70",
+    "Villanova62",
+    "Virginia63",
+    "Wake73",
+    "WashU32",
+    "Wellesley22",
+    "Wesleyan43",
+    "William77",
+    "Williams40",
+    "Wisconsin87",
+    "Yale4",
 )
 
 
@@ -124,13 +214,32 @@ def _unzipped(archive: str, read: Callable[[Path], RawGraph]) -> Callable[[Path]
 # --- registration ----------------------------------------------------------------------
 
 
-def _register(name: str, *, description: str, files: Sequence[RemoteFile], reader, protocol: str,
-              out_degree_bound: int, in_degree_bound: int, citation: str) -> None:
-    register_dataset(DatasetInfo(
-        name=name, kind="download", description=description, build=None,
-        out_degree_bound=out_degree_bound, in_degree_bound=in_degree_bound, citation=citation,
-        files=tuple(files), reader=reader, protocol=protocol, size=_PUBLISHED_SIZES.get(name),
-    ))
+def _register(
+    name: str,
+    *,
+    description: str,
+    files: Sequence[RemoteFile],
+    reader,
+    protocol: str,
+    out_degree_bound: int,
+    in_degree_bound: int,
+    citation: str,
+) -> None:
+    register_dataset(
+        DatasetInfo(
+            name=name,
+            kind="download",
+            description=description,
+            build=None,
+            out_degree_bound=out_degree_bound,
+            in_degree_bound=in_degree_bound,
+            citation=citation,
+            files=tuple(files),
+            reader=reader,
+            protocol=protocol,
+            size=_PUBLISHED_SIZES.get(name),
+        )
+    )
 
 
 # Published sizes (nodes, undirected edges, features, classes) of the graphs as their loaders deliver them,
@@ -148,8 +257,9 @@ _PUBLISHED_SIZES: dict[str, GraphSize] = {
     "cora": GraphSize(nodes=2_708, edges=5_278, features=1_433, classes=7),
     "citeseer": GraphSize(nodes=3_327, edges=4_552, features=3_703, classes=6),
     "pubmed": GraphSize(nodes=19_717, edges=44_324, features=500, classes=3),
-    **dict.fromkeys(("reddit", "reddit-official"), GraphSize(nodes=232_965, edges=57_307_946, features=602,
-                                                            classes=41)),
+    **dict.fromkeys(
+        ("reddit", "reddit-official"), GraphSize(nodes=232_965, edges=57_307_946, features=602, classes=41)
+    ),
 }
 
 
@@ -165,36 +275,66 @@ for _name, (_description, _protocol) in _PLANETOID.items():
         files=[remote(PLANETOID_URL.format(name=_name, part=part)) for part in PLANETOID_PARTS],
         reader=lambda raw, _n=_name: _formats().read_planetoid(raw, _n),
         protocol=_protocol,
-        out_degree_bound=20, in_degree_bound=10,
+        out_degree_bound=20,
+        in_degree_bound=10,
         citation="Yang, Cohen, Salakhutdinov (2016), Revisiting semi-supervised learning with graph embeddings",
     )
 
 _NPZ = {
     # id: (url, file name, description, protocol, citation)
-    "cora-ml": ("https://github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz", "cora_ml.npz",
-                "Cora-ML citation graph (graph2gauss; PyG CitationFull('Cora_ML'))", "dpar",
-                "Bojchevski & Günnemann (2018), Deep Gaussian embedding of graphs"),
-    "ms-academic": ("https://github.com/klicperajo/ppnp/raw/master/ppnp/data/ms_academic.npz", "ms_academic.npz",
-                    "Microsoft Academic co-authorship graph (PPNP)", "dpar",
-                    "Klicpera, Bojchevski, Günnemann (2019), Predict then propagate"),
-    "coauthor-cs": (GNN_BENCHMARK_URL.format(file="ms_academic_cs.npz"), "ms_academic_cs.npz",
-                    "Coauthor CS (gnn-benchmark; PyG Coauthor('CS'))", "dpar",
-                    "Shchur et al. (2018), Pitfalls of graph neural network evaluation"),
-    "coauthor-physics": (GNN_BENCHMARK_URL.format(file="ms_academic_phy.npz"), "ms_academic_phy.npz",
-                         "Coauthor Physics (gnn-benchmark; PyG Coauthor('Physics'))", "dpar",
-                         "Shchur et al. (2018), Pitfalls of graph neural network evaluation"),
-    "amazon-computers": (GNN_BENCHMARK_URL.format(file="amazon_electronics_computers.npz"),
-                         "amazon_electronics_computers.npz", "Amazon Computers co-purchase graph (gnn-benchmark)",
-                         "planetoid", "Shchur et al. (2018), Pitfalls of graph neural network evaluation"),
-    "amazon-photo": (GNN_BENCHMARK_URL.format(file="amazon_electronics_photo.npz"), "amazon_electronics_photo.npz",
-                     "Amazon Photo co-purchase graph (gnn-benchmark)", "planetoid",
-                     "Shchur et al. (2018), Pitfalls of graph neural network evaluation"),
+    "cora-ml": (
+        "https://github.com/abojchevski/graph2gauss/raw/master/data/cora_ml.npz",
+        "cora_ml.npz",
+        "Cora-ML citation graph (graph2gauss; PyG CitationFull('Cora_ML'))",
+        "dpar",
+        "Bojchevski & Günnemann (2018), Deep Gaussian embedding of graphs",
+    ),
+    "ms-academic": (
+        "https://github.com/klicperajo/ppnp/raw/master/ppnp/data/ms_academic.npz",
+        "ms_academic.npz",
+        "Microsoft Academic co-authorship graph (PPNP)",
+        "dpar",
+        "Klicpera, Bojchevski, Günnemann (2019), Predict then propagate",
+    ),
+    "coauthor-cs": (
+        GNN_BENCHMARK_URL.format(file="ms_academic_cs.npz"),
+        "ms_academic_cs.npz",
+        "Coauthor CS (gnn-benchmark; PyG Coauthor('CS'))",
+        "dpar",
+        "Shchur et al. (2018), Pitfalls of graph neural network evaluation",
+    ),
+    "coauthor-physics": (
+        GNN_BENCHMARK_URL.format(file="ms_academic_phy.npz"),
+        "ms_academic_phy.npz",
+        "Coauthor Physics (gnn-benchmark; PyG Coauthor('Physics'))",
+        "dpar",
+        "Shchur et al. (2018), Pitfalls of graph neural network evaluation",
+    ),
+    "amazon-computers": (
+        GNN_BENCHMARK_URL.format(file="amazon_electronics_computers.npz"),
+        "amazon_electronics_computers.npz",
+        "Amazon Computers co-purchase graph (gnn-benchmark)",
+        "planetoid",
+        "Shchur et al. (2018), Pitfalls of graph neural network evaluation",
+    ),
+    "amazon-photo": (
+        GNN_BENCHMARK_URL.format(file="amazon_electronics_photo.npz"),
+        "amazon_electronics_photo.npz",
+        "Amazon Photo co-purchase graph (gnn-benchmark)",
+        "planetoid",
+        "Shchur et al. (2018), Pitfalls of graph neural network evaluation",
+    ),
 }
 for _name, (_url, _file, _description, _protocol, _citation) in _NPZ.items():
     _register(
-        _name, description=_description, files=[remote(_url)],
+        _name,
+        description=_description,
+        files=[remote(_url)],
         reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
-        protocol=_protocol, out_degree_bound=20, in_degree_bound=10, citation=_citation,
+        protocol=_protocol,
+        out_degree_bound=20,
+        in_degree_bound=10,
+        citation=_citation,
     )
 
 # An ablation, not a paper's dataset: Cora-ML under DPAR's random 80/20 split (the same train/test
@@ -204,20 +344,31 @@ _url, _file, _, _, _citation = _NPZ["cora-ml"]
 _register(
     "cora-ml-transductive",
     description="Cora-ML as cora-ml, DPAR's 80/20 split made transductive (ablation: GAP's setting)",
-    files=[remote(_url)], reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
-    protocol="dpar-transductive", out_degree_bound=20, in_degree_bound=10, citation=_citation,
+    files=[remote(_url)],
+    reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
+    protocol="dpar-transductive",
+    out_degree_bound=20,
+    in_degree_bound=10,
+    citation=_citation,
 )
 
 _GRAPHMINING = {
     "facebook-pagepage": ("facebook.npz", "Facebook page-page graph (PyG FacebookPagePage)", "nip-gnn"),
-    "lastfm-asia": ("lastfm_asia.npz", "LastFM Asia social graph, 10 largest classes (PyG LastFMAsia)",
-                    "nip-gnn-top10"),
+    "lastfm-asia": (
+        "lastfm_asia.npz",
+        "LastFM Asia social graph, 10 largest classes (PyG LastFMAsia)",
+        "nip-gnn-top10",
+    ),
 }
 for _name, (_file, _description, _protocol) in _GRAPHMINING.items():
     _register(
-        _name, description=_description, files=[remote(GRAPHMINING_URL.format(file=_file))],
+        _name,
+        description=_description,
+        files=[remote(GRAPHMINING_URL.format(file=_file))],
         reader=lambda raw, _f=_file: _formats().read_graphmining_npz(raw / _f),
-        protocol=_protocol, out_degree_bound=20, in_degree_bound=10,
+        protocol=_protocol,
+        out_degree_bound=20,
+        in_degree_bound=10,
         citation="Rozemberczki, Allen, Sarkar (2021), Multi-scale attributed node embedding",
     )
 
@@ -227,14 +378,20 @@ _register(
     description="Facebook100 UIllinois20, predict class year (GAP/ProGAP 'Facebook')",
     files=[remote(facebook100_url("UIllinois20"))],
     reader=lambda raw: _formats().read_facebook100_mat(raw / "UIllinois20.mat"),
-    protocol="gap-facebook", out_degree_bound=100, in_degree_bound=10, citation=_FB_CITATION,
+    protocol="gap-facebook",
+    out_degree_bound=100,
+    in_degree_bound=10,
+    citation=_FB_CITATION,
 )
 _register(
     "fb-100",
     description="all 100 Facebook100 schools as one graph, predict class year (ProGAP 'FB-100')",
     files=[remote(facebook100_url(s)) for s in FACEBOOK100_SCHOOLS],
     reader=lambda raw: read_facebook100_union([raw / f"{s}.mat" for s in FACEBOOK100_SCHOOLS]),
-    protocol="gap-fb100", out_degree_bound=100, in_degree_bound=10, citation=_FB_CITATION,
+    protocol="gap-fb100",
+    out_degree_bound=100,
+    in_degree_bound=10,
+    citation=_FB_CITATION,
 )
 for _school in FACEBOOK100_SCHOOLS:
     _register(
@@ -242,20 +399,33 @@ for _school in FACEBOOK100_SCHOOLS:
         description=f"Facebook100 school {_school}, predict class year",
         files=[remote(facebook100_url(_school))],
         reader=lambda raw, _s=_school: _formats().read_facebook100_mat(raw / f"{_s}.mat"),
-        protocol="gap-school", out_degree_bound=100, in_degree_bound=10, citation=_FB_CITATION,
+        protocol="gap-school",
+        out_degree_bound=100,
+        in_degree_bound=10,
+        citation=_FB_CITATION,
     )
 
 _REDDIT_FILES = [remote("https://data.dgl.ai/dataset/reddit.zip")]
 _REDDIT_CITATION = "Hamilton, Ying, Leskovec (2017), Inductive representation learning on large graphs"
 _register(
-    "reddit", description="Reddit posts, predict subreddit (GAP/ProGAP/DPAR preprocessing)",
-    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
-    protocol="gap-reddit", out_degree_bound=400, in_degree_bound=10, citation=_REDDIT_CITATION,
+    "reddit",
+    description="Reddit posts, predict subreddit (GAP/ProGAP/DPAR preprocessing)",
+    files=_REDDIT_FILES,
+    reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
+    protocol="gap-reddit",
+    out_degree_bound=400,
+    in_degree_bound=10,
+    citation=_REDDIT_CITATION,
 )
 _register(
-    "reddit-official", description="Reddit posts with the official split (DP-GNN)",
-    files=_REDDIT_FILES, reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
-    protocol="dp-gnn", out_degree_bound=400, in_degree_bound=10, citation=_REDDIT_CITATION,
+    "reddit-official",
+    description="Reddit posts with the official split (DP-GNN)",
+    files=_REDDIT_FILES,
+    reader=_unzipped("reddit.zip", lambda root: _formats().read_reddit(root)),
+    protocol="dp-gnn",
+    out_degree_bound=400,
+    in_degree_bound=10,
+    citation=_REDDIT_CITATION,
 )
 
 _OGB_CITATION = "Hu et al. (2020), Open Graph Benchmark"
@@ -264,17 +434,32 @@ for _short in ("arxiv", "products", "mag"):
     _files = [remote(OGB_URL.format(file=f"{_short}.zip"))]
     _reader = _unzipped(f"{_short}.zip", lambda root, _s=_short: _formats().read_ogb_node(root / _s, f"ogbn-{_s}"))
     _register(
-        _name, description=f"OGB {_name}, official split (DP-GNN)", files=_files, reader=_reader,
-        protocol="dp-gnn", out_degree_bound=50, in_degree_bound=10, citation=_OGB_CITATION,
+        _name,
+        description=f"OGB {_name}, official split (DP-GNN)",
+        files=_files,
+        reader=_reader,
+        protocol="dp-gnn",
+        out_degree_bound=50,
+        in_degree_bound=10,
+        citation=_OGB_CITATION,
     )
     _register(
-        f"{_name}-disjoint", description=f"OGB {_name}, official split, inter-split edges removed (DP-GNN)",
-        files=_files, reader=_reader,
-        protocol="dp-gnn-disjoint", out_degree_bound=50, in_degree_bound=10, citation=_OGB_CITATION,
+        f"{_name}-disjoint",
+        description=f"OGB {_name}, official split, inter-split edges removed (DP-GNN)",
+        files=_files,
+        reader=_reader,
+        protocol="dp-gnn-disjoint",
+        out_degree_bound=50,
+        in_degree_bound=10,
+        citation=_OGB_CITATION,
     )
 _register(
-    "ogbn-products-gap", description="OGB ogbn-products as GAP/ProGAP's 'Amazon' (FilterClassByCount, 75/10/15)",
+    "ogbn-products-gap",
+    description="OGB ogbn-products as GAP/ProGAP's 'Amazon' (FilterClassByCount, 75/10/15)",
     files=[remote(OGB_URL.format(file="products.zip"))],
     reader=_unzipped("products.zip", lambda root: _formats().read_ogb_node(root / "products", "ogbn-products")),
-    protocol="gap-amazon", out_degree_bound=50, in_degree_bound=10, citation=_OGB_CITATION,
+    protocol="gap-amazon",
+    out_degree_bound=50,
+    in_degree_bound=10,
+    citation=_OGB_CITATION,
 )

@@ -109,9 +109,7 @@ def _check_inputs(edge_index: Tensor, *, num_nodes: int, max_degree: int, seed: 
         raise ValueError(f"seed must lie in [0, 2**64), got {seed}")
 
 
-def bound_in_degree(
-    edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, max_degree: int, seed: int
-) -> Tensor:
+def bound_in_degree(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, max_degree: int, seed: int) -> Tensor:
     """SAMPLE-EDGELISTS (Algorithm 1 of DP-GNN, Daigavane et al.): the training edge set.
 
     For every node v, RE_v = {u : (u, v) ∈ E, u ∈ V_tr} are its incoming edges
@@ -307,8 +305,9 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"unknown degree bound kind {kind!r}; valid choices: {list(BOUND_KINDS)}")
 
 
-def bound_degree(edge_index: Tensor, *, kind: str, num_nodes: int, max_degree: int, seed: int,
-                 train_nodes: Tensor | None = None) -> Tensor:
+def bound_degree(
+    edge_index: Tensor, *, kind: str, num_nodes: int, max_degree: int, seed: int, train_nodes: Tensor | None = None
+) -> Tensor:
     """The ``kind`` bounding ("in-degree": Algorithm 1, which needs ``train_nodes``; "out-degree"; "degree")."""
     _check_kind(kind)
     common = {"num_nodes": num_nodes, "max_degree": max_degree, "seed": seed}
@@ -342,12 +341,19 @@ def identity_bound(kind: str, bound: int) -> int:
     return bound // 2 if kind == "in-degree" else bound
 
 
-def degree_artifact(edge_index: Tensor, *, kind: str, bound: int, seed: int, num_nodes: int,
-                    train_nodes: Tensor) -> dict:
+def degree_artifact(
+    edge_index: Tensor, *, kind: str, bound: int, seed: int, num_nodes: int, train_nodes: Tensor
+) -> dict:
     """The structure artifact of ``kind`` at public ``bound``: the sampled edges, and for the ledger's guarantee
     the identity bound (public: a function of ``kind`` and ``bound``). No count of the input joins it: how many
     nodes exceed a bound is analysis of the dataset (``nodedp.data.stability``), never part of a run."""
-    kept = bound_degree(edge_index, kind=kind, num_nodes=num_nodes, max_degree=bound, seed=seed,
-                        train_nodes=train_nodes)
-    return {"kind": kind, "bound": bound, "seed": seed, "edge_index": kept.to(torch.long),
-            "identity_bound": identity_bound(kind, bound)}
+    kept = bound_degree(
+        edge_index, kind=kind, num_nodes=num_nodes, max_degree=bound, seed=seed, train_nodes=train_nodes
+    )
+    return {
+        "kind": kind,
+        "bound": bound,
+        "seed": seed,
+        "edge_index": kept.to(torch.long),
+        "identity_bound": identity_bound(kind, bound),
+    }

@@ -93,8 +93,10 @@ class DownloadError(RuntimeError):
         self.permanent = permanent
         via = "" if fetched_url == url else f" through the mirror as {fetched_url}"
         if permanent:
-            super().__init__(f"could not download {url}{via}: {_describe(last_error)} (not retried: "
-                             "a later attempt would get the same answer)")
+            super().__init__(
+                f"could not download {url}{via}: {_describe(last_error)} (not retried: "
+                "a later attempt would get the same answer)"
+            )
         else:
             super().__init__(
                 f"could not download {url}{via} after {attempts} attempt{'s' if attempts != 1 else ''}; "

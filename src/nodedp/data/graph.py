@@ -195,13 +195,13 @@ def load_graph_meta(directory: str | Path) -> dict[str, Any]:
         raise GraphValidationError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
-        raise GraphValidationError(
-            f"{meta_path}: format_version {version!r} is not the supported {FORMAT_VERSION}"
-        )
+        raise GraphValidationError(f"{meta_path}: format_version {version!r} is not the supported {FORMAT_VERSION}")
     missing = [key for key in _META_KEYS if key not in meta]
     if missing:
-        raise GraphValidationError(f"{meta_path}: missing field(s) {missing}; rebuild the graph (`python -m nodedp "
-                                   "graph`, the workflow's graph rule)")
+        raise GraphValidationError(
+            f"{meta_path}: missing field(s) {missing}; rebuild the graph (`python -m nodedp "
+            "graph`, the workflow's graph rule)"
+        )
     return meta
 
 
@@ -220,9 +220,7 @@ def load_graph_tensors(directory: str | Path) -> dict[str, Tensor]:
         raise GraphValidationError(f"{graph_path}: missing file")
     digest = sha256_file(graph_path)
     if digest != meta["sha256"]:
-        raise GraphValidationError(
-            f"{graph_path}: checksum mismatch (file {digest}, meta.json {meta['sha256']})"
-        )
+        raise GraphValidationError(f"{graph_path}: checksum mismatch (file {digest}, meta.json {meta['sha256']})")
     try:
         tensors = torch.load(graph_path, weights_only=True)
     except Exception as err:  # torch raises many types for a damaged archive; a checksum match makes this rare

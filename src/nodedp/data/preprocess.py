@@ -277,22 +277,26 @@ def keep_top_k_classes(data: Data, *, k: int) -> StepResult:
     return out, {"k": k, **info}
 
 
-STEPS: Mapping[str, Callable[..., StepResult]] = MappingProxyType({
-    "remove_unlabeled_nodes": remove_unlabeled_nodes,
-    "remove_self_loops": remove_self_loops,
-    "to_undirected": to_undirected,
-    "filter_classes_by_count": filter_classes_by_count,
-    "keep_top_k_classes": keep_top_k_classes,
-    "remove_isolated_nodes": remove_isolated_nodes,
-})
+STEPS: Mapping[str, Callable[..., StepResult]] = MappingProxyType(
+    {
+        "remove_unlabeled_nodes": remove_unlabeled_nodes,
+        "remove_self_loops": remove_self_loops,
+        "to_undirected": to_undirected,
+        "filter_classes_by_count": filter_classes_by_count,
+        "keep_top_k_classes": keep_top_k_classes,
+        "remove_isolated_nodes": remove_isolated_nodes,
+    }
+)
 
 # The keyword-only parameters of each step: exactly what a protocol must give it.
-_STEP_PARAMS: Mapping[str, frozenset[str]] = MappingProxyType({
-    name: frozenset(
-        param.name for param in inspect.signature(fn).parameters.values() if param.kind is param.KEYWORD_ONLY
-    )
-    for name, fn in STEPS.items()
-})
+_STEP_PARAMS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        name: frozenset(
+            param.name for param in inspect.signature(fn).parameters.values() if param.kind is param.KEYWORD_ONLY
+        )
+        for name, fn in STEPS.items()
+    }
+)
 
 
 # --------------------------------------------------------------------------- protocols
@@ -397,95 +401,114 @@ register_protocol(_gap("gap-amazon", min_count=100_000, dataset="'Amazon' = ogbn
 # A suite choice, not GAP's: 1000 would drop every class of a school with fewer than
 # 1000 students; 100 keeps the 4-5 main class years of the small schools (Caltech36,
 # Reed98, Haverford76, Swarthmore42) and drops the stray years of alumni and staff.
-register_protocol(Protocol(
-    name="gap-school",
-    description=(
-        "GAP/ProGAP preprocessing for a single small Facebook100 school (not in the papers): as "
-        "gap-facebook with FilterClassByCount(min_count=100)."
-    ),
-    steps=_gap_steps(100),
-    split=_RANDOM_75_10_15,
-))
-register_protocol(Protocol(
-    name="nip-gnn",
-    description=(
-        "NIP-GNN (Cora, Citeseer, Facebook page-page): undirected, no self-loops, isolated nodes "
-        "kept, random 75/10/15 transductive (following GAP); no degree bounding."
-    ),
-    steps=_CLEAN,
-    split=_RANDOM_75_10_15,
-))
-register_protocol(Protocol(
-    name="nip-gnn-top10",
-    description=(
-        "NIP-GNN LastFM: as nip-gnn, restricted to the 10 largest classes (LPGNN's FilterTopClass); "
-        "paper: 7,083 nodes, 25,814 undirected edges."
-    ),
-    steps=(*_CLEAN, _step("keep_top_k_classes", k=10)),
-    split=_RANDOM_75_10_15,
-))
+register_protocol(
+    Protocol(
+        name="gap-school",
+        description=(
+            "GAP/ProGAP preprocessing for a single small Facebook100 school (not in the papers): as "
+            "gap-facebook with FilterClassByCount(min_count=100)."
+        ),
+        steps=_gap_steps(100),
+        split=_RANDOM_75_10_15,
+    )
+)
+register_protocol(
+    Protocol(
+        name="nip-gnn",
+        description=(
+            "NIP-GNN (Cora, Citeseer, Facebook page-page): undirected, no self-loops, isolated nodes "
+            "kept, random 75/10/15 transductive (following GAP); no degree bounding."
+        ),
+        steps=_CLEAN,
+        split=_RANDOM_75_10_15,
+    )
+)
+register_protocol(
+    Protocol(
+        name="nip-gnn-top10",
+        description=(
+            "NIP-GNN LastFM: as nip-gnn, restricted to the 10 largest classes (LPGNN's FilterTopClass); "
+            "paper: 7,083 nodes, 25,814 undirected edges."
+        ),
+        steps=(*_CLEAN, _step("keep_top_k_classes", k=10)),
+        split=_RANDOM_75_10_15,
+    )
+)
 _DPAR_SPLIT = SplitProtocol(kind="random", setting="inductive", train=0.8, val=0.0, test=0.2)
 _DPAR_NOTE = (
     "random 80/20 train/test, no validation part (val is empty), inductive (edges between the parts "
     "removed). DPAR's sampling of the training graph at rate q' is not preprocessing: it is a privacy "
     "mechanism of the method, charged by its accountant."
 )
-register_protocol(Protocol(
-    name="dpar",
-    description=(
-        "DPAR (Cora-ML, MS Academic, Coauthor CS/Physics): undirected, no self-loops, " + _DPAR_NOTE
-        + " DPAR's table counts Cora-ML's 8,416 directed citations; symmetrised they are 8,158 pairs."
-    ),
-    steps=_CLEAN,
-    split=_DPAR_SPLIT,
-))
+register_protocol(
+    Protocol(
+        name="dpar",
+        description=(
+            "DPAR (Cora-ML, MS Academic, Coauthor CS/Physics): undirected, no self-loops, "
+            + _DPAR_NOTE
+            + " DPAR's table counts Cora-ML's 8,416 directed citations; symmetrised they are 8,158 pairs."
+        ),
+        steps=_CLEAN,
+        split=_DPAR_SPLIT,
+    )
+)
 # Not DPAR's protocol: an ablation. DPAR's GAP baselines may have run in GAP's own transductive
 # setting; this is dpar's graph and random split (same seed, same train/test nodes) with the edges
 # between train and test kept.
-register_protocol(Protocol(
-    name="dpar-transductive",
-    description=(
-        "Ablation, not DPAR's protocol: GAP's transductive setting for DPAR's GAP baselines. As dpar "
-        "(undirected, no self-loops, random 80/20 train/test, no validation part, the same train/test "
-        "nodes for the same seed) but transductive: edges between train and test are kept."
-    ),
-    steps=_CLEAN,
-    split=replace(_DPAR_SPLIT, setting="transductive"),
-))
+register_protocol(
+    Protocol(
+        name="dpar-transductive",
+        description=(
+            "Ablation, not DPAR's protocol: GAP's transductive setting for DPAR's GAP baselines. As dpar "
+            "(undirected, no self-loops, random 80/20 train/test, no validation part, the same train/test "
+            "nodes for the same seed) but transductive: edges between train and test are kept."
+        ),
+        steps=_CLEAN,
+        split=replace(_DPAR_SPLIT, setting="transductive"),
+    )
+)
 # DPAR's Reddit statistics (116,713 nodes, 8 classes, 46,233,380 edges) are GAP's Reddit.
-register_protocol(Protocol(
-    name="dpar-reddit",
-    description="DPAR Reddit: GAP's Reddit preprocessing (as gap-reddit), then " + _DPAR_NOTE,
-    steps=_gap_steps(10_000),
-    split=_DPAR_SPLIT,
-))
-register_protocol(Protocol(
-    name="dp-gnn",
-    description=(
-        "DP-GNN (ogbn-arxiv/products/mag, Reddit): reverse edges added (undirected), no self-loops "
-        "(the model adds its own), the dataset's official split, transductive."
-    ),
-    steps=_CLEAN,
-    split=SplitProtocol(kind="official", setting="transductive"),
-))
-register_protocol(Protocol(
-    name="dp-gnn-disjoint",
-    description=(
-        "DP-GNN '-disjoint' datasets: as dp-gnn with the official split in the inductive setting "
-        "(all inter-split edges removed)."
-    ),
-    steps=_CLEAN,
-    split=SplitProtocol(kind="official", setting="inductive"),
-))
-register_protocol(Protocol(
-    name="planetoid",
-    description=(
-        "Suite default for datasets no paper above preprocesses: undirected, no self-loops, "
-        "random 75/10/15 transductive."
-    ),
-    steps=_CLEAN,
-    split=_RANDOM_75_10_15,
-))
+register_protocol(
+    Protocol(
+        name="dpar-reddit",
+        description="DPAR Reddit: GAP's Reddit preprocessing (as gap-reddit), then " + _DPAR_NOTE,
+        steps=_gap_steps(10_000),
+        split=_DPAR_SPLIT,
+    )
+)
+register_protocol(
+    Protocol(
+        name="dp-gnn",
+        description=(
+            "DP-GNN (ogbn-arxiv/products/mag, Reddit): reverse edges added (undirected), no self-loops "
+            "(the model adds its own), the dataset's official split, transductive."
+        ),
+        steps=_CLEAN,
+        split=SplitProtocol(kind="official", setting="transductive"),
+    )
+)
+register_protocol(
+    Protocol(
+        name="dp-gnn-disjoint",
+        description=(
+            "DP-GNN '-disjoint' datasets: as dp-gnn with the official split in the inductive setting "
+            "(all inter-split edges removed)."
+        ),
+        steps=_CLEAN,
+        split=SplitProtocol(kind="official", setting="inductive"),
+    )
+)
+register_protocol(
+    Protocol(
+        name="planetoid",
+        description=(
+            "Suite default for datasets no paper above preprocesses: undirected, no self-loops, "
+            "random 75/10/15 transductive."
+        ),
+        steps=_CLEAN,
+        split=_RANDOM_75_10_15,
+    )
+)
 
 PROTOCOLS: Mapping[str, Protocol] = MappingProxyType(_PROTOCOLS)
 

@@ -171,7 +171,12 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
 
 
 def csbm_dataset(
-    name: str, spec: CSBMSpec, *, description: str, out_degree_bound: int, in_degree_bound: int,
+    name: str,
+    spec: CSBMSpec,
+    *,
+    description: str,
+    out_degree_bound: int,
+    in_degree_bound: int,
     protocol: str = "planetoid",
 ) -> DatasetInfo:
     """A synthetic dataset made by ``generate_csbm(spec)``, its spec recorded as the source; its size is the
@@ -185,8 +190,12 @@ def csbm_dataset(
         in_degree_bound=in_degree_bound,
         source={"generator": "csbm", "params": asdict(spec)},
         protocol=protocol,
-        size=GraphSize(nodes=spec.num_nodes, edges=round(spec.num_nodes * spec.avg_degree / 2),
-                       features=spec.num_features, classes=spec.num_classes),
+        size=GraphSize(
+            nodes=spec.num_nodes,
+            edges=round(spec.num_nodes * spec.avg_degree / 2),
+            features=spec.num_features,
+            classes=spec.num_classes,
+        ),
     )
 
 
@@ -198,36 +207,57 @@ def csbm_dataset(
 # their features differ too. K = 10 follows DP-GNN's advice ("around 10"); D = 20 keeps
 # most edges at mean degree 12 while capping the heavy tail.
 _PRESET: dict[str, Any] = dict(
-    num_nodes=3000, num_classes=5, avg_degree=12.0, num_features=32, feature_signal=2.0,
-    degree_exponent=2.5, class_weights=None,
+    num_nodes=3000,
+    num_classes=5,
+    avg_degree=12.0,
+    num_features=32,
+    feature_signal=2.0,
+    degree_exponent=2.5,
+    class_weights=None,
 )
 
-register_dataset(csbm_dataset(
-    "csbm-homophilous",
-    CSBMSpec(homophily=0.75, seed=0, **_PRESET),
-    description="CSBM, 3000 nodes, 5 classes, edge homophily 0.75, power-law degrees (exponent 2.5)",
-    out_degree_bound=20,
-    in_degree_bound=10,
-))
-register_dataset(csbm_dataset(
-    "csbm-heterophilous",
-    CSBMSpec(homophily=0.2, seed=1, **_PRESET),
-    description="CSBM, 3000 nodes, 5 classes, edge homophily 0.2, power-law degrees (exponent 2.5)",
-    out_degree_bound=20,
-    in_degree_bound=10,
-))
-register_dataset(csbm_dataset(
-    "csbm-tiny",
-    CSBMSpec(num_nodes=300, num_classes=3, avg_degree=8.0, homophily=0.8, num_features=8,
-             feature_signal=2.0, degree_exponent=2.5, class_weights=None, seed=0),
-    description="CSBM, 300 nodes, 3 classes, for tests",
-    out_degree_bound=10,
-    in_degree_bound=5,
-))
+register_dataset(
+    csbm_dataset(
+        "csbm-homophilous",
+        CSBMSpec(homophily=0.75, seed=0, **_PRESET),
+        description="CSBM, 3000 nodes, 5 classes, edge homophily 0.75, power-law degrees (exponent 2.5)",
+        out_degree_bound=20,
+        in_degree_bound=10,
+    )
+)
+register_dataset(
+    csbm_dataset(
+        "csbm-heterophilous",
+        CSBMSpec(homophily=0.2, seed=1, **_PRESET),
+        description="CSBM, 3000 nodes, 5 classes, edge homophily 0.2, power-law degrees (exponent 2.5)",
+        out_degree_bound=20,
+        in_degree_bound=10,
+    )
+)
+register_dataset(
+    csbm_dataset(
+        "csbm-tiny",
+        CSBMSpec(
+            num_nodes=300,
+            num_classes=3,
+            avg_degree=8.0,
+            homophily=0.8,
+            num_features=8,
+            feature_signal=2.0,
+            degree_exponent=2.5,
+            class_weights=None,
+            seed=0,
+        ),
+        description="CSBM, 300 nodes, 3 classes, for tests",
+        out_degree_bound=10,
+        in_degree_bound=5,
+    )
+)
 
 
-def make_split(graph_dir: str | Path, *, seed: int, setting: str | None = None,
-               fractions: tuple[float, float, float] | None = None) -> Split:
+def make_split(
+    graph_dir: str | Path, *, seed: int, setting: str | None = None, fractions: tuple[float, float, float] | None = None
+) -> Split:
     """The split the graph's protocol prescribes (recorded in its meta.json).
 
     Random protocols draw ``random_split`` with their fractions and ``seed``;

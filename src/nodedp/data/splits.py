@@ -128,8 +128,10 @@ def load_split(path: str | Path, *, num_nodes: int | None = None) -> Split:
     except Exception as err:  # a truncated or foreign file: torch raises many types, with long messages
         lines = str(err).strip().splitlines()
         problem = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
-        raise SplitValidationError(f"{path}: not a readable split file ({problem}); rebuild it with `python -m "
-                                   "nodedp split` (the workflow's split rule)") from err
+        raise SplitValidationError(
+            f"{path}: not a readable split file ({problem}); rebuild it with `python -m "
+            "nodedp split` (the workflow's split rule)"
+        ) from err
     expected = {*_PARTS, "setting", "seed"}
     if not isinstance(payload, dict) or set(payload) != expected:
         found = sorted(payload) if isinstance(payload, dict) else type(payload).__name__

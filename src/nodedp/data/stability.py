@@ -61,8 +61,9 @@ def _sample_nodes(num_nodes: int, *, sample: int | None, sample_seed: int) -> np
     return np.sort(np.random.default_rng(sample_seed).choice(num_nodes, size=sample, replace=False))
 
 
-def degree_excess(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int,
-                  train_nodes: Tensor | None = None) -> dict[str, float]:
+def degree_excess(
+    edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, train_nodes: Tensor | None = None
+) -> dict[str, float]:
     """Fraction of nodes whose degree exceeds the public bound (where the bounding is not the identity).
 
     ``out-degree``: out-degree > D. ``degree``: undirected degree > D.
@@ -97,13 +98,15 @@ def _train_mask(train_nodes: Tensor | None, num_nodes: int) -> np.ndarray:
 
 def _dp_gnn_edges(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, bound: int, seed: int) -> Tensor:
     """The edges DP-GNN builds its subgraphs from: Algorithm 1, then out-degrees bounded to K (dp_gnn.py)."""
-    kept = bound_degree(edge_index, kind="in-degree", num_nodes=num_nodes, train_nodes=train_nodes,
-                        max_degree=bound, seed=seed)
+    kept = bound_degree(
+        edge_index, kind="in-degree", num_nodes=num_nodes, train_nodes=train_nodes, max_degree=bound, seed=seed
+    )
     return bound_out_degree(kept, num_nodes=num_nodes, max_degree=bound, seed=seed)
 
 
-def _bounded_keys(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, seed: int,
-                  train_nodes: Tensor | None) -> np.ndarray:
+def _bounded_keys(
+    edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, seed: int, train_nodes: Tensor | None
+) -> np.ndarray:
     if kind == "in-degree":
         kept = _dp_gnn_edges(edge_index, num_nodes=num_nodes, train_nodes=train_nodes, bound=bound, seed=seed)
     else:
@@ -111,8 +114,16 @@ def _bounded_keys(edge_index: Tensor, *, num_nodes: int, kind: str, bound: int, 
     return _keys(kept, num_nodes)
 
 
-def _changed_subgraphs(diff_src: np.ndarray, kept_src: np.ndarray, kept_dst: np.ndarray, *, num_nodes: int,
-                       num_layers: int, is_train: np.ndarray, removed: int) -> int:
+def _changed_subgraphs(
+    diff_src: np.ndarray,
+    kept_src: np.ndarray,
+    kept_dst: np.ndarray,
+    *,
+    num_nodes: int,
+    num_layers: int,
+    is_train: np.ndarray,
+    removed: int,
+) -> int:
     """Training roots whose r-hop subgraph changed.
 
     S_v is fixed by the kept out-edges of the nodes fewer than r hops from v
@@ -196,8 +207,9 @@ def bounding_instability(
             counts.setdefault("l1", []).append(2 * pairs)
         else:
             for r in num_layers:
-                changed = _changed_subgraphs(diff_src, full_src, full_dst, num_nodes=num_nodes, num_layers=r,
-                                             is_train=is_train, removed=u)
+                changed = _changed_subgraphs(
+                    diff_src, full_src, full_dst, num_nodes=num_nodes, num_layers=r, is_train=is_train, removed=u
+                )
                 counts.setdefault(f"subgraphs_r{r}", []).append(changed)
 
     if kind == "out-degree":
@@ -207,8 +219,13 @@ def bounding_instability(
     else:
         accountant = {f"subgraphs_r{r}": max_occurrences(max_degree=bound, num_layers=r) for r in num_layers}
     report: dict[str, Any] = {
-        "kind": kind, "bound": bound, "seed": seed, "num_nodes": num_nodes, "sample": int(uniform.size),
-        "sample_seed": sample_seed, "hubs": int(removed.size - uniform.size),
+        "kind": kind,
+        "bound": bound,
+        "seed": seed,
+        "num_nodes": num_nodes,
+        "sample": int(uniform.size),
+        "sample_seed": sample_seed,
+        "hubs": int(removed.size - uniform.size),
         **degree_excess(edge_index, num_nodes=num_nodes, kind=kind, bound=bound, train_nodes=train_nodes),
         "kept_edge_fraction": float(full.size / max(np.unique(src * np.int64(num_nodes) + dst).size, 1)),
     }
@@ -218,7 +235,9 @@ def bounding_instability(
         array = np.asarray(values, dtype=np.float64)
         worst = int(np.argmax(array))
         report[unit] = {
-            "accountant": accountant[unit], "max": float(array[worst]), "mean": float(array[: uniform.size].mean()),
+            "accountant": accountant[unit],
+            "max": float(array[worst]),
+            "mean": float(array[: uniform.size].mean()),
             "max_ratio": float(array[worst] / accountant[unit]),
             "frac_over_accountant": float(np.mean(array[: uniform.size] > accountant[unit] + 1e-9)),
             "argmax_node": int(removed[worst]),
@@ -250,12 +269,19 @@ def bounding_report(
     common = {"num_nodes": num_nodes, "seed": seed, "sample": sample, "sample_seed": sample_seed, "hubs": hubs}
     report = {
         "out-degree": bounding_instability(edge_index, kind="out-degree", bound=out_degree_bound, **common),
-        "in-degree": bounding_instability(edge_index, kind="in-degree", bound=in_degree_bound,
-                                          train_nodes=train_nodes, num_layers=num_layers, **common),
+        "in-degree": bounding_instability(
+            edge_index,
+            kind="in-degree",
+            bound=in_degree_bound,
+            train_nodes=train_nodes,
+            num_layers=num_layers,
+            **common,
+        ),
     }
     if _is_undirected(edge_index, num_nodes):
-        report["degree"] = bounding_instability(edge_index, kind="degree", bound=degree_bound or out_degree_bound,
-                                                **common)
+        report["degree"] = bounding_instability(
+            edge_index, kind="degree", bound=degree_bound or out_degree_bound, **common
+        )
     return report
 
 

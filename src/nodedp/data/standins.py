@@ -55,14 +55,44 @@ class HeadlineShape:
 
 SHAPES: dict[str, HeadlineShape] = {
     # OGB: 1,166,243 edges (citations, stored once), official split by year.
-    "arxiv": HeadlineShape("ogbn-arxiv", 169_343, 1_166_243, 128, 40, 0.655, (90_941, 29_799, 48_603),
-                           out_degree_bound=50, in_degree_bound=10, seed=11),
+    "arxiv": HeadlineShape(
+        "ogbn-arxiv",
+        169_343,
+        1_166_243,
+        128,
+        40,
+        0.655,
+        (90_941, 29_799, 48_603),
+        out_degree_bound=50,
+        in_degree_bound=10,
+        seed=11,
+    ),
     # PyG/DGL store 114,615,892 columns: 57,307,946 undirected pairs, mean degree 492.
-    "reddit": HeadlineShape("Reddit", 232_965, 57_307_946, 602, 41, 0.756, (153_431, 23_831, 55_703),
-                            out_degree_bound=400, in_degree_bound=10, seed=12),
+    "reddit": HeadlineShape(
+        "Reddit",
+        232_965,
+        57_307_946,
+        602,
+        41,
+        0.756,
+        (153_431, 23_831, 55_703),
+        out_degree_bound=400,
+        in_degree_bound=10,
+        seed=12,
+    ),
     # OGB: 61,859,140 edges (stored once), official split by sales rank.
-    "products": HeadlineShape("ogbn-products", 2_449_029, 61_859_140, 100, 47, 0.808,
-                              (196_615, 39_323, 2_213_091), out_degree_bound=50, in_degree_bound=10, seed=13),
+    "products": HeadlineShape(
+        "ogbn-products",
+        2_449_029,
+        61_859_140,
+        100,
+        47,
+        0.808,
+        (196_615, 39_323, 2_213_091),
+        out_degree_bound=50,
+        in_degree_bound=10,
+        seed=13,
+    ),
 }
 
 
@@ -81,9 +111,17 @@ def standin_spec(shape: str, *, num_nodes: int | None = None, seed: int | None =
     """The CSBM spec of ``shape``'s stand-in, at its real size or at ``num_nodes`` with the same mean degree."""
     s = _shape(shape)
     nodes = s.nodes if num_nodes is None else num_nodes
-    return CSBMSpec(num_nodes=nodes, num_classes=s.classes, avg_degree=s.mean_degree, homophily=s.homophily,
-                    num_features=s.features, feature_signal=_FEATURE_SIGNAL, degree_exponent=_DEGREE_EXPONENT,
-                    class_weights=None, seed=s.seed if seed is None else seed)
+    return CSBMSpec(
+        num_nodes=nodes,
+        num_classes=s.classes,
+        avg_degree=s.mean_degree,
+        homophily=s.homophily,
+        num_features=s.features,
+        feature_signal=_FEATURE_SIGNAL,
+        degree_exponent=_DEGREE_EXPONENT,
+        class_weights=None,
+        seed=s.seed if seed is None else seed,
+    )
 
 
 def standin_protocol(shape: str) -> Protocol:
@@ -92,9 +130,11 @@ def standin_protocol(shape: str) -> Protocol:
     train, val, test = s.fractions()
     return Protocol(
         name=f"stand-in-{shape}",
-        description=(f"Stand-in of {s.graph}: generated undirected without self-loops (the cleaning steps are "
-                     f"no-ops); random {train:.1%}/{val:.1%}/{test:.1%} transductive split, the official split's "
-                     "proportions"),
+        description=(
+            f"Stand-in of {s.graph}: generated undirected without self-loops (the cleaning steps are "
+            f"no-ops); random {train:.1%}/{val:.1%}/{test:.1%} transductive split, the official split's "
+            "proportions"
+        ),
         steps=get_protocol("planetoid").steps,
         split=SplitProtocol(kind="random", setting="transductive", train=train, val=val, test=test),
     )
@@ -102,12 +142,16 @@ def standin_protocol(shape: str) -> Protocol:
 
 for _shape_name, _s in SHAPES.items():
     register_protocol(standin_protocol(_shape_name))
-    register_dataset(csbm_dataset(
-        standin_name(_shape_name),
-        standin_spec(_shape_name),
-        description=(f"stand-in of {_s.graph} for cost, not accuracy: CSBM, {_s.nodes:,} nodes, ~{_s.edges:,} "
-                     f"edges, {_s.features} features, {_s.classes} classes, power-law degrees"),
-        out_degree_bound=_s.out_degree_bound,
-        in_degree_bound=_s.in_degree_bound,
-        protocol=f"stand-in-{_shape_name}",
-    ))
+    register_dataset(
+        csbm_dataset(
+            standin_name(_shape_name),
+            standin_spec(_shape_name),
+            description=(
+                f"stand-in of {_s.graph} for cost, not accuracy: CSBM, {_s.nodes:,} nodes, ~{_s.edges:,} "
+                f"edges, {_s.features} features, {_s.classes} classes, power-law degrees"
+            ),
+            out_degree_bound=_s.out_degree_bound,
+            in_degree_bound=_s.in_degree_bound,
+            protocol=f"stand-in-{_shape_name}",
+        )
+    )

@@ -64,9 +64,7 @@ class CSBMSpec:
             )
         if not (math.isfinite(self.feature_signal) and self.feature_signal >= 0):
             fail(f"feature_signal must be finite and >= 0, got {self.feature_signal}")
-        if self.degree_exponent is not None and not (
-            math.isfinite(self.degree_exponent) and self.degree_exponent > 2
-        ):
+        if self.degree_exponent is not None and not (math.isfinite(self.degree_exponent) and self.degree_exponent > 2):
             fail(f"degree_exponent must be None or a finite number > 2, got {self.degree_exponent}")
         if self.class_weights is not None:
             if len(self.class_weights) != self.num_classes:
@@ -106,9 +104,7 @@ def _propensities(spec: CSBMSpec, rng: np.random.Generator) -> np.ndarray:
     return theta / theta.mean()
 
 
-def _sample_edges(
-    spec: CSBMSpec, labels: np.ndarray, theta: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
+def _sample_edges(spec: CSBMSpec, labels: np.ndarray, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Unique undirected pairs (u < v), shape [2, M], M ~ Poisson(N * d / 2).
 
     Intra- and inter-class edges are drawn as two pools with their own targets
@@ -152,10 +148,12 @@ def _sample_edges(
     total = int(rng.poisson(n * spec.avg_degree / 2))
     num_intra = int(rng.binomial(total, spec.homophily))
     intra = np.diag(mass**2)
-    keys = np.concatenate([
-        pool(intra, num_intra, "intra"),
-        pool(np.outer(mass, mass) - intra, total - num_intra, "inter"),
-    ])
+    keys = np.concatenate(
+        [
+            pool(intra, num_intra, "intra"),
+            pool(np.outer(mass, mass) - intra, total - num_intra, "inter"),
+        ]
+    )
     return np.stack([keys // n, keys % n])
 
 

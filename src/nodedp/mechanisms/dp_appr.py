@@ -139,8 +139,10 @@ def clip_columns_l1(columns: Tensor, values: Tensor, *, num_columns: int, tau: f
     Returns the scaled values.
     """
     if columns.shape != values.shape or columns.dim() != 2 or not values.is_floating_point():
-        raise ValueError(f"columns and values must be [R, K] (values floating-point), got "
-                         f"{tuple(columns.shape)} and {tuple(values.shape)}")
+        raise ValueError(
+            f"columns and values must be [R, K] (values floating-point), got "
+            f"{tuple(columns.shape)} and {tuple(values.shape)}"
+        )
     _check_positive(tau, "tau")
     column_l1 = torch.zeros(num_columns, dtype=values.dtype, device=values.device)
     column_l1.index_add_(0, columns.flatten(), values.abs().flatten())

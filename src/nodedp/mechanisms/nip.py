@@ -127,8 +127,9 @@ def _check_degrees_bounded(edge_index: Tensor, num_nodes: int, max_degree: int) 
 
 def _check_per_node(values: Tensor, name: str, num_nodes: int, *, minimum: float, strict: bool) -> None:
     if values.dim() != 1 or values.numel() != num_nodes or not values.is_floating_point():
-        raise ValueError(f"{name} must be a float tensor [num_nodes = {num_nodes}], got {values.dtype} "
-                         f"{list(values.shape)}")
+        raise ValueError(
+            f"{name} must be a float tensor [num_nodes = {num_nodes}], got {values.dtype} {list(values.shape)}"
+        )
     bad = ~torch.isfinite(values) | ((values <= minimum) if strict else (values < minimum))
     if bool(bad.any()):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
@@ -193,9 +194,7 @@ def nip_budget_weights(
     return beta
 
 
-def theorem3_ratio(
-    edge_index: Tensor, *, num_nodes: int, epsilons: Tensor, epsilon_a: float, max_degree: int
-) -> float:
+def theorem3_ratio(edge_index: Tensor, *, num_nodes: int, epsilons: Tensor, epsilon_a: float, max_degree: int) -> float:
     """max_k (D_k·ε_k + Σ_{i ∈ N(k)} ε_i) / (2·ε_A·D_max): ≤ 1 iff Theorem 3's constraint holds.
 
     With Laplace(2·D_max/ε_u) on row u (``laplace_sum_aggregate``), removing
@@ -283,8 +282,13 @@ def scale_budgets_to_worst_case(beta: Tensor, *, max_degree: int) -> ScaledBudge
         largest = _largest(weights, max_degree)
         ratio = worst_case_budget_ratio(largest, max_degree=max_degree)
         if ratio <= 1:
-            return ScaledBudgets(weights=weights, largest=tuple(largest), worst_case_ratio=ratio,
-                                 worst_case_ratio_before_scaling=before, scale=scale)
+            return ScaledBudgets(
+                weights=weights,
+                largest=tuple(largest),
+                worst_case_ratio=ratio,
+                worst_case_ratio_before_scaling=before,
+                scale=scale,
+            )
         scale = math.nextafter(scale, math.inf)
 
 
@@ -334,8 +338,9 @@ def degree_preserving_randomization(
     _check_edge_index(edge_index, num_nodes)
     s = _check_s(s)
     _check_undirected(edge_index, num_nodes)
-    return randomize_adjacency(edge_index, num_nodes=num_nodes, epsilon=math.log((2.0 - s) / s), undirected=True,
-                               generator=generator)
+    return randomize_adjacency(
+        edge_index, num_nodes=num_nodes, epsilon=math.log((2.0 - s) / s), undirected=True, generator=generator
+    )
 
 
 def _check_degree_tensor(degree: Tensor, num_nodes: int) -> Tensor:

@@ -108,13 +108,15 @@ def randomize_and_resample(
     generator = _on_device(generator, device)
     # every p_u ≤ p at D_max: the estimates are clamped to it and p grows with the degree
     rate = float(unbiased_sampling_probability(torch.tensor([float(max_degree)]), num_nodes=num_nodes, s=s))
-    candidates = torch.cat([rows * num_nodes + cols for rows, cols in
-                            _bernoulli_pair_chunks(num_nodes, rate=rate, generator=generator)]
-                           or [torch.empty(0, dtype=torch.long, device=generator.device)])
+    candidates = torch.cat(
+        [rows * num_nodes + cols for rows, cols in _bernoulli_pair_chunks(num_nodes, rate=rate, generator=generator)]
+        or [torch.empty(0, dtype=torch.long, device=generator.device)]
+    )
     pairs = pairs.to(generator.device)
     lookup = torch.unique(torch.cat([candidates, pairs]))
-    flip_count, flips = _stream_flips(num_nodes=num_nodes, flip_rate=q, lookup=lookup, generator=generator,
-                                      pairs_per_block=pairs_per_block)
+    flip_count, flips = _stream_flips(
+        num_nodes=num_nodes, flip_rate=q, lookup=lookup, generator=generator, pairs_per_block=pairs_per_block
+    )
     # The randomized degree: flips, with a flipped input edge counting −1 instead of +1.
     edge_flips = flips[torch.searchsorted(lookup, pairs)]
     change = 1.0 - 2.0 * edge_flips.to(torch.float64)
@@ -155,8 +157,15 @@ def randomize_and_resample_with_probabilities(
     for rows, cols in _bernoulli_pair_chunks(nodes.numel(), rate=rate, generator=generator):
         candidates = nodes[rows] * num_nodes + nodes[cols]
         flipped = torch.rand(candidates.numel(), generator=generator, device=generator.device) < q
-        kept.append(_thin(candidates[flipped ^ torch.isin(candidates, pairs)], probs, num_nodes=num_nodes,
-                          rate=rate, generator=generator))
+        kept.append(
+            _thin(
+                candidates[flipped ^ torch.isin(candidates, pairs)],
+                probs,
+                num_nodes=num_nodes,
+                rate=rate,
+                generator=generator,
+            )
+        )
     kept_keys = torch.cat(kept) if kept else torch.empty(0, dtype=torch.long, device=generator.device)
     return _undirected(kept_keys, num_nodes=num_nodes).to(edge_index.device)
 
@@ -241,8 +250,8 @@ def _stream_flips(
         square = torch.arange(rows, device=device)
         block[:, :rows].masked_fill_(square.unsqueeze(1) > square, 0.0)  # row first + r: columns > first + r only
         # float32 sums of 0/1 are exact below 2^24 (and a cast inside the reduction is ~30× slower)
-        counts[first:first + rows] += block.sum(1)
-        counts[first + 1:] += block.sum(0)
+        counts[first : first + rows] += block.sum(1)
+        counts[first + 1 :] += block.sum(0)
     return counts, flips
 
 

@@ -58,8 +58,17 @@ from nodedp.train import PrivacyConfig, poisson_batches, train_model
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-__all__ = ["ApHparams", "ApPlan", "ReferenceMode", "ap_predict", "finish", "inference_edges",
-           "plan_aggregation_perturbation", "register_levels", "train_stage"]
+__all__ = [
+    "ApHparams",
+    "ApPlan",
+    "ReferenceMode",
+    "ap_predict",
+    "finish",
+    "inference_edges",
+    "plan_aggregation_perturbation",
+    "register_levels",
+    "train_stage",
+]
 
 
 @dataclass
@@ -76,8 +85,9 @@ class ApPlan:
     nap_queries: int  # K, what the ledger charges (the cache makes it the number of NAP calls)
 
 
-def plan_aggregation_perturbation(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str,
-                                  planner: Callable[..., Plan]) -> ApPlan:
+def plan_aggregation_perturbation(
+    inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str, planner: Callable[..., Plan]
+) -> ApPlan:
     """The run's plan: ``planner`` (``nodedp.plans.aggregation_perturbation``: ``plan_gap``, ``plan_progap``) on the
     run's public inputs, before any training; then NAP and the edges it aggregates, built as the plan says.
 
@@ -91,30 +101,44 @@ def plan_aggregation_perturbation(inputs: RunInputs, spec: RunSpec, hp: ApHparam
     if level == "node":
         bounded = inputs.structure["out-degree"]
         if int(bounded["bound"]) != max_degree:
-            whose = (f"out_degree_bound is {hp.out_degree_bound}" if hp.out_degree_bound
-                     else f"the dataset's out-degree bound is D={max_degree} (out_degree_bound unset)")
-            raise ValueError(f"{whose} but the out-degree artifact was bounded to D={int(bounded['bound'])}; build "
-                             f"it with `bound-degree --kind out-degree --bound {max_degree}` (the workflow does)")
+            whose = (
+                f"out_degree_bound is {hp.out_degree_bound}"
+                if hp.out_degree_bound
+                else f"the dataset's out-degree bound is D={max_degree} (out_degree_bound unset)"
+            )
+            raise ValueError(
+                f"{whose} but the out-degree artifact was bounded to D={int(bounded['bound'])}; build "
+                f"it with `bound-degree --kind out-degree --bound {max_degree}` (the workflow does)"
+            )
         if degree_bound_of(bounded) != ledger.degree_bound:
-            raise ValueError(f"the out-degree artifact's bound {degree_bound_of(bounded)} is not the plan's "
-                             f"{ledger.degree_bound}")
+            raise ValueError(
+                f"the out-degree artifact's bound {degree_bound_of(bounded)} is not the plan's {ledger.degree_bound}"
+            )
         edges = bounded["edge_index"]
     if split.setting == "inductive":  # each part sees only its own edges (only removes edges)
         edges = remove_cross_split_edges(edges, split)
     if level == "none":
         nap = NAP(level="none", row_clip=parts["row_clip"], noise_multiplier=0.0)
         return ApPlan("none", nap, edges, ledger, None, None, (), parts["nap_queries"])
-    nap = NAP(level=level, row_clip=parts["row_clip"], noise_multiplier=parts["nap_noise_multiplier"],
-              max_degree=max_degree, undirected=parts["undirected"])
+    nap = NAP(
+        level=level,
+        row_clip=parts["row_clip"],
+        noise_multiplier=parts["nap_noise_multiplier"],
+        max_degree=max_degree,
+        undirected=parts["undirected"],
+    )
     record = ledger.mechanisms[0]
     if (nap.sensitivity, nap.noise_std) != (record.sensitivity, record.params["noise_std"]):
-        raise RuntimeError(f"NAP's sensitivity and noise std {(nap.sensitivity, nap.noise_std)} are not the "
-                           f"ledger's {(record.sensitivity, record.params['noise_std'])}")
+        raise RuntimeError(
+            f"NAP's sensitivity and noise std {(nap.sensitivity, nap.noise_std)} are not the "
+            f"ledger's {(record.sensitivity, record.params['noise_std'])}"
+        )
     privacy = None
     if level == "node":
         privacy = tuple(privacy_from_record(r, expected_batch_size=hp.batch_size) for r in ledger.mechanisms[1:])
-    return ApPlan(level, nap, edges, ledger, privacy, parts["sampling_rate"], tuple(parts["stage_steps"]),
-                  parts["nap_queries"])
+    return ApPlan(
+        level, nap, edges, ledger, privacy, parts["sampling_rate"], tuple(parts["stage_steps"]), parts["nap_queries"]
+    )
 
 
 def inference_edges(graph: Data, *, split: Split, num_nodes: int, bounded: Mapping[str, Any] | None) -> Tensor:
@@ -125,19 +149,26 @@ def inference_edges(graph: Data, *, split: Split, num_nodes: int, bounded: Mappi
     the sampling do not depend on the node count, so on the run's own input this gives the artifact's edges.
     ``num_nodes``: the run's input's node count, the least ``graph`` may have."""
     if graph.num_nodes < num_nodes:
-        raise ValueError(f"predict needs a graph extending the run's input of {num_nodes} nodes, got "
-                         f"{graph.num_nodes} nodes")
+        raise ValueError(
+            f"predict needs a graph extending the run's input of {num_nodes} nodes, got {graph.num_nodes} nodes"
+        )
     edges = graph.edge_index
     if split.setting == "inductive":
         edges = remove_cross_split_edges(edges, split)
     if bounded is not None:
-        edges = bound_degree(edges, kind=bounded["kind"], num_nodes=graph.num_nodes, max_degree=int(bounded["bound"]),
-                             seed=int(bounded["seed"]))
+        edges = bound_degree(
+            edges,
+            kind=bounded["kind"],
+            num_nodes=graph.num_nodes,
+            max_degree=int(bounded["bound"]),
+            seed=int(bounded["seed"]),
+        )
     return edges
 
 
-def ap_predict(plan: ApPlan, inputs: RunInputs, forward: Callable[[Tensor, NAP, Tensor], Tensor], *,
-               device: torch.device) -> Callable[..., Tensor]:
+def ap_predict(
+    plan: ApPlan, inputs: RunInputs, forward: Callable[[Tensor, NAP, Tensor], Tensor], *, device: torch.device
+) -> Callable[..., Tensor]:
     """``RunResult.predict``: ``forward(x, nap, edges)``, the method's inference from features through its hop
     aggregations, given the graph's features, a noise-free NAP with the run's row clip R and the graph's edges
     (``inference_edges``). Keeps the split's part ids and the input's node count, never its edges or features."""
@@ -157,8 +188,9 @@ def _stage_privacy(plan: ApPlan, stage: int) -> PrivacyConfig | None:
     return None if plan.privacy is None else plan.privacy[stage]
 
 
-def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int,
-              generator: torch.Generator) -> tuple[Iterator[Tensor], int]:
+def _schedule(
+    plan: ApPlan, *, stage: int, epochs: int, num_train: int, generator: torch.Generator
+) -> tuple[Iterator[Tensor], int]:
     if plan.privacy is not None:
         steps = plan.stage_steps[stage]
         return poisson_batches(num_train, sampling_rate=plan.sampling_rate, steps=steps, generator=generator), steps
@@ -190,16 +222,31 @@ def train_stage(
     batches, total = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
     if final:
         return fit_node_classifier(
-            model, inputs_of=features, y=y, split=split, spec=spec, optim=hp.optim_config(), batches=batches,
-            total=total, privacy=_stage_privacy(plan, stage), ledger=plan.ledger, generator=generator,
-            device=device, predict=predict,
+            model,
+            inputs_of=features,
+            y=y,
+            split=split,
+            spec=spec,
+            optim=hp.optim_config(),
+            batches=batches,
+            total=total,
+            privacy=_stage_privacy(plan, stage),
+            ledger=plan.ledger,
+            generator=generator,
+            device=device,
+            predict=predict,
         )
     train_nodes = split.train.to(device)
     train_model(
-        model, batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
-        batches=batches, optim=hp.optim_config(), privacy=_stage_privacy(plan, stage), generator=generator,
+        model,
+        batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
+        batches=batches,
+        optim=hp.optim_config(),
+        privacy=_stage_privacy(plan, stage),
+        generator=generator,
         device=device,
-        progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}", total=total,
+        progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}",
+        total=total,
     )
     return None
 
@@ -209,6 +256,7 @@ def finish(result: RunResult, plan: ApPlan, *, started: float) -> RunResult:
     if plan.nap.calls != plan.nap_queries:
         raise RuntimeError(f"NAP was queried {plan.nap.calls} times, the ledger charges {plan.nap_queries}")
     return dataclasses.replace(
-        result, train_seconds=time.perf_counter() - started,
+        result,
+        train_seconds=time.perf_counter() - started,
         details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
     )

@@ -148,8 +148,10 @@ class MethodInfo:
         if self.private == (self.level == "none"):
             raise ValueError(f"method {self.name!r}: private methods need level node/edge, others 'none'")
         if self.auto_accountant not in ACCOUNTANTS:
-            raise ValueError(f"method {self.name!r}: auto_accountant must be one of {list(ACCOUNTANTS)}, "
-                             f"got {self.auto_accountant!r}")
+            raise ValueError(
+                f"method {self.name!r}: auto_accountant must be one of {list(ACCOUNTANTS)}, "
+                f"got {self.auto_accountant!r}"
+            )
         unknown = set(self.needs) - set(STRUCTURE_KINDS)
         if unknown:
             raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
@@ -160,9 +162,7 @@ class MethodInfo:
         fields = {f.name: f for f in dataclasses.fields(self.hparams)}
         unknown = sorted(set(values) - set(fields))
         if unknown:
-            raise ValueError(
-                f"method {self.name!r}: unknown hyperparameter(s) {unknown}; valid: {sorted(fields)}"
-            )
+            raise ValueError(f"method {self.name!r}: unknown hyperparameter(s) {unknown}; valid: {sorted(fields)}")
         defaults = self.hparams()
         for key, value in values.items():
             expected = type(getattr(defaults, key))
@@ -172,13 +172,13 @@ class MethodInfo:
                 ok = True
             if not ok:
                 raise ValueError(
-                    f"method {self.name!r}: hyperparameter {key!r} must be {expected.__name__}, "
-                    f"got {value!r}"
+                    f"method {self.name!r}: hyperparameter {key!r} must be {expected.__name__}, got {value!r}"
                 )
         hp = dataclasses.replace(defaults, **values)
         if getattr(hp, "accounting", "suite") not in ACCOUNTING_MODES:
-            raise ValueError(f"method {self.name!r}: accounting must be one of {list(ACCOUNTING_MODES)}, "
-                             f"got {hp.accounting!r}")
+            raise ValueError(
+                f"method {self.name!r}: accounting must be one of {list(ACCOUNTING_MODES)}, got {hp.accounting!r}"
+            )
         check = getattr(hp, "check", None)
         if check is not None:
             try:
@@ -211,8 +211,10 @@ def degree_bound_of(artifact: Mapping[str, Any]) -> Any:
     from nodedp.accounting import DegreeBound
 
     if "identity_bound" not in artifact:
-        raise ValueError(f"this {artifact.get('kind')} artifact predates guarantee classes (no 'identity_bound'); "
-                         "rebuild it with `python -m nodedp bound-degree` (the workflow's bound_degree rule)")
-    return DegreeBound(kind=artifact["kind"], bound=int(artifact["bound"]),
-                       identity_bound=int(artifact["identity_bound"]))
-
+        raise ValueError(
+            f"this {artifact.get('kind')} artifact predates guarantee classes (no 'identity_bound'); "
+            "rebuild it with `python -m nodedp bound-degree` (the workflow's bound_degree rule)"
+        )
+    return DegreeBound(
+        kind=artifact["kind"], bound=int(artifact["bound"]), identity_bound=int(artifact["identity_bound"])
+    )

@@ -87,23 +87,33 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["in-degree"])
     bounded = inputs.structure["in-degree"]
     if int(bounded["bound"]) != max_degree:
-        public_k = (f"in_degree_bound is {hp.in_degree_bound}" if hp.in_degree_bound
-                    else f"{spec.dataset}'s public in-degree bound is K={max_degree}")
+        public_k = (
+            f"in_degree_bound is {hp.in_degree_bound}"
+            if hp.in_degree_bound
+            else f"{spec.dataset}'s public in-degree bound is K={max_degree}"
+        )
         raise ValueError(
             f"{public_k} but the in-degree artifact was bounded to K={int(bounded['bound'])}; "
             f"build it with `bound-degree --bound {max_degree}` (the workflow does)"
         )
     degree_bound = degree_bound_of(bounded)
     if degree_bound.identity_bound != max_degree // 2:  # the plan's (Algorithm 1 keeps every edge up to ⌊K/2⌋)
-        raise ValueError(f"the in-degree artifact states identity bound {degree_bound.identity_bound}, the plan "
-                         f"{max_degree // 2} for K={max_degree}; rebuild it with `bound-degree`")
+        raise ValueError(
+            f"the in-degree artifact states identity bound {degree_bound.identity_bound}, the plan "
+            f"{max_degree // 2} for K={max_degree}; rebuild it with `bound-degree`"
+        )
     # Algorithm 1 bounds in-degrees (how many subgraphs a node joins); padding every
     # subgraph to N(K,r) nodes also needs its root's kept out-edges bounded to K. Dropping
     # edges only shrinks subgraphs, so Lemma 1's occurrence bound still holds.
-    kept = bound_out_degree(bounded["edge_index"], num_nodes=graph.num_nodes, max_degree=max_degree,
-                            seed=int(bounded["seed"]))
+    kept = bound_out_degree(
+        bounded["edge_index"], num_nodes=graph.num_nodes, max_degree=max_degree, seed=int(bounded["seed"])
+    )
     subgraphs = sample_subgraphs(
-        kept, roots=split.train, num_nodes=graph.num_nodes, num_layers=hp.num_layers, max_degree=max_degree,
+        kept,
+        roots=split.train,
+        num_nodes=graph.num_nodes,
+        num_layers=hp.num_layers,
+        max_degree=max_degree,
     )
     num_examples = split.train.numel()
 
@@ -117,16 +127,22 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     if hp.clipping == "layerwise" or hp.accounting == "paper":  # the plan's clip groups are the model's layers
         names = tuple(trainable_layer_names(model))
         if names != layer_names(layer, hp.num_layers):
-            raise ValueError(f"the model's layers {list(names)} are not the plan's "
-                             f"{list(layer_names(layer, hp.num_layers))}")
+            raise ValueError(
+                f"the model's layers {list(names)} are not the plan's {list(layer_names(layer, hp.num_layers))}"
+            )
 
     def example_inputs(idx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         return gather_features(subgraphs, x, idx)
 
     if planned is None:  # the paper's recipe: thresholds read off the private data (the plan records it uncharged)
         idx = torch.randperm(num_examples, generator=generator, device=generator.device)[: hp.batch_size].to(device)
-        thresholds = percentile_clip_norms(model, lambda i: (example_inputs(i), y[train_nodes[i]]), idx,
-                                           percentile=hp.clip_percentile, layerwise=hp.clipping == "layerwise")
+        thresholds = percentile_clip_norms(
+            model,
+            lambda i: (example_inputs(i), y[train_nodes[i]]),
+            idx,
+            percentile=hp.clip_percentile,
+            layerwise=hp.clipping == "layerwise",
+        )
         planned = plan_dp_gnn(public, spec, hp, layer=layer, thresholds=thresholds)
     ledger, parts = planned.ledger, planned.parts
     if ledger.degree_bound != degree_bound:

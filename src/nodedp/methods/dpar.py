@@ -240,10 +240,22 @@ def build_dp_appr(
     """
     train = split.train
     if public is None:
-        public = PublicInputs(dataset=dataset or "", num_nodes=int(graph.num_nodes), num_train=int(train.numel()),
-                              num_features=0, num_classes=0, setting=getattr(split, "setting", "transductive"))
-    run = RunSpec(dataset=public.dataset, method=method, seed=seed, target_epsilon=target_epsilon,
-                  target_delta=target_delta, accountant=accountant)
+        public = PublicInputs(
+            dataset=dataset or "",
+            num_nodes=int(graph.num_nodes),
+            num_train=int(train.numel()),
+            num_features=0,
+            num_classes=0,
+            setting=getattr(split, "setting", "transductive"),
+        )
+    run = RunSpec(
+        dataset=public.dataset,
+        method=method,
+        seed=seed,
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
     plan = plan_dp_appr(public, run, hp, method=method)  # before any private data is read
     ledger, spec, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
     noise, num_rows, clip = plan.parts["noise"], plan.parts["num_rows"], plan.parts["clip"]
@@ -254,16 +266,31 @@ def build_dp_appr(
     sample, sample_priority = train[kept], priority[kept]
 
     def artifact(**released: Any) -> dict[str, Any]:
-        return {"kind": ARTIFACT_KIND, "method": method, "spec": spec, "seed": seed, "target_epsilon": target_epsilon,
-                "target_delta": target_delta, "accountant": accountant, "sample": sample, **released,
-                "noise": noise, "claimed_epsilon_on_sample": plan.parts["claimed_epsilon_on_sample"],
-                "ledger": json.dumps(ledger.to_dict())}
+        return {
+            "kind": ARTIFACT_KIND,
+            "method": method,
+            "spec": spec,
+            "seed": seed,
+            "target_epsilon": target_epsilon,
+            "target_delta": target_delta,
+            "accountant": accountant,
+            "sample": sample,
+            **released,
+            "noise": noise,
+            "claimed_epsilon_on_sample": plan.parts["claimed_epsilon_on_sample"],
+            "ledger": json.dumps(ledger.to_dict()),
+        }
 
     if option == FEATURES:
         # Nothing is released but the sample, whose rate the ledger carries; DP-SGD's record joins it in training.
         width = _row_width(option, hp)
-        return artifact(source_rule=SELF_ONLY, sources=sample[:0], index=torch.zeros(0, width, dtype=torch.long),
-                        value=torch.zeros(0, width), appr_seconds=0.0)
+        return artifact(
+            source_rule=SELF_ONLY,
+            sources=sample[:0],
+            index=torch.zeros(0, width, dtype=torch.long),
+            value=torch.zeros(0, width),
+            appr_seconds=0.0,
+        )
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
@@ -280,20 +307,34 @@ def build_dp_appr(
     if option == "gm":
         rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip, generator=generator)
     elif option != "nodp":
-        rows = dp_appr_em(scores, k=hp.k, epsilon=noise["epsilon"], clip=clip, option=option, generator=generator,
-                          epsilon_value=noise.get("epsilon_value"))
+        rows = dp_appr_em(
+            scores,
+            k=hp.k,
+            epsilon=noise["epsilon"],
+            clip=clip,
+            option=option,
+            generator=generator,
+            epsilon_value=noise.get("epsilon_value"),
+        )
     else:
         top = scores.topk(hp.k, dim=1)
         rows = torch.zeros_like(scores).scatter_(1, top.indices, top.values)
     rows = cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
     columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
     # the sources are ``rank_sources`` of ``source_priority``, in row order
-    return artifact(source_priority=sample_priority, source_rule=SOURCE_RULE, sources=sample[sources],
-                    index=train[columns], value=rows.gather(1, columns).float(), appr_seconds=appr_seconds)
+    return artifact(
+        source_priority=sample_priority,
+        source_rule=SOURCE_RULE,
+        sources=sample[sources],
+        index=train[columns],
+        value=rows.gather(1, columns).float(),
+        appr_seconds=appr_seconds,
+    )
 
 
-def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Tensor, *, num_nodes: int,
-                      k: int, tau: float) -> tuple[Tensor, Tensor]:
+def training_examples(
+    sample: Tensor, sources: Tensor, index: Tensor, value: Tensor, *, num_nodes: int, k: int, tau: float
+) -> tuple[Tensor, Tensor]:
     """Neighbour positions [n, K] into ``sample`` and weights [n, K] of every sampled node's training example.
 
     ``sources`` are the node ids of the first rows' sources, in row order;
@@ -320,20 +361,29 @@ def training_examples(sample: Tensor, sources: Tensor, index: Tensor, value: Ten
 
 def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
     """``training_examples`` of an artifact."""
-    return training_examples(artifact["sample"], artifact["sources"], artifact["index"], artifact["value"],
-                             num_nodes=num_nodes, k=k, tau=tau)
+    return training_examples(
+        artifact["sample"], artifact["sources"], artifact["index"], artifact["value"], num_nodes=num_nodes, k=k, tau=tau
+    )
 
 
 def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams) -> dict[str, Any]:
     if artifact is None:
-        raise ValueError(f"{spec.method} needs its {ARTIFACT_KIND} structure artifact; build it with "
-                         f"`python -m nodedp dp-appr` (the workflow's dp_appr rule does)")
-    expected = {"spec": appr_spec(method, hp), "seed": spec.seed, "target_epsilon": spec.target_epsilon,
-                "target_delta": spec.target_delta, "accountant": spec.accountant}
+        raise ValueError(
+            f"{spec.method} needs its {ARTIFACT_KIND} structure artifact; build it with "
+            f"`python -m nodedp dp-appr` (the workflow's dp_appr rule does)"
+        )
+    expected = {
+        "spec": appr_spec(method, hp),
+        "seed": spec.seed,
+        "target_epsilon": spec.target_epsilon,
+        "target_delta": spec.target_delta,
+        "accountant": spec.accountant,
+    }
     wrong = {key: (artifact.get(key), value) for key, value in expected.items() if artifact.get(key) != value}
     if wrong:
-        raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact was built for other settings "
-                         f"(artifact, run): {wrong}")
+        raise ValueError(
+            f"{spec.method}: the {ARTIFACT_KIND} artifact was built for other settings (artifact, run): {wrong}"
+        )
     return artifact
 
 
@@ -343,8 +393,10 @@ def _check_artifact_ledger(artifact: dict[str, Any], planned: Ledger, spec: RunS
     expected = json.loads(json.dumps(planned.to_dict()))
     if stated != expected:
         fields = sorted(key for key in set(stated) | set(expected) if stated.get(key) != expected.get(key))
-        raise ValueError(f"{spec.method}: the {ARTIFACT_KIND} artifact's ledger is not the one its plan gives "
-                         f"(fields {fields}); rebuild it with `python -m nodedp dp-appr`")
+        raise ValueError(
+            f"{spec.method}: the {ARTIFACT_KIND} artifact's ledger is not the one its plan gives "
+            f"(fields {fields}); rebuild it with `python -m nodedp dp-appr`"
+        )
 
 
 def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) -> RunResult:
@@ -417,5 +469,11 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         "dp_appr_noise": dict(artifact["noise"]),
         "appr_seconds": artifact["appr_seconds"],
     }
-    return RunResult(val=result.val, test=result.test, ledger=result.ledger, train_seconds=result.train_seconds,
-                     details={**result.details, **details}, predict=result.predict)
+    return RunResult(
+        val=result.val,
+        test=result.test,
+        ledger=result.ledger,
+        train_seconds=result.train_seconds,
+        details={**result.details, **details},
+        predict=result.predict,
+    )

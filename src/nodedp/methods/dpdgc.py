@@ -138,6 +138,7 @@ _HEAD_STREAM = 1 << 41
 # generator they would be drawn on the host and copied over every step).
 _ENCODER_NOISE_STREAM = 1 << 42
 
+
 def in_neighbours(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor, Tensor]:
     """CSR of in-neighbours: rowptr [N + 1] and the edges' sources ordered by destination."""
     src, dst = edge_index
@@ -146,8 +147,9 @@ def in_neighbours(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor, Tensor
     return rowptr, src[torch.argsort(dst, stable=True)]
 
 
-def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int,
-                   csr: tuple[Tensor, Tensor] | None = None) -> AdjacencyRows:
+def adjacency_rows(
+    edge_index: Tensor, nodes: Tensor, *, num_nodes: int, csr: tuple[Tensor, Tensor] | None = None
+) -> AdjacencyRows:
     """A[nodes] on the columns it touches, A[u, j] = number of edges j -> u (as ``nap_aggregate`` sums them):
     [B, C] for the C distinct in-neighbours of the batch, never [B, N].
 
@@ -163,8 +165,15 @@ def adjacency_rows(edge_index: Tensor, nodes: Tensor, *, num_nodes: int,
     return AdjacencyRows(columns, rows)
 
 
-def clipped_gradient_sum(encoder: AdjacencyEncoder, rows: AdjacencyRows, targets: Tensor, *, clip_norm: float,
-                         table_grad: Tensor, shift_grad: Tensor) -> None:
+def clipped_gradient_sum(
+    encoder: AdjacencyEncoder,
+    rows: AdjacencyRows,
+    targets: Tensor,
+    *,
+    clip_norm: float,
+    table_grad: Tensor,
+    shift_grad: Tensor,
+) -> None:
     """Add Σ_i c_i ∇ℓ_i, each example's whole gradient clipped to ``clip_norm``, to the table's and the shift's
     gradient buffers, in place.
 
@@ -221,31 +230,65 @@ def _executable(plan, bounded: dict, edges: Tensor, hp: DpdgcHparams, *, private
     the artifact was bounded to the plan's D and keeps every edge within it, as the ledger's degree bound says."""
     schedule = plan.parts["schedule"] if private else plan
     if int(bounded["bound"]) != schedule.max_degree:
-        raise ValueError(f"the out-degree artifact was bounded to {bounded['bound']}, the plan's public bound is "
-                         f"{schedule.max_degree}; build it with `bound-degree --kind out-degree --bound "
-                         f"{schedule.max_degree}` (the workflow does)")
+        raise ValueError(
+            f"the out-degree artifact was bounded to {bounded['bound']}, the plan's public bound is "
+            f"{schedule.max_degree}; build it with `bound-degree --kind out-degree --bound "
+            f"{schedule.max_degree}` (the workflow does)"
+        )
     if not private:
         nap = NAP(level="none", row_clip=schedule.row_clip, noise_multiplier=0.0)
-        return DpdgcPlan(False, nap, edges, schedule.max_degree, schedule.row_clip, Ledger.non_private(),
-                         schedule.sampling_rate, schedule.encoder_steps, schedule.classifier_steps, None, None, {})
+        return DpdgcPlan(
+            False,
+            nap,
+            edges,
+            schedule.max_degree,
+            schedule.row_clip,
+            Ledger.non_private(),
+            schedule.sampling_rate,
+            schedule.encoder_steps,
+            schedule.classifier_steps,
+            None,
+            None,
+            {},
+        )
     ledger = plan.ledger
     if "identity_bound" not in bounded or int(bounded["identity_bound"]) != ledger.degree_bound.identity_bound:
-        raise ValueError(f"the out-degree artifact's identity bound {bounded.get('identity_bound')!r} is not the "
-                         f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
-                         "bound-degree` (the workflow's bound_degree rule)")
-    nap = NAP(level="node", row_clip=schedule.row_clip, noise_multiplier=plan.parts["emb_noise_multiplier"],
-              max_degree=schedule.max_degree)
-    noise = {**plan.parts["noise"], "emb_noise_multiplier": plan.parts["emb_noise_multiplier"],
-             "emb_noise_std": nap.noise_std, "classifier_noise_multiplier": ledger.mechanisms[-1].params[
-                 "noise_multiplier"]}
+        raise ValueError(
+            f"the out-degree artifact's identity bound {bounded.get('identity_bound')!r} is not the "
+            f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
+            "bound-degree` (the workflow's bound_degree rule)"
+        )
+    nap = NAP(
+        level="node",
+        row_clip=schedule.row_clip,
+        noise_multiplier=plan.parts["emb_noise_multiplier"],
+        max_degree=schedule.max_degree,
+    )
+    noise = {
+        **plan.parts["noise"],
+        "emb_noise_multiplier": plan.parts["emb_noise_multiplier"],
+        "emb_noise_std": nap.noise_std,
+        "classifier_noise_multiplier": ledger.mechanisms[-1].params["noise_multiplier"],
+    }
 
     def privacy(record) -> PrivacyConfig:
         return privacy_from_record(record, expected_batch_size=hp.batch_size)
 
     encoder_privacy = privacy(ledger.mechanisms[0]) if schedule.encoder_steps else None
-    return DpdgcPlan(True, nap, edges, schedule.max_degree, schedule.row_clip, ledger, schedule.sampling_rate,
-                     schedule.encoder_steps, schedule.classifier_steps, encoder_privacy,
-                     privacy(ledger.mechanisms[-1]), noise)
+    return DpdgcPlan(
+        True,
+        nap,
+        edges,
+        schedule.max_degree,
+        schedule.row_clip,
+        ledger,
+        schedule.sampling_rate,
+        schedule.encoder_steps,
+        schedule.classifier_steps,
+        encoder_privacy,
+        privacy(ledger.mechanisms[-1]),
+        noise,
+    )
 
 
 def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
@@ -254,10 +297,10 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
     bounded, edges = _structure(inputs)
     n, max_degree = inputs.split.train.numel(), int(bounded["bound"])
     if not private:
-        return _executable(dpdgc_schedule(num_train=n, max_degree=max_degree, hp=hp), bounded, edges, hp,
-                           private=False)
-    return _executable(dpdgc_ledger_plan(num_train=n, max_degree=max_degree, spec=spec, hp=hp), bounded, edges, hp,
-                       private=True)
+        return _executable(dpdgc_schedule(num_train=n, max_degree=max_degree, hp=hp), bounded, edges, hp, private=False)
+    return _executable(
+        dpdgc_ledger_plan(num_train=n, max_degree=max_degree, spec=spec, hp=hp), bounded, edges, hp, private=True
+    )
 
 
 def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:
@@ -268,8 +311,9 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
         plan = _executable(plan_dpdgc_public(public, spec, hp), bounded, edges, hp, private=True)
     else:
         max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["out-degree"])
-        plan = _executable(dpdgc_schedule(num_train=public.num_train, max_degree=max_degree, hp=hp), bounded,
-                           edges, hp, private=False)
+        plan = _executable(
+            dpdgc_schedule(num_train=public.num_train, max_degree=max_degree, hp=hp), bounded, edges, hp, private=False
+        )
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
@@ -277,8 +321,14 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     y = graph.y.to(device)
     edges = plan.edges.to(device)
     train_nodes = split.train.to(device)
-    encoder = AdjacencyEncoder(num_nodes, inputs.num_classes, hidden_dim=hp.hidden_dim, row_clip=plan.row_clip,
-                               dropout=hp.dropout, generator=make_generator(spec.seed + _HEAD_STREAM)).to(device)
+    encoder = AdjacencyEncoder(
+        num_nodes,
+        inputs.num_classes,
+        hidden_dim=hp.hidden_dim,
+        row_clip=plan.row_clip,
+        dropout=hp.dropout,
+        generator=make_generator(spec.seed + _HEAD_STREAM),
+    ).to(device)
     start = time.perf_counter()
     if plan.encoder_steps:
         csr = in_neighbours(edges, num_nodes=num_nodes)
@@ -287,23 +337,46 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
             nodes = train_nodes[idx.to(device)]
             return adjacency_rows(edges, nodes, num_nodes=num_nodes, csr=csr), y[nodes]
 
-        batches = poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps,
-                                  generator=generator)
+        batches = poisson_batches(
+            split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps, generator=generator
+        )
         progress = spec.progress and f"{spec.method} {spec.dataset} encoder"
         if plan.encoder_privacy is None:
-            train_model(encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=None, batches=batches,
-                        generator=generator, device=device, total=plan.encoder_steps, progress=progress,
-                        on_step=lambda _step: encoder.normalize_())
+            train_model(
+                encoder,
+                batch_fn=encoder_batch,
+                optim=hp.encoder_optim(),
+                privacy=None,
+                batches=batches,
+                generator=generator,
+                device=device,
+                total=plan.encoder_steps,
+                progress=progress,
+                on_step=lambda _step: encoder.normalize_(),
+            )
         else:
-            noise_generator = (generator if generator.device == device
-                               else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device))
+            noise_generator = (
+                generator
+                if generator.device == device
+                else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device)
+            )
             clip = plan.encoder_privacy.clip_norm
             table, shift = encoder.table.weight, encoder.shift.bias
-            train_model(encoder, batch_fn=encoder_batch, optim=hp.encoder_optim(), privacy=plan.encoder_privacy,
-                        batches=batches, generator=noise_generator, device=device, total=plan.encoder_steps,
-                        progress=progress, on_step=lambda _step: encoder.normalize_(),
-                        clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
-                            encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]))
+            train_model(
+                encoder,
+                batch_fn=encoder_batch,
+                optim=hp.encoder_optim(),
+                privacy=plan.encoder_privacy,
+                batches=batches,
+                generator=noise_generator,
+                device=device,
+                total=plan.encoder_steps,
+                progress=progress,
+                on_step=lambda _step: encoder.normalize_(),
+                clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
+                    encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]
+                ),
+            )
     encoder.normalize_()  # the release needs it whatever happened before
     table, bias = encoder.embedding_table(), encoder.shift.bias.detach()
 
@@ -316,25 +389,51 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     if plan.nap.calls != 1:
         raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
     x = graph.x.to(device)
-    classifier = LinkxClassifier(graph.num_features, inputs.num_classes, hidden_dim=hp.hidden_dim,
-                                 base_layers=hp.base_layers, mix_layers=hp.mix_layers, dropout=hp.dropout).to(device)
+    classifier = LinkxClassifier(
+        graph.num_features,
+        inputs.num_classes,
+        hidden_dim=hp.hidden_dim,
+        base_layers=hp.base_layers,
+        mix_layers=hp.mix_layers,
+        dropout=hp.dropout,
+    ).to(device)
     bounded = inputs.structure["out-degree"]
 
     def predict(other, parts=None) -> Tensor:  # module docstring: noise-free X_A of the given graph (parts: its split)
-        other_edges = inference_edges(other, split=split if parts is None else parts, num_nodes=num_nodes,
-                                      bounded=bounded).to(device)
+        other_edges = inference_edges(
+            other, split=split if parts is None else parts, num_nodes=num_nodes, bounded=bounded
+        ).to(device)
         extended = torch.cat([table, table.new_zeros(other.num_nodes - num_nodes, table.size(1))])
         aggregated = nap_aggregate(extended, other_edges, num_nodes=other.num_nodes, row_clip=plan.row_clip)
         return classifier((other.x.to(device), embedding(aggregated)))
 
     result = fit_node_classifier(
-        classifier, inputs_of=lambda nodes: (x[nodes], released[nodes]), y=y, split=split, spec=spec,
-        optim=hp.optim_config(), batches=poisson_batches(split.train.numel(), sampling_rate=plan.sampling_rate,
-                                                         steps=plan.classifier_steps, generator=generator),
-        total=plan.classifier_steps, privacy=plan.classifier_privacy, ledger=plan.ledger, generator=generator,
-        device=device, predict=predict,
+        classifier,
+        inputs_of=lambda nodes: (x[nodes], released[nodes]),
+        y=y,
+        split=split,
+        spec=spec,
+        optim=hp.optim_config(),
+        batches=poisson_batches(
+            split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.classifier_steps, generator=generator
+        ),
+        total=plan.classifier_steps,
+        privacy=plan.classifier_privacy,
+        ledger=plan.ledger,
+        generator=generator,
+        device=device,
+        predict=predict,
     )
-    return dataclasses.replace(result, train_seconds=time.perf_counter() - start, details={
-        **result.details, **plan.noise, "encoder_steps": plan.encoder_steps, "max_degree": plan.max_degree,
-        "row_clip": plan.row_clip, "emb_queries": plan.nap.calls, "ledger_accountant": plan.ledger.accountant,
-    })
+    return dataclasses.replace(
+        result,
+        train_seconds=time.perf_counter() - start,
+        details={
+            **result.details,
+            **plan.noise,
+            "encoder_steps": plan.encoder_steps,
+            "max_degree": plan.max_degree,
+            "row_clip": plan.row_clip,
+            "emb_queries": plan.nap.calls,
+            "ledger_accountant": plan.ledger.accountant,
+        },
+    )

@@ -36,8 +36,9 @@ class DpSgdPlan:
         return privacy_from_record(self.record, expected_batch_size=self.expected_batch_size)
 
 
-def privacy_from_record(record: MechanismRecord, *, expected_batch_size: float,
-                        layer_clip_norms: Mapping[str, float] | None = None):
+def privacy_from_record(
+    record: MechanismRecord, *, expected_batch_size: float, layer_clip_norms: Mapping[str, float] | None = None
+):
     """The training loop's DP-SGD settings read off the ledger record that charges them.
 
     The loop then draws exactly the record's noise std, clips to its C and
@@ -47,9 +48,13 @@ def privacy_from_record(record: MechanismRecord, *, expected_batch_size: float,
     from nodedp.train import PrivacyConfig
 
     params = record.params
-    return PrivacyConfig(clip_norm=params["clip_norm"], noise_std=params["noise_std"],
-                         expected_batch_size=expected_batch_size, layer_clip_norms=layer_clip_norms,
-                         steps=params["steps"])
+    return PrivacyConfig(
+        clip_norm=params["clip_norm"],
+        noise_std=params["noise_std"],
+        expected_batch_size=expected_batch_size,
+        layer_clip_norms=layer_clip_norms,
+        steps=params["steps"],
+    )
 
 
 def dpsgd_record(
@@ -122,8 +127,15 @@ def plan_dpsgd(
         accountant=accountant,
     )
     record = dpsgd_record(
-        name=name, touches=touches, noise_multiplier=sigma, clip_norm=clip_norm, sampling_rate=q,
-        num_examples=num_examples, batch_size=batch_size, steps=steps, epochs=epochs,
+        name=name,
+        touches=touches,
+        noise_multiplier=sigma,
+        clip_norm=clip_norm,
+        sampling_rate=q,
+        num_examples=num_examples,
+        batch_size=batch_size,
+        steps=steps,
+        epochs=epochs,
         sensitivity_reason=sensitivity_reason,
     )
     return DpSgdPlan(expected_batch_size=float(batch_size), record=record)

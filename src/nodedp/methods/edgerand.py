@@ -28,7 +28,12 @@ def run_edgerand(inputs: RunInputs, spec: RunSpec, hp: GnnHparams) -> RunResult:
         raise RuntimeError("the plan's flip probability is not the one randomized response draws with")
 
     def released(generator: torch.Generator) -> torch.Tensor:
-        return randomize_adjacency(graph.edge_index, num_nodes=graph.num_nodes, epsilon=spec.target_epsilon,
-                                   undirected=undirected, generator=generator)
+        return randomize_adjacency(
+            graph.edge_index,
+            num_nodes=graph.num_nodes,
+            epsilon=spec.target_epsilon,
+            undirected=undirected,
+            generator=generator,
+        )
 
     return run_gnn(inputs, spec, hp, layer="gcn", edges=released, ledger=ledger)

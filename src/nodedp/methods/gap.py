@@ -48,8 +48,14 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
     plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_gap)
     x = inputs.graph.x.to(device)
     norm = hp.normalization_for(level)
-    encoder = GAPEncoder(x.size(1), inputs.num_classes, hidden_dim=hp.hidden_dim, num_layers=hp.encoder_layers,
-                         normalization=norm, dropout=hp.dropout).to(device)
+    encoder = GAPEncoder(
+        x.size(1),
+        inputs.num_classes,
+        hidden_dim=hp.hidden_dim,
+        num_layers=hp.encoder_layers,
+        normalization=norm,
+        dropout=hp.dropout,
+    ).to(device)
     common = {"plan": plan, "inputs": inputs, "spec": spec, "hp": hp, "generator": generator, "device": device}
     start = time.perf_counter()
     train_stage(encoder, lambda nodes: x[nodes], stage=0, epochs=hp.encoder_epochs, **common)
@@ -58,12 +64,27 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
         return hop_caches(encoder.embed(features), nap, edges, hops=hp.hops, generator=generator)
 
     caches = caches_of(x, plan.nap, plan.edges.to(device))
-    classifier = GAPClassifier(hp.hidden_dim, inputs.num_classes, hops=hp.hops, hidden_dim=hp.hidden_dim,
-                               base_layers=hp.base_layers, head_layers=hp.head_layers, normalization=norm,
-                               dropout=hp.dropout).to(device)
-    predict = ap_predict(plan, inputs, lambda features, nap, edges: classifier(caches_of(features, nap, edges)),
-                         device=device)
-    result = train_stage(classifier, lambda nodes: tuple(t[nodes] for t in caches), stage=1, epochs=hp.epochs,
-                         final=True, predict=predict, **common)
+    classifier = GAPClassifier(
+        hp.hidden_dim,
+        inputs.num_classes,
+        hops=hp.hops,
+        hidden_dim=hp.hidden_dim,
+        base_layers=hp.base_layers,
+        head_layers=hp.head_layers,
+        normalization=norm,
+        dropout=hp.dropout,
+    ).to(device)
+    predict = ap_predict(
+        plan, inputs, lambda features, nap, edges: classifier(caches_of(features, nap, edges)), device=device
+    )
+    result = train_stage(
+        classifier,
+        lambda nodes: tuple(t[nodes] for t in caches),
+        stage=1,
+        epochs=hp.epochs,
+        final=True,
+        predict=predict,
+        **common,
+    )
     assert result is not None
     return finish(result, plan, started=start)

@@ -50,8 +50,15 @@ def full_graph_predict(gnn: SubgraphGNN, split: Split, device: torch.device) -> 
     return predict
 
 
-def run_gnn(inputs: RunInputs, spec: RunSpec, hp: GnnHparams, *, layer: str,
-            edges: Callable[[torch.Generator], Tensor] | None = None, ledger: Ledger | None = None) -> RunResult:
+def run_gnn(
+    inputs: RunInputs,
+    spec: RunSpec,
+    hp: GnnHparams,
+    *,
+    layer: str,
+    edges: Callable[[torch.Generator], Tensor] | None = None,
+    ledger: Ledger | None = None,
+) -> RunResult:
     """Full-batch training on the graph's edges, or on ``edges(generator)`` (a privatized
     adjacency, e.g. EdgeRand's) with that mechanism's ``ledger``."""
     generator = seed_everything(spec.seed)

@@ -32,9 +32,7 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     x, y = graph.x.to(device), graph.y.to(device)
-    model = MLP(
-        x.size(1), hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout
-    ).to(device)
+    model = MLP(x.size(1), hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout).to(device)
     n = split.train.numel()
     if private:
         public = PublicInputs.from_run(inputs, spec)

@@ -122,8 +122,18 @@ from nodedp.plans import PublicInputs
 from nodedp.plans.nip_gnn import NipReleased, nip_noise, plan_nip_gnn
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
-__all__ = ["AGGREGATIONS", "EXACT_PARTS", "NipHparams", "exact_parts", "nap_budgets", "paper_budgets", "run_nip_gnn",
-           "scheme_budgets", "tnie_scores"]
+__all__ = [
+    "AGGREGATIONS",
+    "EXACT_PARTS",
+    "NipHparams",
+    "exact_parts",
+    "nap_budgets",
+    "paper_budgets",
+    "run_nip_gnn",
+    "scheme_budgets",
+    "tnie_scores",
+]
+
 
 def tnie_scores(edge_index: Tensor, *, num_nodes: int, layers: int, lam: float, phi: float) -> Tensor:
     """TNIE (Eq. 7-8) with h⁰ = 1: T symmetric-normalized aggregations, times σ(λ·log D_u + φ)."""
@@ -136,17 +146,20 @@ def tnie_scores(edge_index: Tensor, *, num_nodes: int, layers: int, lam: float, 
     return torch.sigmoid(lam * degree.clamp(min=1).log() + phi) * h
 
 
-def scheme_budgets(released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams,
-                   seed: int) -> tuple[Tensor, Tensor]:
+def scheme_budgets(
+    released: Tensor, *, num_nodes: int, max_degree: int, hp: NipHparams, seed: int
+) -> tuple[Tensor, Tensor]:
     """The released graph re-bounded to ``max_degree`` (public ``seed``) and the `budgets` scheme's β on it,
     unscaled."""
     rebounded = bound_undirected_degree(released, num_nodes=num_nodes, max_degree=max_degree, seed=seed)
     if hp.budgets == "uniform":
         return rebounded, torch.ones(num_nodes, dtype=torch.float64)
-    ranks = influence_ranks(tnie_scores(rebounded, num_nodes=num_nodes, layers=hp.tnie_layers,
-                                        lam=hp.tnie_lambda, phi=hp.tnie_phi))
-    return rebounded, nip_budget_weights(rebounded, num_nodes=num_nodes, ranks=ranks, max_degree=max_degree,
-                                         scheme=hp.budgets)
+    ranks = influence_ranks(
+        tnie_scores(rebounded, num_nodes=num_nodes, layers=hp.tnie_layers, lam=hp.tnie_lambda, phi=hp.tnie_phi)
+    )
+    return rebounded, nip_budget_weights(
+        rebounded, num_nodes=num_nodes, ranks=ranks, max_degree=max_degree, scheme=hp.budgets
+    )
 
 
 def nap_budgets(
@@ -173,12 +186,18 @@ def paper_budgets(
     ``scale`` is 1, and the ratio may exceed 1 (the ledger charges it).
     """
     scheme = "uniform" if hp.budgets == "uniform" else "paper"
-    rebounded, beta = scheme_budgets(released, num_nodes=num_nodes, max_degree=paper_max_degree,
-                                     hp=dataclasses.replace(hp, budgets=scheme), seed=seed)
+    rebounded, beta = scheme_budgets(
+        released,
+        num_nodes=num_nodes,
+        max_degree=paper_max_degree,
+        hp=dataclasses.replace(hp, budgets=scheme),
+        seed=seed,
+    )
     largest = tuple(beta.topk(min(max_degree + 1, num_nodes)).values.tolist())
     ratio = worst_case_budget_ratio(largest, max_degree=max_degree)
-    return rebounded, ScaledBudgets(weights=beta, largest=largest, worst_case_ratio=ratio,
-                                    worst_case_ratio_before_scaling=ratio, scale=1.0)
+    return rebounded, ScaledBudgets(
+        weights=beta, largest=largest, worst_case_ratio=ratio, worst_case_ratio_before_scaling=ratio, scale=1.0
+    )
 
 
 def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
@@ -191,15 +210,18 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     paper = hp.accounting == "paper"
     bounded = artifact["edge_index"]
     # the paper's D_max (reference mode): the private (bounded) graph's maximum degree, an uncharged read
-    paper_max_degree = ((max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1)
-                        if paper else None)
+    paper_max_degree = (
+        (max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1) if paper else None
+    )
     # the plan's noise (nodedp.plans.nip_gnn): public but for D_p; its budgets come from step 1's release
     noise = nip_noise(public, spec, hp, paper_max_degree=paper_max_degree)
     max_degree, noise_degree = noise.max_degree, noise.noise_degree
     if int(artifact["bound"]) != max_degree:
-        raise ValueError(f"max_degree is {max_degree} (the plan's public D_max: the hyperparameter's, else the "
-                         f"dataset's) but the degree artifact was bounded to {artifact['bound']}; build it with "
-                         f"`bound-degree --kind degree --bound {max_degree}` (the workflow does)")
+        raise ValueError(
+            f"max_degree is {max_degree} (the plan's public D_max: the hyperparameter's, else the "
+            f"dataset's) but the degree artifact was bounded to {artifact['bound']}; build it with "
+            f"`bound-degree --kind degree --bound {max_degree}` (the workflow does)"
+        )
     eps_a, eps_c, s = noise.epsilon_a, noise.epsilon_c, noise.s
 
     exact = exact_parts(hp.exact)
@@ -211,43 +233,62 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     elif paper:
         private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
         released = randomize_and_resample_with_probabilities(
-            bounded, paper_sampling_probability(private_degree, num_nodes=n, s=s), num_nodes=n, s=s,
-            generator=generator, device=device)
+            bounded,
+            paper_sampling_probability(private_degree, num_nodes=n, s=s),
+            num_nodes=n,
+            s=s,
+            generator=generator,
+            device=device,
+        )
     else:
         # unbiased but noisy degree estimates, clamped to [0, D_max], where every true (bounded) degree lies
-        released = randomize_and_resample(bounded, num_nodes=n, s=s, max_degree=max_degree, generator=generator,
-                                          device=device)
+        released = randomize_and_resample(
+            bounded, num_nodes=n, s=s, max_degree=max_degree, generator=generator, device=device
+        )
     # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max (the paper's: unscaled).
     if paper:
-        rebounded, budgets = paper_budgets(released, num_nodes=n, max_degree=max_degree,
-                                           paper_max_degree=noise_degree, hp=hp, seed=spec.seed)
+        rebounded, budgets = paper_budgets(
+            released, num_nodes=n, max_degree=max_degree, paper_max_degree=noise_degree, hp=hp, seed=spec.seed
+        )
     else:
         rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
     # The plan, complete: every record from public inputs, the budgets and D_p as released and read.
-    planned = plan_nip_gnn(public, spec, hp, released=NipReleased(
-        largest_budget_weights=budgets.largest, worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-        budget_scale=budgets.scale, paper_max_degree=paper_max_degree))
+    planned = plan_nip_gnn(
+        public,
+        spec,
+        hp,
+        released=NipReleased(
+            largest_budget_weights=budgets.largest,
+            worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+            budget_scale=budgets.scale,
+            paper_max_degree=paper_max_degree,
+        ),
+    )
     ledger, actual = planned.ledger, planned.parts["actual"]
     if planned.parts["noise"] != noise:
         raise AssertionError("the plan's noise is not the noise step 1 drew")
     if int(artifact.get("identity_bound", -1)) != ledger.degree_bound.identity_bound:
-        raise ValueError(f"the degree artifact's identity bound {artifact.get('identity_bound')!r} is not the "
-                         f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
-                         "bound-degree` (the workflow's bound_degree rule)")
+        raise ValueError(
+            f"the degree artifact's identity bound {artifact.get('identity_bound')!r} is not the "
+            f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
+            "bound-degree` (the workflow's bound_degree rule)"
+        )
     epsilons = eps_a * budgets.weights
-    released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a,
-                                    max_degree=noise_degree)
+    released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a, max_degree=noise_degree)
     # 3. NAP (ε_A) on the private bounded graph, Laplace 2·D/ε_u (D the paper's D_p in reference mode); 4. labels.
     if "features" in exact:
         h0 = sum_aggregate(graph.x, bounded)
     else:
-        h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree,
-                                   generator=generator)
-    noisy_y = graph.y if "labels" in exact else randomize_labels(graph.y, num_classes=inputs.num_classes,
-                                                                  epsilon=eps_c, generator=generator)
+        h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree, generator=generator)
+    noisy_y = (
+        graph.y
+        if "labels" in exact
+        else randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=eps_c, generator=generator)
+    )
 
-    features = aca_propagate(h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau,
-                             adaptive=hp.aggregation == "aca")
+    features = aca_propagate(
+        h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau, adaptive=hp.aggregation == "aca"
+    )
     model = MLP(features.size(1), hp.hidden_dim, inputs.num_classes, num_layers=2).to(device)
     bound_seed = int(artifact["seed"])  # public, as the bound: the bounding's own seed
 
@@ -263,8 +304,13 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         if parts.setting == "inductive":
             edges = remove_cross_split_edges(edges, parts)
         edges = bound_undirected_degree(edges, num_nodes=other.num_nodes, max_degree=max_degree, seed=bound_seed)
-        inputs = aca_propagate(sum_aggregate(other.x, edges).to(device), edges.to(device), hops=hp.hops,
-                               tau=hp.tau, adaptive=hp.aggregation == "aca")
+        inputs = aca_propagate(
+            sum_aggregate(other.x, edges).to(device),
+            edges.to(device),
+            hops=hp.hops,
+            tau=hp.tau,
+            adaptive=hp.aggregation == "aca",
+        )
         return model(inputs)
 
     num_train = split.train.numel()
@@ -297,10 +343,18 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         "exact": list(exact),
     }
     if actual is not None:
-        details.update({
-            "paper_max_degree": noise_degree,  # D_p, a private statistic: reference runs only (uncharged read)
-            "actual_epsilon_parts": {"nap": actual.nap, "edges": actual.edges, "labels": actual.labels},
-            "charged_ratio": actual.charged_ratio,
-        })
-    return RunResult(val=result.val, test=result.test, ledger=ledger, train_seconds=result.train_seconds,
-                     details={**result.details, **details}, predict=result.predict)
+        details.update(
+            {
+                "paper_max_degree": noise_degree,  # D_p, a private statistic: reference runs only (uncharged read)
+                "actual_epsilon_parts": {"nap": actual.nap, "edges": actual.edges, "labels": actual.labels},
+                "charged_ratio": actual.charged_ratio,
+            }
+        )
+    return RunResult(
+        val=result.val,
+        test=result.test,
+        ledger=ledger,
+        train_seconds=result.train_seconds,
+        details={**result.details, **details},
+        predict=result.predict,
+    )

@@ -79,8 +79,11 @@ def fit_node_classifier(
         if nodes.numel() == 0:  # e.g. DPAR's 80/20 protocol has no validation part
             return {"accuracy": None, "macro_f1": None, "predicted_classes": None, "majority_accuracy": None}
         nodes = nodes.to(device)
-        metrics = (metrics_from_logits(logits_of(nodes), y[nodes]) if logits_of is not None
-                   else evaluate(model, inputs_of(nodes), y[nodes]))
+        metrics = (
+            metrics_from_logits(logits_of(nodes), y[nodes])
+            if logits_of is not None
+            else evaluate(model, inputs_of(nodes), y[nodes])
+        )
         return {**metrics, "majority_accuracy": majority_class_accuracy(train_labels_true, y[nodes])}
 
     with stage("evaluation"):
@@ -93,4 +96,3 @@ def fit_node_classifier(
         details={"steps": stats.steps, "noise_std": stats.noise_std},
         predict=None if predict is None else torch.no_grad()(predict),
     )
-

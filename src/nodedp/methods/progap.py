@@ -38,8 +38,15 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
     plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_progap)
     x = inputs.graph.x.to(device)
     edges = plan.edges.to(device)
-    model = ProGAP(x.size(1), inputs.num_classes, depth=hp.hops, hidden_dim=hp.hidden_dim,
-                   base_layers=hp.base_layers, normalization=hp.normalization_for(level), dropout=hp.dropout).to(device)
+    model = ProGAP(
+        x.size(1),
+        inputs.num_classes,
+        depth=hp.hops,
+        hidden_dim=hp.hidden_dim,
+        base_layers=hp.base_layers,
+        normalization=hp.normalization_for(level),
+        dropout=hp.dropout,
+    ).to(device)
     caches = [x]  # X̃^(0) = X, then one NAP output per stage
     stages: list[ProGAPStage] = []
 
@@ -60,8 +67,19 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
         if s > 0:  # the one NAP query of stage s, cached for training and inference
             aggregate(caches, plan.nap, edges)
         stages.append(model.stage(s))
-        result = train_stage(stages[s], lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c), plan=plan,
-                             stage=s, epochs=hp.epochs, inputs=inputs, spec=spec, hp=hp, generator=generator,
-                             device=device, final=s == hp.hops, predict=predict)
+        result = train_stage(
+            stages[s],
+            lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c),
+            plan=plan,
+            stage=s,
+            epochs=hp.epochs,
+            inputs=inputs,
+            spec=spec,
+            hp=hp,
+            generator=generator,
+            device=device,
+            final=s == hp.hops,
+            predict=predict,
+        )
     assert result is not None
     return finish(result, plan, started=start)

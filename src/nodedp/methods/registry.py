@@ -22,9 +22,7 @@ def get_method(name: str) -> MethodInfo:
     try:
         return _METHODS[name]
     except KeyError:
-        raise UnknownMethodError(
-            f"unknown method {name!r}; valid choices: {method_names()}"
-        ) from None
+        raise UnknownMethodError(f"unknown method {name!r}; valid choices: {method_names()}") from None
 
 
 def method_names() -> list[str]:

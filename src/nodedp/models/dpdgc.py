@@ -86,11 +86,13 @@ class AdjacencyEncoder(nn.Module):
     ) -> None:
         super().__init__()
         if min(num_nodes, num_classes, hidden_dim) < 1:
-            raise ValueError(f"num_nodes, num_classes and hidden_dim must be ≥ 1, got "
-                             f"{num_nodes}, {num_classes}, {hidden_dim}")
+            raise ValueError(
+                f"num_nodes, num_classes and hidden_dim must be ≥ 1, got {num_nodes}, {num_classes}, {hidden_dim}"
+            )
         if num_classes > hidden_dim:
-            raise ValueError(f"the frozen orthogonal head needs num_classes ≤ hidden_dim, got "
-                             f"{num_classes} > {hidden_dim}")
+            raise ValueError(
+                f"the frozen orthogonal head needs num_classes ≤ hidden_dim, got {num_classes} > {hidden_dim}"
+            )
         if not row_clip > 0:
             raise ValueError(f"row_clip must be > 0, got {row_clip}")
         self.row_clip = float(row_clip)
@@ -154,8 +156,9 @@ class LinkxClassifier(nn.Module):
             raise ValueError("LinkxClassifier takes (features [B, F], released embedding [B, h])")
         x, xa = inputs
         if xa.size(-1) != self.hidden_dim:
-            raise ValueError(f"the released embedding must have width hidden_dim = {self.hidden_dim}, "
-                             f"got {xa.size(-1)}")
+            raise ValueError(
+                f"the released embedding must have width hidden_dim = {self.hidden_dim}, got {xa.size(-1)}"
+            )
         xx = self.features(x)
         h = self.mix(F.selu(self.dropout(torch.cat([xx, xa], dim=-1)))) + xx + xa
         return self.head(F.selu(self.dropout(h)))

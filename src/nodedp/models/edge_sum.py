@@ -19,5 +19,5 @@ def neighbour_sum(h: Tensor, src: Tensor, dst: Tensor, *, chunk: int | None = No
         return h.new_zeros(h.shape).index_add_(0, dst, h[src])
     total = h.new_zeros(h.shape)
     for start in range(0, src.numel(), per_chunk):
-        total = total.index_add_(0, dst[start:start + per_chunk], h[src[start:start + per_chunk]])
+        total = total.index_add_(0, dst[start : start + per_chunk], h[src[start : start + per_chunk]])
     return total

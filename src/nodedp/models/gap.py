@@ -131,8 +131,14 @@ class GAPEncoder(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.encoder = StageMLP(in_dim, hidden_dim, hidden_dim=hidden_dim, num_layers=num_layers,
-                                normalization=normalization, dropout=dropout)
+        self.encoder = StageMLP(
+            in_dim,
+            hidden_dim,
+            hidden_dim=hidden_dim,
+            num_layers=num_layers,
+            normalization=normalization,
+            dropout=dropout,
+        )
         self.post = _combine_block(normalization, hidden_dim, dropout)
         self.head = nn.Linear(hidden_dim, num_classes)
 
@@ -167,14 +173,26 @@ class GAPClassifier(nn.Module):
         if hops < 0:
             raise ValueError(f"hops must be >= 0, got {hops}")
         self.base = nn.ModuleList(
-            StageMLP(in_dim, hidden_dim, hidden_dim=hidden_dim, num_layers=base_layers,
-                     normalization=normalization, dropout=dropout)
+            StageMLP(
+                in_dim,
+                hidden_dim,
+                hidden_dim=hidden_dim,
+                num_layers=base_layers,
+                normalization=normalization,
+                dropout=dropout,
+            )
             for _ in range(hops + 1)
         )
         width = (hops + 1) * hidden_dim
         self.post = _combine_block(normalization, width, dropout)
-        self.head = StageMLP(width, num_classes, hidden_dim=hidden_dim, num_layers=head_layers,
-                             normalization=normalization, dropout=dropout)
+        self.head = StageMLP(
+            width,
+            num_classes,
+            hidden_dim=hidden_dim,
+            num_layers=head_layers,
+            normalization=normalization,
+            dropout=dropout,
+        )
 
     def forward(self, inputs: Sequence[Tensor]) -> Tensor:
         _check_inputs(inputs, len(self.base), type(self).__name__)
@@ -246,8 +264,15 @@ class ProGAP(nn.Module):
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
         self.base = nn.ModuleList(
-            StageMLP(in_dim if s == 0 else hidden_dim, hidden_dim, hidden_dim=hidden_dim, num_layers=base_layers,
-                     normalization=normalization, dropout=dropout, plain_last=False)
+            StageMLP(
+                in_dim if s == 0 else hidden_dim,
+                hidden_dim,
+                hidden_dim=hidden_dim,
+                num_layers=base_layers,
+                normalization=normalization,
+                dropout=dropout,
+                plain_last=False,
+            )
             for s in range(depth + 1)
         )
         self.heads = nn.ModuleList(nn.Linear((s + 1) * hidden_dim, num_classes) for s in range(depth + 1))

@@ -41,8 +41,9 @@ def aca_propagate(h0: Tensor, edge_index: Tensor, *, hops: int, tau: float, adap
     (src, dst), weight = normalized_adjacency(edge_index, num_nodes=n)
     # Row u of Â·H sums over u's in-edges; a sparse product never materializes [E, F] (the "w/o D-s"
     # graph has ~N²/4 edges).
-    adjacency = torch.sparse_coo_tensor(torch.stack([dst, src]), weight.to(h0.dtype), (n, n),
-                                        check_invariants=True).coalesce()
+    adjacency = torch.sparse_coo_tensor(
+        torch.stack([dst, src]), weight.to(h0.dtype), (n, n), check_invariants=True
+    ).coalesce()
     h = h0
     for _ in range(hops):
         m = torch.sparse.mm(adjacency, h)

@@ -26,8 +26,9 @@ class PPRGo(nn.Module):
     (0 for padding). Returns [B, C] = Σ_k w[:, k] · f(x[:, k]).
     """
 
-    def __init__(self, in_dim: int, hidden_dim: int, num_classes: int, *, num_layers: int = 2,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self, in_dim: int, hidden_dim: int, num_classes: int, *, num_layers: int = 2, dropout: float = 0.0
+    ) -> None:
         super().__init__()
         self.mlp = MLP(in_dim, hidden_dim, num_classes, num_layers=num_layers, dropout=dropout)
 

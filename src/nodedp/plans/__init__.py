@@ -44,15 +44,23 @@ class PublicInputs:
 
     def __post_init__(self) -> None:
         if not 0 < self.num_train <= self.num_nodes:
-            raise ValueError(f"{self.dataset}: need 0 < training nodes ≤ nodes, got {self.num_train} of "
-                             f"{self.num_nodes}")
+            raise ValueError(
+                f"{self.dataset}: need 0 < training nodes ≤ nodes, got {self.num_train} of {self.num_nodes}"
+            )
 
     @classmethod
     def of(cls, meta: Mapping[str, Any], *, num_train: int, setting: str) -> PublicInputs:
         """From a graph's meta.json, its split's training-set size and the split's setting."""
-        return cls(dataset=meta["name"], num_nodes=int(meta["num_nodes"]), num_train=int(num_train),
-                   num_features=int(meta["num_features"]), num_classes=int(meta["num_classes"]),
-                   num_edges=int(meta["num_edges"]), is_undirected=bool(meta["is_undirected"]), setting=setting)
+        return cls(
+            dataset=meta["name"],
+            num_nodes=int(meta["num_nodes"]),
+            num_train=int(num_train),
+            num_features=int(meta["num_features"]),
+            num_classes=int(meta["num_classes"]),
+            num_edges=int(meta["num_edges"]),
+            is_undirected=bool(meta["is_undirected"]),
+            setting=setting,
+        )
 
     @classmethod
     def from_run(cls, inputs: Any, spec: RunSpec, *, direction: bool = False) -> PublicInputs:
@@ -60,16 +68,24 @@ class PublicInputs:
         public metadata; what the plan reads, and all it reads. ``direction``: also whether the graph is
         undirected (a pass over every edge: only for the plans that read it, ``undirected``)."""
         graph, split = inputs.graph, inputs.split
-        return cls(dataset=spec.dataset, num_nodes=int(graph.num_nodes), num_train=int(split.train.numel()),
-                   num_features=int(graph.x.size(1)), num_classes=int(inputs.num_classes),
-                   num_edges=int(graph.edge_index.size(1)),
-                   is_undirected=bool(graph.is_undirected()) if direction else None, setting=split.setting)
+        return cls(
+            dataset=spec.dataset,
+            num_nodes=int(graph.num_nodes),
+            num_train=int(split.train.numel()),
+            num_features=int(graph.x.size(1)),
+            num_classes=int(inputs.num_classes),
+            num_edges=int(graph.edge_index.size(1)),
+            is_undirected=bool(graph.is_undirected()) if direction else None,
+            setting=split.setting,
+        )
 
     def undirected(self) -> bool:
         """Whether the graph is undirected, for a plan that reads it (refused where it was not read)."""
         if self.is_undirected is None:
-            raise ValueError(f"{self.dataset}: this plan reads whether the graph is undirected; build its public "
-                             "inputs with it (PublicInputs.of, or from_run(..., direction=True))")
+            raise ValueError(
+                f"{self.dataset}: this plan reads whether the graph is undirected; build its public "
+                "inputs with it (PublicInputs.of, or from_run(..., direction=True))"
+            )
         return self.is_undirected
 
     def degree_bounds(self, hparams: Mapping[str, Any]) -> dict[str, int]:

@@ -28,8 +28,14 @@ from nodedp.methods.base import RunSpec
 from nodedp.methods.dpsgd import dpsgd_record
 from nodedp.plans import Plan, PublicInputs
 
-__all__ = ["nap_sensitivity_of", "plan_aggregation_perturbation", "plan_gap", "plan_gap_edge", "plan_progap",
-           "plan_progap_edge"]
+__all__ = [
+    "nap_sensitivity_of",
+    "plan_aggregation_perturbation",
+    "plan_gap",
+    "plan_gap_edge",
+    "plan_progap",
+    "plan_progap_edge",
+]
 
 OUT_DEGREE = "out-degree"
 
@@ -42,8 +48,9 @@ def nap_sensitivity_of(*, level: str, max_degree: int | None, row_clip: float, u
     return math.sqrt(2.0) if undirected else 1.0
 
 
-def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str,
-                                  stage_epochs: Sequence[int], name: str) -> Plan:
+def plan_aggregation_perturbation(
+    public: PublicInputs, spec: RunSpec, hp: Any, *, level: str, stage_epochs: Sequence[int], name: str
+) -> Plan:
     """The ledger and what the run executes: ``parts`` holds ``level``, ``row_clip`` (R; inf: not clipped),
     ``max_degree`` (D; None off node level), ``undirected``, ``nap_noise_multiplier``, ``sampling_rate``,
     ``stage_steps`` and ``nap_queries`` (K).
@@ -58,9 +65,16 @@ def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, 
         # Out-degree sampling keeps every edge of a node within D (``nodedp.data.degree.identity_bound``).
         degree_bound = DegreeBound(kind=OUT_DEGREE, bound=max_degree, identity_bound=max_degree)
     row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
-    parts: dict[str, Any] = {"level": level, "row_clip": row_clip, "max_degree": max_degree, "undirected": undirected,
-                             "nap_noise_multiplier": 0.0, "sampling_rate": None, "stage_steps": (),
-                             "nap_queries": hp.hops}
+    parts: dict[str, Any] = {
+        "level": level,
+        "row_clip": row_clip,
+        "max_degree": max_degree,
+        "undirected": undirected,
+        "nap_noise_multiplier": 0.0,
+        "sampling_rate": None,
+        "stage_steps": (),
+        "nap_queries": hp.hops,
+    }
     if level == "none":
         return Plan(Ledger.non_private(), parts)
 
@@ -79,23 +93,40 @@ def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, 
         if level != "node":
             raise ValueError(f"{name}: the papers' accounting (reference mode) is implemented at node level only")
         claim_delta = gap_paper_delta(public.num_nodes)
-        noise = gap_paper_noise(target_epsilon=spec.target_epsilon, delta=claim_delta, hops=hp.hops,
-                                stage_steps=stage_steps, sampling_rate=q, max_degree=max_degree)
+        noise = gap_paper_noise(
+            target_epsilon=spec.target_epsilon,
+            delta=claim_delta,
+            hops=hp.hops,
+            stage_steps=stage_steps,
+            sampling_rate=q,
+            max_degree=max_degree,
+        )
         z = noise.noise_multiplier
         # NAP draws the papers' std z·√D; at the true Δ its multiplier is z·√D/Δ < z.
         nap_z = noise.nap_noise_std / sensitivity
         claim = Claim(
-            epsilon=spec.target_epsilon, delta=claim_delta,
-            rule=(f"one noise multiplier z for the K NAP queries and every DP-SGD stage, calibrated by RDP to "
-                  f"ε at δ = {claim_delta:g}, with NAP's sensitivity taken as √D (noise std z·√D), which omits "
-                  "the removed node's own aggregated row"),
-            source=("ProGAP Theorem 4.2 (Eq. 11, NAP node-level (α, Dα/2σ_AP²)-RDP by GAP's Lemma 3) and §5.3 "
-                    "(δ below 1/N); public GAP/ProGAP code: NAP sensitivity sqrt(max_degree), "
-                    "delta 'auto' = 1/10**len(str(N))"),
+            epsilon=spec.target_epsilon,
+            delta=claim_delta,
+            rule=(
+                f"one noise multiplier z for the K NAP queries and every DP-SGD stage, calibrated by RDP to "
+                f"ε at δ = {claim_delta:g}, with NAP's sensitivity taken as √D (noise std z·√D), which omits "
+                "the removed node's own aggregated row"
+            ),
+            source=(
+                "ProGAP Theorem 4.2 (Eq. 11, NAP node-level (α, Dα/2σ_AP²)-RDP by GAP's Lemma 3) and §5.3 "
+                "(δ below 1/N); public GAP/ProGAP code: NAP sensitivity sqrt(max_degree), "
+                "delta 'auto' = 1/10**len(str(N))"
+            ),
         )
     else:
-        z = calibrate_gap(target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, hops=hp.hops,
-                          stage_steps=stage_steps, sampling_rate=q, accountant=spec.accountant)
+        z = calibrate_gap(
+            target_epsilon=spec.target_epsilon,
+            target_delta=spec.target_delta,
+            hops=hp.hops,
+            stage_steps=stage_steps,
+            sampling_rate=q,
+            accountant=spec.accountant,
+        )
         nap_z = z
     if not (math.isfinite(nap_z) and nap_z > 0):
         raise ValueError(f"{name}: a {level}-level NAP needs a noise multiplier > 0, got {nap_z!r}")
@@ -109,32 +140,64 @@ def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, 
         )
         if paper:
             reason += f"; reference mode: noise std z·√D = {noise_std:.6g} (the papers' rule), charged at this Δ"
-        caveat = ("as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
-                  "out-degree sampling without a node could let its in-neighbours keep other edges instead")
+        caveat = (
+            "as in the papers, neighbouring graphs are compared on the same sampled edge lists: re-running the "
+            "out-degree sampling without a node could let its in-neighbours keep other edges instead"
+        )
     else:
-        reason = (f"one {'undirected edge is two directed edges, each' if undirected else 'directed edge'} changes "
-                  f"one aggregated row by ≤ 1 (a unit vector): Δ = {sensitivity:.6g} per query")
+        reason = (
+            f"one {'undirected edge is two directed edges, each' if undirected else 'directed edge'} changes "
+            f"one aggregated row by ≤ 1 (a unit vector): Δ = {sensitivity:.6g} per query"
+        )
         caveat = None
-    records = [MechanismRecord(
-        name=f"nap:{name}", kind="gaussian", touches=("features", "edges") if level == "node" else ("edges",),
-        params={"mechanism": "nap", "level": level, "noise_multiplier": nap_z, "noise_std": noise_std,
+    records = [
+        MechanismRecord(
+            name=f"nap:{name}",
+            kind="gaussian",
+            touches=("features", "edges") if level == "node" else ("edges",),
+            params={
+                "mechanism": "nap",
+                "level": level,
+                "noise_multiplier": nap_z,
+                "noise_std": noise_std,
                 "queries": hp.hops,
                 "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
-                "max_degree": max_degree, "undirected": undirected},
-        sensitivity=sensitivity, sensitivity_reason=reason,
-        dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
-        caveat=caveat,
-    )]
+                "max_degree": max_degree,
+                "undirected": undirected,
+            },
+            sensitivity=sensitivity,
+            sensitivity_reason=reason,
+            dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
+            caveat=caveat,
+        )
+    ]
     for i, steps in enumerate(stage_steps):
-        records.append(dpsgd_record(
-            name=f"dp-sgd:{name}:stage{i}", touches=("features", "labels"), noise_multiplier=z,
-            clip_norm=hp.clip_norm, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=steps,
-            epochs=stage_epochs[i],
-            sensitivity_reason=("each training node is one example: its own features, label and cached NAP rows "
-                                "(already private releases); adding or removing it changes the clipped sum by ≤ C"),
-        ))
-    ledger = Ledger(level=level, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=tuple(records), accountant=spec.accountant, degree_bound=degree_bound, claim=claim)
+        records.append(
+            dpsgd_record(
+                name=f"dp-sgd:{name}:stage{i}",
+                touches=("features", "labels"),
+                noise_multiplier=z,
+                clip_norm=hp.clip_norm,
+                sampling_rate=q,
+                num_examples=n,
+                batch_size=hp.batch_size,
+                steps=steps,
+                epochs=stage_epochs[i],
+                sensitivity_reason=(
+                    "each training node is one example: its own features, label and cached NAP rows "
+                    "(already private releases); adding or removing it changes the clipped sum by ≤ C"
+                ),
+            )
+        )
+    ledger = Ledger(
+        level=level,
+        target_epsilon=spec.target_epsilon,
+        target_delta=spec.target_delta,
+        mechanisms=tuple(records),
+        accountant=spec.accountant,
+        degree_bound=degree_bound,
+        claim=claim,
+    )
     ledger.check()
     parts.update(nap_noise_multiplier=nap_z, sampling_rate=q, stage_steps=stage_steps)
     return Plan(ledger, parts)
@@ -142,8 +205,9 @@ def plan_aggregation_perturbation(public: PublicInputs, spec: RunSpec, hp: Any, 
 
 def plan_gap(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str = "node") -> Plan:
     """GAP: two DP-SGD stages at node level, the encoder's (``encoder_epochs``) and the classifier's (``epochs``)."""
-    return plan_aggregation_perturbation(public, spec, hp, level=level, stage_epochs=[hp.encoder_epochs, hp.epochs],
-                                         name=spec.method)
+    return plan_aggregation_perturbation(
+        public, spec, hp, level=level, stage_epochs=[hp.encoder_epochs, hp.epochs], name=spec.method
+    )
 
 
 def plan_gap_edge(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
@@ -152,8 +216,9 @@ def plan_gap_edge(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
 
 def plan_progap(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str = "node") -> Plan:
     """ProGAP: K + 1 DP-SGD stages of ``epochs`` each at node level."""
-    return plan_aggregation_perturbation(public, spec, hp, level=level, stage_epochs=[hp.epochs] * (hp.hops + 1),
-                                         name=spec.method)
+    return plan_aggregation_perturbation(
+        public, spec, hp, level=level, stage_epochs=[hp.epochs] * (hp.hops + 1), name=spec.method
+    )
 
 
 def plan_progap_edge(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:

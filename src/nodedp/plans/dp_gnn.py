@@ -94,17 +94,22 @@ def paper_delta(num_examples: int) -> float:
     return 1.0 / (PAPER_DELTA_DIVISOR * num_examples)
 
 
-def paper_epsilon(*, noise_multiplier: float, num_examples: int, max_degree: int, num_layers: int,
-                  batch_size: int, steps: int) -> float:
+def paper_epsilon(
+    *, noise_multiplier: float, num_examples: int, max_degree: int, num_layers: int, batch_size: int, steps: int
+) -> float:
     """The ε the paper's accountant states for ``steps`` DP-GNN steps of noise multiplier z.
 
     z is σ/C (Theorem 1's noise std over the clip norm; the paper's λ is z/(2·N(K, r))); the curve is
     Theorem 1's at ``PAPER_ORDERS``, converted at ``paper_delta(num_examples)``.
     """
     return hypergeometric_gaussian_epsilon(
-        num_examples=num_examples, max_occurrences=max_occurrences(max_degree=max_degree, num_layers=num_layers),
-        batch_size=batch_size, noise_multiplier=noise_multiplier, steps=steps,
-        delta=paper_delta(num_examples), orders=PAPER_ORDERS,
+        num_examples=num_examples,
+        max_occurrences=max_occurrences(max_degree=max_degree, num_layers=num_layers),
+        batch_size=batch_size,
+        noise_multiplier=noise_multiplier,
+        steps=steps,
+        delta=paper_delta(num_examples),
+        orders=PAPER_ORDERS,
     )
 
 
@@ -118,8 +123,9 @@ def paper_epsilon_floor(num_examples: int) -> float:
     return min(math.log1p(-1 / a) - math.log(delta * a) / (a - 1) for a in PAPER_ORDERS)
 
 
-def paper_noise_multiplier(*, target_epsilon: float, num_examples: int, max_degree: int, num_layers: int,
-                           batch_size: int, steps: int) -> float:
+def paper_noise_multiplier(
+    *, target_epsilon: float, num_examples: int, max_degree: int, num_layers: int, batch_size: int, steps: int
+) -> float:
     """The paper's noise for a claimed ε: the smallest z = σ/C with ``paper_epsilon`` ≤ ``target_epsilon``.
 
     z is the noise std per unit clip norm, which the public code applies to every clip group at that group's own
@@ -133,15 +139,29 @@ def paper_noise_multiplier(*, target_epsilon: float, num_examples: int, max_degr
             f"{target_epsilon:g} for any useful noise: its conversion alone costs epsilon = {floor:.4g}"
         )
     return calibrate(
-        target_epsilon=target_epsilon, tolerance=_PAPER_TOLERANCE,
-        epsilon_of_sigma=lambda z: paper_epsilon(noise_multiplier=z, num_examples=num_examples,
-                                                 max_degree=max_degree, num_layers=num_layers,
-                                                 batch_size=batch_size, steps=steps),
+        target_epsilon=target_epsilon,
+        tolerance=_PAPER_TOLERANCE,
+        epsilon_of_sigma=lambda z: paper_epsilon(
+            noise_multiplier=z,
+            num_examples=num_examples,
+            max_degree=max_degree,
+            num_layers=num_layers,
+            batch_size=batch_size,
+            steps=steps,
+        ),
     )
 
 
-def paper_reference_noise_multiplier(*, target_epsilon: float, num_examples: int, max_degree: int, num_layers: int,
-                                     batch_size: int, steps: int, num_groups: int) -> float:
+def paper_reference_noise_multiplier(
+    *,
+    target_epsilon: float,
+    num_examples: int,
+    max_degree: int,
+    num_layers: int,
+    batch_size: int,
+    steps: int,
+    num_groups: int,
+) -> float:
     """The noise multiplier the paper's noise actually has over the whole gradient: z/√L.
 
     With ``num_groups`` = L groups clipped to C_t = C/√L each and noise std z·C_t on each (z from
@@ -150,8 +170,14 @@ def paper_reference_noise_multiplier(*, target_epsilon: float, num_examples: int
     """
     if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
         raise ValueError(f"num_groups must be an integer >= 1, got {num_groups!r}")
-    z = paper_noise_multiplier(target_epsilon=target_epsilon, num_examples=num_examples, max_degree=max_degree,
-                               num_layers=num_layers, batch_size=batch_size, steps=steps)
+    z = paper_noise_multiplier(
+        target_epsilon=target_epsilon,
+        num_examples=num_examples,
+        max_degree=max_degree,
+        num_layers=num_layers,
+        batch_size=batch_size,
+        steps=steps,
+    )
     return z / math.sqrt(num_groups)
 
 
@@ -180,8 +206,14 @@ def stated_thresholds(ledger: Mapping[str, Any]) -> dict[str, float] | float:
     return float(params["clip_norm"])
 
 
-def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str,
-                thresholds: Mapping[str, float] | float | None = None) -> Plan:
+def plan_dp_gnn(
+    public: PublicInputs,
+    spec: RunSpec,
+    hp: DpGnnHparams,
+    *,
+    layer: str,
+    thresholds: Mapping[str, float] | float | None = None,
+) -> Plan:
     """The run's ledger, and what it executes (``parts``): ``max_degree`` K, ``degree_bound``, ``steps``,
     ``batch_size``, ``noise_multiplier``, ``clip_norm``, ``layer_clip_norms`` (None: flat clipping) and
     ``layer_names`` (the model's clip groups, where clipping is layer-wise)."""
@@ -205,23 +237,26 @@ def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer:
             )
         if hp.clipping == "layerwise":
             if not isinstance(thresholds, Mapping) or sorted(thresholds) != sorted(names or ()):
-                raise ValueError(f"layer-wise thresholds must name the model's layers {list(names or ())}, "
-                                 f"got {thresholds!r}")
+                raise ValueError(
+                    f"layer-wise thresholds must name the model's layers {list(names or ())}, got {thresholds!r}"
+                )
             layer_clips = dict(thresholds)
             clip = _total_clip_norm(layer_clips)
         else:
             if isinstance(thresholds, Mapping):
                 raise ValueError(f"flat clipping takes one threshold, got {thresholds!r}")
             clip = thresholds
-        uncharged = (UnchargedRead(
-            name=f"clip-thresholds:{spec.method}",
-            touches=("features", "labels", "edges"),
-            reason=(
-                f"{hp.clipping} clipping thresholds are the {hp.clip_percentile:g}th percentile of per-subgraph "
-                f"gradient norms at initialization on {hp.batch_size} training subgraphs, read without noise "
-                "(the paper's recipe); the thresholds are not covered by the recorded ε"
+        uncharged = (
+            UnchargedRead(
+                name=f"clip-thresholds:{spec.method}",
+                touches=("features", "labels", "edges"),
+                reason=(
+                    f"{hp.clipping} clipping thresholds are the {hp.clip_percentile:g}th percentile of per-subgraph "
+                    f"gradient norms at initialization on {hp.batch_size} training subgraphs, read without noise "
+                    "(the paper's recipe); the thresholds are not covered by the recorded ε"
+                ),
             ),
-        ),)
+        )
     else:
         if thresholds is not None:
             raise ValueError("thresholds are the run's only where clip_percentile > 0; here they are clip_norm's")
@@ -237,8 +272,13 @@ def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer:
 
     def record_of(z: float) -> MechanismRecord:
         params = hypergeometric_gaussian_params(
-            num_examples=num_examples, max_degree=max_degree, num_layers=hp.num_layers,
-            batch_size=hp.batch_size, noise_multiplier=z, clip_norm=clip, steps=steps,
+            num_examples=num_examples,
+            max_degree=max_degree,
+            num_layers=hp.num_layers,
+            batch_size=hp.batch_size,
+            noise_multiplier=z,
+            clip_norm=clip,
+            steps=steps,
         )
         if layer_clips is not None:
             params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
@@ -267,14 +307,20 @@ def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer:
 
     claim = None
     if hp.accounting == "paper":
-        claim = Claim(epsilon=spec.target_epsilon, delta=paper_delta(num_examples), rule=_PAPER_RULE,
-                      source=_PAPER_SOURCE)
+        claim = Claim(
+            epsilon=spec.target_epsilon, delta=paper_delta(num_examples), rule=_PAPER_RULE, source=_PAPER_SOURCE
+        )
 
     def ledger_of(z: float) -> Ledger:
         return Ledger(
-            level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-            mechanisms=(record_of(z),), accountant=spec.accountant, uncharged=uncharged,
-            degree_bound=degree_bound, claim=claim,
+            level="node",
+            target_epsilon=spec.target_epsilon,
+            target_delta=spec.target_delta,
+            mechanisms=(record_of(z),),
+            accountant=spec.accountant,
+            uncharged=uncharged,
+            degree_bound=degree_bound,
+            claim=claim,
         )
 
     if claim is None:
@@ -282,15 +328,29 @@ def plan_dp_gnn(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, *, layer:
     else:  # the paper's noise std z·C_l on each layer: z/√L relative to the whole gradient's bound C
         assert layer_clips is not None
         z = paper_reference_noise_multiplier(
-            target_epsilon=spec.target_epsilon, num_examples=num_examples, max_degree=max_degree,
-            num_layers=hp.num_layers, batch_size=hp.batch_size, steps=steps, num_groups=len(layer_clips),
+            target_epsilon=spec.target_epsilon,
+            num_examples=num_examples,
+            max_degree=max_degree,
+            num_layers=hp.num_layers,
+            batch_size=hp.batch_size,
+            steps=steps,
+            num_groups=len(layer_clips),
         )
     ledger = ledger_of(z)
     ledger.check()
-    return Plan(ledger, {
-        "max_degree": max_degree, "degree_bound": degree_bound, "steps": steps, "batch_size": hp.batch_size,
-        "noise_multiplier": z, "clip_norm": clip, "layer_clip_norms": layer_clips, "layer_names": names,
-    })
+    return Plan(
+        ledger,
+        {
+            "max_degree": max_degree,
+            "degree_bound": degree_bound,
+            "steps": steps,
+            "batch_size": hp.batch_size,
+            "noise_multiplier": z,
+            "clip_norm": clip,
+            "layer_clip_norms": layer_clips,
+            "layer_names": names,
+        },
+    )
 
 
 # What a verifier must take from the stated ledger to re-plan a run (none unless clip_percentile > 0): keyword
@@ -304,8 +364,9 @@ plan_dp_gnn.run_supplied = {"thresholds": _stated_thresholds}
 
 
 def _planner(layer: str):
-    def plan(public: PublicInputs, spec: RunSpec, hp: DpGnnHparams,
-             thresholds: Mapping[str, float] | float | None = None) -> Plan:
+    def plan(
+        public: PublicInputs, spec: RunSpec, hp: DpGnnHparams, thresholds: Mapping[str, float] | float | None = None
+    ) -> Plan:
         return plan_dp_gnn(public, spec, hp, layer=layer, thresholds=thresholds)
 
     plan.__name__ = plan.__qualname__ = f"plan_dp_{layer}"

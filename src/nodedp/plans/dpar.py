@@ -87,8 +87,9 @@ def sgd_schedule(hp: DparHparams, num_train: int) -> tuple[float, int]:
 
 def _private_option(method: str) -> str:
     if OPTIONS.get(method, "nodp") == "nodp":
-        raise ValueError(f"{method!r} is not a private DPAR method; valid: "
-                         f"{[m for m, o in OPTIONS.items() if o != 'nodp']}")
+        raise ValueError(
+            f"{method!r} is not a private DPAR method; valid: {[m for m, o in OPTIONS.items() if o != 'nodp']}"
+        )
     return OPTIONS[method]
 
 
@@ -107,11 +108,19 @@ def _clip(option: str, hp: DparHparams) -> float:
     return hp.gm_clip if option == "gm" else hp.em_clip
 
 
-def _paper_dp_appr_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
-                         delta: float) -> dict[str, float]:
-    return paper_dp_appr_noise(option=_private_option(method), epsilon=epsilon, delta=delta, k=hp.k,
-                               m=num_rows(hp, num_train), sample_rate=hp.sample_rate, ratio=hp.ratio,
-                               value_share=hp.value_share)
+def _paper_dp_appr_noise(
+    method: str, hp: DparHparams, *, num_train: int, epsilon: float, delta: float
+) -> dict[str, float]:
+    return paper_dp_appr_noise(
+        option=_private_option(method),
+        epsilon=epsilon,
+        delta=delta,
+        k=hp.k,
+        m=num_rows(hp, num_train),
+        sample_rate=hp.sample_rate,
+        ratio=hp.ratio,
+        value_share=hp.value_share,
+    )
 
 
 def paper_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float, delta: float) -> dict[str, Any]:
@@ -125,14 +134,21 @@ def paper_noise(method: str, hp: DparHparams, *, num_train: int, epsilon: float,
     """
     option = _private_option(method)
     rate, steps = sgd_schedule(hp, num_train)
-    appr = ({} if option == FEATURES
-            else _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta))
+    appr = (
+        {}
+        if option == FEATURES
+        else _paper_dp_appr_noise(method, hp, num_train=num_train, epsilon=epsilon, delta=delta)
+    )
     return {
         "dp_appr": appr,
-        "sgd_noise_multiplier": paper_dp_sgd_noise_multiplier(epsilon=epsilon, delta=delta,
-                                                              sample_rate=hp.sample_rate,
-                                                              ratio=_paper_ratio(option, hp),
-                                                              sampling_rate=rate, steps=steps),
+        "sgd_noise_multiplier": paper_dp_sgd_noise_multiplier(
+            epsilon=epsilon,
+            delta=delta,
+            sample_rate=hp.sample_rate,
+            ratio=_paper_ratio(option, hp),
+            sampling_rate=rate,
+            steps=steps,
+        ),
     }
 
 
@@ -143,40 +159,52 @@ def paper_claim(epsilon: float, delta: float, *, option: str | None = None) -> C
     return Claim(epsilon=epsilon, delta=delta, rule=rule, source=PAPER_SOURCE)
 
 
-def _dp_appr_records(option: str, noise: dict[str, float], *, k: int, m: int,
-                     clip: float) -> tuple[MechanismRecord, ...]:
+def _dp_appr_records(
+    option: str, noise: dict[str, float], *, k: int, m: int, clip: float
+) -> tuple[MechanismRecord, ...]:
     """The ledger records of DP-APPR with ``noise`` (``dp_appr_plan``'s keys), as suite mode records them."""
     if option == "gm":
         return (dp_appr_gm_record(noise_multiplier=noise["noise_multiplier"], k=k, m=m, clip=clip),)
-    return dp_appr_em_records(option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip,
-                              epsilon_value=noise.get("epsilon_value"))
+    return dp_appr_em_records(
+        option=option, epsilon=noise["epsilon"], k=k, m=m, clip=clip, epsilon_value=noise.get("epsilon_value")
+    )
 
 
-def dp_sgd_record(name: str, hp: DparHparams, *, option: str, sampling_rate: float, steps: int,
-                  noise_multiplier: float) -> MechanismRecord:
+def dp_sgd_record(
+    name: str, hp: DparHparams, *, option: str, sampling_rate: float, steps: int, noise_multiplier: float
+) -> MechanismRecord:
     """DP-SGD's ledger record of a run of DPAR ``option``: the Gaussian mixed over ρ ~ Binomial(d, γ) changed
     examples, d = max_rows + 2 ("ranked_sources"), or d = 1 for Features ("self_only"; nodedp.methods.dpar)."""
     rule, max_rows = _occurrence_rule(option, hp)
     occurrences = occurrence_bound(rule=rule, max_rows=max_rows)
     if option == FEATURES:
-        reason = ("every training example is its node's own features and label with weight 1 (Algorithm 2 with "
-                  "one-hot APPR rows: no DP-APPR matrix, no sources, no example holds another node), so "
-                  "removing a node changes exactly d = 1 example, its own; it is clipped to C, so the gradient "
-                  "sum moves by ≤ 2·C·ρ, ρ ~ Binomial(1, γ) in a Poisson batch")
+        reason = (
+            "every training example is its node's own features and label with weight 1 (Algorithm 2 with "
+            "one-hot APPR rows: no DP-APPR matrix, no sources, no example holds another node), so "
+            "removing a node changes exactly d = 1 example, its own; it is clipped to C, so the gradient "
+            "sum moves by ≤ 2·C·ρ, ρ ~ Binomial(1, γ) in a Poisson batch"
+        )
     else:
-        reason = (f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
-                  f"{occurrences} training examples: its own, the ≤ {max_rows} whose DP-APPR rows hold its "
-                  "column, and that of the one node that takes its source row (sources: the sampled nodes of "
-                  "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
-                  "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
-                  "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch")
+        reason = (
+            f"given the released DP-APPR matrix, removing a node changes at most d = max_rows + 2 = "
+            f"{occurrences} training examples: its own, the ≤ {max_rows} whose DP-APPR rows hold its "
+            "column, and that of the one node that takes its source row (sources: the sampled nodes of "
+            "smallest random priority, coupled so that every other source keeps its row; column ℓ1 "
+            "factors computed over the released rows alone); each is clipped to C, so the gradient sum "
+            "moves by ≤ 2·C·ρ, ρ ~ Binomial(d, γ) of them in a Poisson batch"
+        )
     return MechanismRecord(
         name=name,
         kind="poisson_occurrence_gaussian",
         touches=("features", "labels"),
-        params=poisson_occurrence_gaussian_params(sampling_rate=sampling_rate, max_rows=max_rows,
-                                                  noise_multiplier=noise_multiplier, clip_norm=hp.clip_norm,
-                                                  steps=steps, occurrence_rule=rule),
+        params=poisson_occurrence_gaussian_params(
+            sampling_rate=sampling_rate,
+            max_rows=max_rows,
+            noise_multiplier=noise_multiplier,
+            clip_norm=hp.clip_norm,
+            steps=steps,
+            occurrence_rule=rule,
+        ),
         sensitivity=2 * hp.clip_norm * occurrences,
         sensitivity_reason=reason,
         dp_event=None,
@@ -205,19 +233,26 @@ def plan_dp_appr(public: PublicInputs, spec: RunSpec, hp: DparHparams, *, method
     if option == FEATURES:
         claim = None
         if hp.accounting == "paper":
-            claim = paper_claim(epsilon, paper_delta(public.dataset, num_train=num_train, sample_rate=hp.sample_rate),
-                                option=option)
+            claim = paper_claim(
+                epsilon, paper_delta(public.dataset, num_train=num_train, sample_rate=hp.sample_rate), option=option
+            )
         # Nothing is released but the sample, whose rate the ledger carries; DP-SGD's record joins it in training.
-        ledger = Ledger(level="node", target_epsilon=epsilon, target_delta=delta, mechanisms=(),
-                        accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
+        ledger = Ledger(
+            level="node",
+            target_epsilon=epsilon,
+            target_delta=delta,
+            mechanisms=(),
+            accountant=accountant,
+            node_sample_rate=hp.sample_rate,
+            claim=claim,
+        )
         # not ``check``ed: a private ledger without mechanisms is incomplete until DP-SGD's record joins it
         return Plan(ledger, {**parts, "noise": {}, "claimed_epsilon_on_sample": 0.0})
     if not private:
         ledger = Ledger.non_private()
         ledger.check()
         return Plan(ledger, {**parts, "noise": {}, "claimed_epsilon_on_sample": None})
-    inner_epsilon, inner_delta = inner_budget(target_epsilon=epsilon, target_delta=delta,
-                                              sample_rate=hp.sample_rate)
+    inner_epsilon, inner_delta = inner_budget(target_epsilon=epsilon, target_delta=delta, sample_rate=hp.sample_rate)
     claim = None
     if hp.accounting == "paper":
         claim = paper_claim(epsilon, paper_delta(public.dataset, num_train=num_train, sample_rate=hp.sample_rate))
@@ -225,11 +260,26 @@ def plan_dp_appr(public: PublicInputs, spec: RunSpec, hp: DparHparams, *, method
         records = _dp_appr_records(option, noise, k=hp.k, m=m, clip=clip)
         inner_delta = PAPER_DELTA_SHARE * claim.delta / hp.sample_rate  # the paper's δ_APPR on the sample
     else:
-        noise, records = dp_appr_plan(option=option, epsilon=hp.ratio * inner_epsilon, delta=inner_delta, k=hp.k,
-                                      m=m, clip=clip, value_share=hp.value_share, accountant=accountant)
+        noise, records = dp_appr_plan(
+            option=option,
+            epsilon=hp.ratio * inner_epsilon,
+            delta=inner_delta,
+            k=hp.k,
+            m=m,
+            clip=clip,
+            value_share=hp.value_share,
+            accountant=accountant,
+        )
     claimed = claimed_dp_appr_epsilon(option=option, noise=noise, k=hp.k, m=m, delta=inner_delta)
-    ledger = Ledger(level="node", target_epsilon=epsilon, target_delta=delta, mechanisms=records,
-                    accountant=accountant, node_sample_rate=hp.sample_rate, claim=claim)
+    ledger = Ledger(
+        level="node",
+        target_epsilon=epsilon,
+        target_delta=delta,
+        mechanisms=records,
+        accountant=accountant,
+        node_sample_rate=hp.sample_rate,
+        claim=claim,
+    )
     ledger.check()
     return Plan(ledger, {**parts, "noise": noise, "claimed_epsilon_on_sample": claimed})
 
@@ -246,18 +296,30 @@ def plan_dpar(public: PublicInputs, spec: RunSpec, hp: DparHparams, *, method: s
     claim = appr.ledger.claim
 
     def ledger_of(z: float) -> Ledger:
-        sgd = dp_sgd_record(f"dp-sgd:{spec.method}", hp, option=option, sampling_rate=rate, steps=steps,
-                            noise_multiplier=z)
-        return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                      mechanisms=(*appr.ledger.mechanisms, sgd), accountant=spec.accountant,
-                      node_sample_rate=hp.sample_rate, claim=claim)
+        sgd = dp_sgd_record(
+            f"dp-sgd:{spec.method}", hp, option=option, sampling_rate=rate, steps=steps, noise_multiplier=z
+        )
+        return Ledger(
+            level="node",
+            target_epsilon=spec.target_epsilon,
+            target_delta=spec.target_delta,
+            mechanisms=(*appr.ledger.mechanisms, sgd),
+            accountant=spec.accountant,
+            node_sample_rate=hp.sample_rate,
+            claim=claim,
+        )
 
     if claim is None:
         z = calibrate_ledger(target_epsilon=spec.target_epsilon, ledger_of=ledger_of)
     else:  # reference mode: DP-SGD's noise as the paper sizes it, at the claimed δ
-        z = paper_dp_sgd_noise_multiplier(epsilon=spec.target_epsilon, delta=claim.delta,
-                                          sample_rate=hp.sample_rate, ratio=_paper_ratio(option, hp),
-                                          sampling_rate=rate, steps=steps)
+        z = paper_dp_sgd_noise_multiplier(
+            epsilon=spec.target_epsilon,
+            delta=claim.delta,
+            sample_rate=hp.sample_rate,
+            ratio=_paper_ratio(option, hp),
+            sampling_rate=rate,
+            steps=steps,
+        )
     ledger = ledger_of(z)
     ledger.check()
     details: dict[str, Any] = {"sgd_noise_multiplier": z, "epsilon_on_sample": ledger.composed_on_sample()[0]}
@@ -266,8 +328,9 @@ def plan_dpar(public: PublicInputs, spec: RunSpec, hp: DparHparams, *, method: s
         # What the reference code would report: each part × q', never composed; DP-SGD by the plain subsampled
         # Gaussian (sensitivity C) at the planned rate batch/(q'·|train|), not the realised |S| (a count of the
         # private sample).
-        reference_sgd = epsilon_of(subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate, steps=steps),
-                                   delta=inner_delta)
+        reference_sgd = epsilon_of(
+            subsampled_gaussian_event(noise_multiplier=z, sampling_rate=rate, steps=steps), delta=inner_delta
+        )
         claimed_appr = appr.parts["claimed_epsilon_on_sample"]
         details |= {
             "claimed_epsilon": reference_understated(claimed_appr + reference_sgd, rate=hp.sample_rate),
@@ -279,11 +342,14 @@ def plan_dpar(public: PublicInputs, spec: RunSpec, hp: DparHparams, *, method: s
             "claimed_epsilon": claim.epsilon,
             "claimed_delta": claim.delta,
             "actual_epsilon_at_claimed_delta": ledger.actual_claim_epsilon(),
-            "claimed_epsilon_parts_on_sample": {"dp_appr": ratio * claim.epsilon / hp.sample_rate,
-                                                "dp_sgd": (1 - ratio) * claim.epsilon / hp.sample_rate},
+            "claimed_epsilon_parts_on_sample": {
+                "dp_appr": ratio * claim.epsilon / hp.sample_rate,
+                "dp_sgd": (1 - ratio) * claim.epsilon / hp.sample_rate,
+            },
         }
-    return Plan(ledger, {"appr": appr, "sampling_rate": rate, "steps": steps, "noise_multiplier": z,
-                         "details": details})
+    return Plan(
+        ledger, {"appr": appr, "sampling_rate": rate, "steps": steps, "noise_multiplier": z, "details": details}
+    )
 
 
 def plan_dpar_em0(public: PublicInputs, spec: RunSpec, hp: DparHparams) -> Plan:
@@ -302,18 +368,41 @@ def plan_dpar_features(public: PublicInputs, spec: RunSpec, hp: DparHparams) -> 
     return plan_dpar(public, spec, hp, method="dpar-features")
 
 
-def reference_ledger(method: str, hp: DparHparams, *, num_train: int, target_epsilon: float, target_delta: float,
-                     claimed_delta: float, accountant: str = "rdp") -> Ledger:
+def reference_ledger(
+    method: str,
+    hp: DparHparams,
+    *,
+    num_train: int,
+    target_epsilon: float,
+    target_delta: float,
+    claimed_delta: float,
+    accountant: str = "rdp",
+) -> Ledger:
     """The ledger of a reference run of ``method`` (its noise ``paper_noise`` for the claimed
     (``target_epsilon``, ``claimed_delta``)), without running it: ``composed()`` is its actual ε at the
     suite's ``target_delta``, ``actual_claim_epsilon()`` at the paper's δ. Public sizes only."""
     option = _private_option(method)
     noise = paper_noise(method, hp, num_train=num_train, epsilon=target_epsilon, delta=claimed_delta)
     rate, steps = sgd_schedule(hp, num_train)
-    records = () if option == FEATURES else _dp_appr_records(option, noise["dp_appr"], k=hp.k,
-                                                             m=num_rows(hp, num_train), clip=_clip(option, hp))
-    sgd = dp_sgd_record(f"dp-sgd:{method}@paper", hp, option=option, sampling_rate=rate, steps=steps,
-                        noise_multiplier=noise["sgd_noise_multiplier"])
-    return Ledger(level="node", target_epsilon=target_epsilon, target_delta=target_delta, mechanisms=(*records, sgd),
-                  accountant=accountant, node_sample_rate=hp.sample_rate,
-                  claim=paper_claim(target_epsilon, claimed_delta, option=option))
+    records = (
+        ()
+        if option == FEATURES
+        else _dp_appr_records(option, noise["dp_appr"], k=hp.k, m=num_rows(hp, num_train), clip=_clip(option, hp))
+    )
+    sgd = dp_sgd_record(
+        f"dp-sgd:{method}@paper",
+        hp,
+        option=option,
+        sampling_rate=rate,
+        steps=steps,
+        noise_multiplier=noise["sgd_noise_multiplier"],
+    )
+    return Ledger(
+        level="node",
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        mechanisms=(*records, sgd),
+        accountant=accountant,
+        node_sample_rate=hp.sample_rate,
+        claim=paper_claim(target_epsilon, claimed_delta, option=option),
+    )

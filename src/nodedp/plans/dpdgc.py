@@ -54,8 +54,10 @@ __all__ = [
     "reference_accountant",
 ]
 
-_SAME_EDGE_LISTS = ("as in GAP, neighbouring graphs are compared on the same sampled edge lists: re-running the "
-                    "out-degree sampling without a node could let its in-neighbours keep other edges instead")
+_SAME_EDGE_LISTS = (
+    "as in GAP, neighbouring graphs are compared on the same sampled edge lists: re-running the "
+    "out-degree sampling without a node could let its in-neighbours keep other edges instead"
+)
 
 # --- reference mode: the public code's accounting (module docstring) ---------------------------------------------
 # --norm-scale of every public DPDGC script (train_scripts/real/DPDGC-node.sh): DP-Emb's noise is sized for
@@ -93,8 +95,9 @@ def public_code_steps(*, num_train_nodes: int, batch_size: int, epochs: int) -> 
     return epochs * num_train_nodes // batch_size
 
 
-def public_code_epsilon(sigma: float, *, num_train_nodes: int, batch_size: int, encoder_epochs: int, epochs: int,
-                        delta: float) -> float:
+def public_code_epsilon(
+    sigma: float, *, num_train_nodes: int, batch_size: int, encoder_epochs: int, epochs: int, delta: float
+) -> float:
     """The ε the public code states for noise scale σ (its ``ComposedNoisyMechanism``, via autodp).
 
     RDP of the encoder's and the classifier's DP-SGD, each ``public_code_steps`` draws of B of the N training
@@ -105,11 +108,15 @@ def public_code_epsilon(sigma: float, *, num_train_nodes: int, batch_size: int, 
     """
     accountant = RdpAccountant(orders=list(RDP_ORDERS), neighboring_relation=NeighboringRelation.REPLACE_ONE)
     # Both stages are the same sampled Gaussian (same σ, N and B): their RDP adds as one of the summed steps.
-    steps = sum(public_code_steps(num_train_nodes=num_train_nodes, batch_size=batch_size, epochs=e)
-                for e in (encoder_epochs, epochs) if e)
+    steps = sum(
+        public_code_steps(num_train_nodes=num_train_nodes, batch_size=batch_size, epochs=e)
+        for e in (encoder_epochs, epochs)
+        if e
+    )
     if steps:
-        sampled = dp_event.SampledWithoutReplacementDpEvent(num_train_nodes, batch_size,
-                                                            dp_event.GaussianDpEvent(sigma))
+        sampled = dp_event.SampledWithoutReplacementDpEvent(
+            num_train_nodes, batch_size, dp_event.GaussianDpEvent(sigma)
+        )
         accountant.compose(dp_event.SelfComposedDpEvent(sampled, steps))
     accountant.compose(dp_event.GaussianDpEvent(sigma))
     return float(accountant.get_epsilon(delta))
@@ -127,8 +134,9 @@ class PublicCodeNoise:
 
 
 @functools.lru_cache(maxsize=64)  # pure, and each call is a search over a slow RDP curve (~1 s)
-def public_code_sigma(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
-                      epochs: int) -> float:
+def public_code_sigma(
+    *, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int, epochs: int
+) -> float:
     """The public code's one noise scale for ``claimed_epsilon``: the smallest σ with ``public_code_epsilon`` ≤
     the claim (to a relative 1e-4) at the code's δ (``public_code_delta``)."""
     if isinstance(claimed_epsilon, bool) or not (math.isfinite(claimed_epsilon) and claimed_epsilon > 0):
@@ -139,14 +147,29 @@ def public_code_sigma(*, claimed_epsilon: float, num_train_nodes: int, batch_siz
         raise ValueError(f"epochs must be >= 0, got {encoder_epochs} and {epochs}")
     delta = public_code_delta(num_train_nodes)
     return calibrate(
-        target_epsilon=claimed_epsilon, tolerance=_PUBLIC_TOLERANCE,
-        epsilon_of_sigma=lambda s: public_code_epsilon(s, num_train_nodes=num_train_nodes, batch_size=batch_size,
-                                                       encoder_epochs=encoder_epochs, epochs=epochs, delta=delta),
+        target_epsilon=claimed_epsilon,
+        tolerance=_PUBLIC_TOLERANCE,
+        epsilon_of_sigma=lambda s: public_code_epsilon(
+            s,
+            num_train_nodes=num_train_nodes,
+            batch_size=batch_size,
+            encoder_epochs=encoder_epochs,
+            epochs=epochs,
+            delta=delta,
+        ),
     )
 
 
-def public_code_noise(*, claimed_epsilon: float, num_train_nodes: int, batch_size: int, encoder_epochs: int,
-                      epochs: int, max_degree: int, norm_scale: float = PUBLIC_NORM_SCALE) -> PublicCodeNoise:
+def public_code_noise(
+    *,
+    claimed_epsilon: float,
+    num_train_nodes: int,
+    batch_size: int,
+    encoder_epochs: int,
+    epochs: int,
+    max_degree: int,
+    norm_scale: float = PUBLIC_NORM_SCALE,
+) -> PublicCodeNoise:
     """The noise the public DPDGC code adds when asked for ``claimed_epsilon`` (module docstring).
 
     σ is ``public_code_sigma``. The noise factors are the code's: 2√(D+1) on the encoder (its count of the
@@ -158,10 +181,16 @@ def public_code_noise(*, claimed_epsilon: float, num_train_nodes: int, batch_siz
         raise ValueError(f"max_degree must be an integer >= 1, got {max_degree!r}")
     if not (math.isfinite(norm_scale) and norm_scale > 0):
         raise ValueError(f"norm_scale must be a finite number > 0, got {norm_scale!r}")
-    sigma = public_code_sigma(claimed_epsilon=float(claimed_epsilon), num_train_nodes=num_train_nodes,
-                              batch_size=batch_size, encoder_epochs=encoder_epochs, epochs=epochs)
+    sigma = public_code_sigma(
+        claimed_epsilon=float(claimed_epsilon),
+        num_train_nodes=num_train_nodes,
+        batch_size=batch_size,
+        encoder_epochs=encoder_epochs,
+        epochs=epochs,
+    )
     return PublicCodeNoise(
-        sigma=sigma, delta=public_code_delta(num_train_nodes),
+        sigma=sigma,
+        delta=public_code_delta(num_train_nodes),
         encoder_noise_multiplier=2.0 * math.sqrt(max_degree + 1) * sigma,
         emb_noise_std=sigma * norm_scale * math.sqrt(2 * max_degree),
         classifier_noise_multiplier=2.0 * sigma,
@@ -172,7 +201,6 @@ def reference_accountant(emb_noise_multiplier: float, accountant: str) -> str:
     """A reference ledger's accountant: the run's, or "rdp" where DP-Emb's noise multiplier is below
     ``PLD_MIN_NOISE_MULTIPLIER`` (no PLD of it can be built; RDP bounds it soundly, if more loosely)."""
     return "rdp" if emb_noise_multiplier < PLD_MIN_NOISE_MULTIPLIER else accountant
-
 
 
 @dataclass(frozen=True)
@@ -192,7 +220,9 @@ def dpdgc_schedule(*, num_train: int, max_degree: int, hp: DpdgcHparams) -> Dpdg
         raise ValueError(f"batch_size {hp.batch_size} must be in [1, {num_train}] (training nodes)")
     q = hp.batch_size / num_train
     return DpdgcSchedule(
-        max_degree=max_degree, row_clip=hp.row_clip or math.sqrt(max_degree), sampling_rate=q,
+        max_degree=max_degree,
+        row_clip=hp.row_clip or math.sqrt(max_degree),
+        sampling_rate=q,
         encoder_steps=math.ceil(hp.encoder_epochs / q) if hp.encoder_epochs else 0,
         classifier_steps=max(1, math.ceil(hp.epochs / q)),
     )
@@ -218,17 +248,25 @@ def dpdgc_ledger_plan(*, num_train: int, max_degree: int, spec: RunSpec, hp: Dpd
 
     def encoder_record(z: float) -> MechanismRecord:
         return MechanismRecord(
-            name=f"dp-sgd:{spec.method}:encoder", kind="poisson_occurrence_gaussian", touches=("edges", "labels"),
-            params=poisson_occurrence_gaussian_params(sampling_rate=q, max_rows=max_degree, noise_multiplier=z,
-                                                      clip_norm=c, steps=encoder_steps,
-                                                      occurrence_rule=OWN_PLUS_ROWS),
+            name=f"dp-sgd:{spec.method}:encoder",
+            kind="poisson_occurrence_gaussian",
+            touches=("edges", "labels"),
+            params=poisson_occurrence_gaussian_params(
+                sampling_rate=q,
+                max_rows=max_degree,
+                noise_multiplier=z,
+                clip_norm=c,
+                steps=encoder_steps,
+                occurrence_rule=OWN_PLUS_ROWS,
+            ),
             sensitivity=2 * c * occurrences,
             sensitivity_reason=(
                 f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
                 f"removes its own example and changes the rows of its ≤ D = {max_degree} out-neighbours, "
                 f"d = D + 1 = {occurrences} examples each clipped to C, so the gradient sum moves by ≤ 2·C·ρ, "
                 "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
-                "amplification under-counts)"),
+                "amplification under-counts)"
+            ),
             dp_event=None,
             caveat=_SAME_EDGE_LISTS,
         )
@@ -236,54 +274,87 @@ def dpdgc_ledger_plan(*, num_train: int, max_degree: int, spec: RunSpec, hp: Dpd
     def emb_record(z: float) -> MechanismRecord:
         sensitivity = math.sqrt(max_degree + row_clip**2)
         return MechanismRecord(
-            name=f"dp-emb:{spec.method}", kind="gaussian", touches=("edges",),
-            params={"mechanism": "nap", "level": "node", "noise_multiplier": z, "noise_std": z * sensitivity,
-                    "queries": 1, "row_clip": row_clip,
-                    "max_degree": max_degree, "embedding_norm": 1.0},
+            name=f"dp-emb:{spec.method}",
+            kind="gaussian",
+            touches=("edges",),
+            params={
+                "mechanism": "nap",
+                "level": "node",
+                "noise_multiplier": z,
+                "noise_std": z * sensitivity,
+                "queries": 1,
+                "row_clip": row_clip,
+                "max_degree": max_degree,
+                "embedding_norm": 1.0,
+            },
             sensitivity=sensitivity,
             sensitivity_reason=(
                 f"X_A = clip_R(A Ŵ) with every embedding Ŵ_j of norm ≤ 1 (normalized before the release) and "
                 f"rows clipped to R = {row_clip:g}: removing a node moves its ≤ D = {max_degree} out-neighbours' "
                 f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
-                "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"),
+                "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"
+            ),
             dp_event=nap_event(noise_multiplier=z, hops=1),
             caveat=_SAME_EDGE_LISTS,
         )
 
     def classifier_record(z: float) -> MechanismRecord:
         return dpsgd_record(
-            name=f"dp-sgd:{spec.method}:classifier", touches=("features", "labels"), noise_multiplier=z,
-            clip_norm=c, sampling_rate=q, num_examples=n, batch_size=hp.batch_size, steps=classifier_steps,
+            name=f"dp-sgd:{spec.method}:classifier",
+            touches=("features", "labels"),
+            noise_multiplier=z,
+            clip_norm=c,
+            sampling_rate=q,
+            num_examples=n,
+            batch_size=hp.batch_size,
+            steps=classifier_steps,
             epochs=hp.epochs,
-            sensitivity_reason=("each training node is one example: its own features, label and released "
-                                "embedding row (already private); adding or removing it changes the clipped "
-                                "sum by ≤ C"),
+            sensitivity_reason=(
+                "each training node is one example: its own features, label and released "
+                "embedding row (already private); adding or removing it changes the clipped "
+                "sum by ≤ C"
+            ),
         )
 
     def ledger_of(*records: MechanismRecord, accountant: str = spec.accountant, claim: Claim | None = None) -> Ledger:
-        return Ledger(level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                      mechanisms=records, accountant=accountant, degree_bound=degree_bound, claim=claim)
+        return Ledger(
+            level="node",
+            target_epsilon=spec.target_epsilon,
+            target_delta=spec.target_delta,
+            mechanisms=records,
+            accountant=accountant,
+            degree_bound=degree_bound,
+            claim=claim,
+        )
 
     eps = spec.target_epsilon
     first: tuple[MechanismRecord, ...] = ()
     noise: dict[str, Any] = {}
     if hp.accounting == "paper":  # the public code's noise, the same records (module docstring)
-        public = public_code_noise(claimed_epsilon=eps, num_train_nodes=n, batch_size=hp.batch_size,
-                                   encoder_epochs=hp.encoder_epochs, epochs=hp.epochs,
-                                   max_degree=hp.paper_max_degree or max_degree)
+        public = public_code_noise(
+            claimed_epsilon=eps,
+            num_train_nodes=n,
+            batch_size=hp.batch_size,
+            encoder_epochs=hp.encoder_epochs,
+            epochs=hp.epochs,
+            max_degree=hp.paper_max_degree or max_degree,
+        )
         z_e = public.emb_noise_std / math.sqrt(max_degree + row_clip**2)
         z_c = public.classifier_noise_multiplier
         if encoder_steps:
-            first, noise["encoder_noise_multiplier"] = ((encoder_record(public.encoder_noise_multiplier),),
-                                                        public.encoder_noise_multiplier)
+            first, noise["encoder_noise_multiplier"] = (
+                (encoder_record(public.encoder_noise_multiplier),),
+                public.encoder_noise_multiplier,
+            )
         accountant = reference_accountant(z_e, spec.accountant)
         claim = Claim(epsilon=eps, delta=public.delta, rule=_PUBLIC_RULE, source=_PUBLIC_SOURCE)
         ledger = ledger_of(*first, emb_record(z_e), classifier_record(z_c), accountant=accountant, claim=claim)
         noise |= {"public_sigma": public.sigma, "public_delta": public.delta}
     else:
         if encoder_steps:
-            z_a = calibrate_ledger(target_epsilon=hp.encoder_share * eps,
-                                   ledger_of=lambda s: ledger_of(encoder_record(s)))
+            z_a = calibrate_ledger(
+                target_epsilon=hp.encoder_share * eps, ledger_of=lambda s: ledger_of(encoder_record(s))
+            )
             first, noise["encoder_noise_multiplier"] = (encoder_record(z_a),), z_a
         z_e = calibrate_ledger(target_epsilon=hp.emb_share * eps, ledger_of=lambda s: ledger_of(emb_record(s)))
         first += (emb_record(z_e),)

@@ -30,9 +30,12 @@ def plan_edgerand(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
         name=f"edge-rr:{spec.method}",
         kind="randomized_response",
         touches=("edges",),
-        params={"mechanism": "edge_rr", "flip_probability": flip_probability(spec.target_epsilon),
-                "num_nodes": public.num_nodes,
-                "pairs": "unordered" if undirected else "ordered"},
+        params={
+            "mechanism": "edge_rr",
+            "flip_probability": flip_probability(spec.target_epsilon),
+            "num_nodes": public.num_nodes,
+            "pairs": "unordered" if undirected else "ordered",
+        },
         sensitivity=1.0,
         sensitivity_reason=(
             "one edge is one adjacency entry (an unordered pair on this undirected graph); each entry is "
@@ -41,7 +44,12 @@ def plan_edgerand(public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
         dp_event=None,
         pure_epsilon=spec.target_epsilon,
     )
-    ledger = Ledger(level="edge", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta,
-                    mechanisms=(record,), accountant=spec.accountant)
+    ledger = Ledger(
+        level="edge",
+        target_epsilon=spec.target_epsilon,
+        target_delta=spec.target_delta,
+        mechanisms=(record,),
+        accountant=spec.accountant,
+    )
     ledger.check()
     return Plan(ledger, {"undirected": undirected})

@@ -19,12 +19,17 @@ def plan_mlp(public: PublicInputs, spec: RunSpec, hp: DpMlpHparams) -> Plan:
     if hp.accounting == "paper":
         delta, accountant = gap_paper_delta(public.num_nodes), "rdp"
         claim = Claim(
-            epsilon=spec.target_epsilon, delta=delta,
-            rule=(f"Poisson-sampled DP-SGD, its noise multiplier calibrated by RDP to ε at δ = {delta:g} "
-                  "(the suite's own accounting; only δ is the papers')"),
-            source=("GAP/ProGAP's DP-MLP baseline (ProGAP §5.3: δ below 1/N); public code "
-                    "core/methods/node/mlp/mlp_dp.py: NoisySGD calibrated by autodp, delta 'auto' = "
-                    "1/10**len(str(N))"),
+            epsilon=spec.target_epsilon,
+            delta=delta,
+            rule=(
+                f"Poisson-sampled DP-SGD, its noise multiplier calibrated by RDP to ε at δ = {delta:g} "
+                "(the suite's own accounting; only δ is the papers')"
+            ),
+            source=(
+                "GAP/ProGAP's DP-MLP baseline (ProGAP §5.3: δ below 1/N); public code "
+                "core/methods/node/mlp/mlp_dp.py: NoisySGD calibrated by autodp, delta 'auto' = "
+                "1/10**len(str(N))"
+            ),
         )
     dpsgd = plan_dpsgd(
         name=f"dp-sgd:{spec.method}",

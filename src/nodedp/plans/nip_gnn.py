@@ -52,11 +52,15 @@ from nodedp.plans import Plan, PublicInputs
 
 __all__ = ["NipNoise", "NipReleased", "nip_noise", "plan_nip_gnn", "reference_reads", "released_inputs"]
 
-_BOUND_CAVEAT = ("as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
-                 "removing a node can change the sampled set by up to D_max + deg(v) edges near it")
-_REFERENCE_RULE = ("ε = ε_A + ε_B + ε_C (Theorem 5): NAP's Laplace 2·D_max/(ε_A·β_u) with Eq. 11's β is ε_A-DP "
-                   "(Theorem 3), s = 2/(e^{ε_B/2D_max} + 1) is ε_B-DP (Theorem 4), label RR at ε_C (Eq. 13); "
-                   "D_max the private graph's maximum degree, pure ε")
+_BOUND_CAVEAT = (
+    "as in the paper, neighbouring graphs are compared on the same degree-bounded edge set: "
+    "removing a node can change the sampled set by up to D_max + deg(v) edges near it"
+)
+_REFERENCE_RULE = (
+    "ε = ε_A + ε_B + ε_C (Theorem 5): NAP's Laplace 2·D_max/(ε_A·β_u) with Eq. 11's β is ε_A-DP "
+    "(Theorem 3), s = 2/(e^{ε_B/2D_max} + 1) is ε_B-DP (Theorem 4), label RR at ε_C (Eq. 13); "
+    "D_max the private graph's maximum degree, pure ε"
+)
 _REFERENCE_SOURCE = "NIP-GNN §4.2-4.3 (Eq. 9, 11-13, Lemma 1, Theorems 3-5), Appendix A.2, §5.1; no public code"
 
 
@@ -93,14 +97,21 @@ def nip_noise(public: PublicInputs, spec: RunSpec, hp: NipHparams, *, paper_max_
     shares = (hp.share_a, hp.share_b, hp.share_c)
     if hp.accounting == "paper":
         if paper_max_degree is None:
-            raise ValueError("a reference plan (nip-gnn@paper) needs the paper's D_max, the private graph's maximum "
-                             "degree D_p (an uncharged read): pass released=NipReleased(paper_max_degree=...)")
-        if isinstance(paper_max_degree, bool) or not isinstance(paper_max_degree, int) or \
-                not 1 <= paper_max_degree <= max_degree:
-            raise ValueError(f"the paper's D_max must be an integer in [1, D_max = {max_degree}], got "
-                             f"{paper_max_degree!r}")
-        noise = nip_paper_noise(spec.target_epsilon, shares, max_degree=paper_max_degree,
-                                num_classes=public.num_classes)
+            raise ValueError(
+                "a reference plan (nip-gnn@paper) needs the paper's D_max, the private graph's maximum "
+                "degree D_p (an uncharged read): pass released=NipReleased(paper_max_degree=...)"
+            )
+        if (
+            isinstance(paper_max_degree, bool)
+            or not isinstance(paper_max_degree, int)
+            or not 1 <= paper_max_degree <= max_degree
+        ):
+            raise ValueError(
+                f"the paper's D_max must be an integer in [1, D_max = {max_degree}], got {paper_max_degree!r}"
+            )
+        noise = nip_paper_noise(
+            spec.target_epsilon, shares, max_degree=paper_max_degree, num_classes=public.num_classes
+        )
         return NipNoise(noise.epsilon_a, noise.epsilon_b, noise.epsilon_c, noise.s, max_degree, paper_max_degree)
     eps_a, eps_b, eps_c = split_budget(spec.target_epsilon, shares)
     return NipNoise(eps_a, eps_b, eps_c, min_keep_parameter(eps_b, max_degree), max_degree, max_degree)
@@ -108,26 +119,34 @@ def nip_noise(public: PublicInputs, spec: RunSpec, hp: NipHparams, *, paper_max_
 
 def reference_reads(method: str, *, resample: bool) -> tuple[UnchargedRead, ...]:
     """What a reference run reads of the private graph without charge (``nodedp.methods.nip_gnn``)."""
-    reads = [UnchargedRead(
-        name=f"max-degree:{method}",
-        touches=("edges",),
-        reason=("the paper's D_max is the private graph's maximum degree D_p, read without noise (Lemma 1, "
+    reads = [
+        UnchargedRead(
+            name=f"max-degree:{method}",
+            touches=("edges",),
+            reason=(
+                "the paper's D_max is the private graph's maximum degree D_p, read without noise (Lemma 1, "
                 "Theorem 4; §5.1 bounds no degrees): it sets the Laplace scales 2·D_p/ε_u, the edge randomization's "
                 "s, Eq. 11's budgets and their re-bounding. The recorded ε takes D_p as given (noise at D_p costed "
                 "over all graphs with degrees ≤ the enforced bound); it does not cover this read, for which no "
                 "finite ε exists (a neighbour with another maximum degree gets Laplace noise of another scale, an "
-                "unbounded privacy loss)"),
-    )]
+                "unbounded privacy loss)"
+            ),
+        )
+    ]
     if resample:
-        reads.append(UnchargedRead(
-            name=f"resampling-degrees:{method}",
-            touches=("edges",),
-            reason=("Eq. 12's resampling probabilities 2D_u/(D_u + N − N·s + D_u·s) read every node's private "
+        reads.append(
+            UnchargedRead(
+                name=f"resampling-degrees:{method}",
+                touches=("edges",),
+                reason=(
+                    "Eq. 12's resampling probabilities 2D_u/(D_u + N − N·s + D_u·s) read every node's private "
                     "degree D_u before randomization (Theorem 4's proof leaves the sampling out); no finite ε "
                     "covers this read (an isolated node keeps none of its randomized edges, p_u = 0, while with "
                     "one edge in a neighbouring graph it keeps them with probability > 0), and the recorded ε "
-                    "does not"),
-        ))
+                    "does not"
+                ),
+            )
+        )
     return tuple(reads)
 
 
@@ -145,34 +164,49 @@ def _budgets(public: PublicInputs, hp: NipHparams, max_degree: int, released: Ni
     """NAP's budgets as the ledger records them: public when uniform, else the released ones, checked."""
     if hp.budgets == "uniform":
         planned = _uniform_budgets(public.num_nodes, max_degree)
-        if released is not None and released.largest_budget_weights and (
-                tuple(released.largest_budget_weights), released.worst_case_ratio_before_scaling,
-                released.budget_scale) != (planned.largest_budget_weights, planned.worst_case_ratio_before_scaling,
-                                           planned.budget_scale):
+        if (
+            released is not None
+            and released.largest_budget_weights
+            and (
+                tuple(released.largest_budget_weights),
+                released.worst_case_ratio_before_scaling,
+                released.budget_scale,
+            )
+            != (planned.largest_budget_weights, planned.worst_case_ratio_before_scaling, planned.budget_scale)
+        ):
             raise ValueError("uniform budgets are β = 1 (ratio 1, scale 1); the run's are not")
         return planned
     if released is None or not released.largest_budget_weights:
-        raise ValueError(f"NAP's {hp.budgets!r} budgets are computed from the edge release (post-processing), not "
-                         "from public inputs: pass released=NipReleased(largest_budget_weights=..., "
-                         "worst_case_ratio_before_scaling=..., budget_scale=...) (a verifier: released_inputs of "
-                         "the stated ledger)")
+        raise ValueError(
+            f"NAP's {hp.budgets!r} budgets are computed from the edge release (post-processing), not "
+            "from public inputs: pass released=NipReleased(largest_budget_weights=..., "
+            "worst_case_ratio_before_scaling=..., budget_scale=...) (a verifier: released_inputs of "
+            "the stated ledger)"
+        )
     largest = tuple(float(w) for w in released.largest_budget_weights)
     expected = min(public.num_nodes, max_degree + 1)
     if len(largest) != expected:
-        raise ValueError(f"largest_budget_weights lists {len(largest)} budgets; the plan records the "
-                         f"min(N, D_max + 1) = {expected} largest (N = {public.num_nodes}, D_max = {max_degree})")
+        raise ValueError(
+            f"largest_budget_weights lists {len(largest)} budgets; the plan records the "
+            f"min(N, D_max + 1) = {expected} largest (N = {public.num_nodes}, D_max = {max_degree})"
+        )
     if any(not (math.isfinite(w) and w > 0) for w in largest) or list(largest) != sorted(largest, reverse=True):
         raise ValueError("largest_budget_weights must be finite, > 0 and in descending order")
     if hp.accounting == "paper":
         # Eq. 11 unscaled: the ratio before scaling is theirs, the scale 1
         ratio = worst_case_budget_ratio(largest, max_degree=max_degree)
-        if released.budget_scale != 1.0 or not math.isclose(released.worst_case_ratio_before_scaling, ratio,
-                                                             rel_tol=1e-12):
-            raise ValueError(f"a reference run's budgets are unscaled: budget_scale 1 and ratio {ratio!r}, got "
-                             f"{released.budget_scale!r} and {released.worst_case_ratio_before_scaling!r}")
-    return NipReleased(largest_budget_weights=largest,
-                       worst_case_ratio_before_scaling=float(released.worst_case_ratio_before_scaling),
-                       budget_scale=float(released.budget_scale))
+        if released.budget_scale != 1.0 or not math.isclose(
+            released.worst_case_ratio_before_scaling, ratio, rel_tol=1e-12
+        ):
+            raise ValueError(
+                f"a reference run's budgets are unscaled: budget_scale 1 and ratio {ratio!r}, got "
+                f"{released.budget_scale!r} and {released.worst_case_ratio_before_scaling!r}"
+            )
+    return NipReleased(
+        largest_budget_weights=largest,
+        worst_case_ratio_before_scaling=float(released.worst_case_ratio_before_scaling),
+        budget_scale=float(released.budget_scale),
+    )
 
 
 def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: NipReleased | None = None) -> Plan:
@@ -184,43 +218,72 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
     exact = exact_parts(hp.exact)
     shares = (hp.share_a, hp.share_b, hp.share_c)
     # NAP's record only where NAP runs: with `exact` "features" its budgets play no part in the ledger
-    budgets = _budgets(public, hp, max_degree, released) if "features" not in exact else _uniform_budgets(
-        public.num_nodes, max_degree)
+    budgets = (
+        _budgets(public, hp, max_degree, released)
+        if "features" not in exact
+        else _uniform_budgets(public.num_nodes, max_degree)
+    )
     claim, uncharged, actual = None, (), None
     if paper:
         # what ran, costed over every graph with degrees ≤ the enforced bound (given D_p)
-        actual = nip_reference_epsilon(spec.target_epsilon, shares, paper_max_degree=noise.noise_degree,
-                                       enforced_bound=max_degree, largest_budget_weights=budgets.largest_budget_weights)
+        actual = nip_reference_epsilon(
+            spec.target_epsilon,
+            shares,
+            paper_max_degree=noise.noise_degree,
+            enforced_bound=max_degree,
+            largest_budget_weights=budgets.largest_budget_weights,
+        )
         records = (
-            nip_edge_record(epsilon_b=actual.edges, s=noise.s, max_degree=max_degree, method=spec.method,
-                            caveat=_BOUND_CAVEAT),
-            nip_aggregation_record(epsilon_a=actual.epsilon_a_at_bound, max_degree=max_degree,
-                                   budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
-                                   largest_budget_weights=budgets.largest_budget_weights,
-                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                                   budget_scale=budgets.budget_scale, method=spec.method, caveat=_BOUND_CAVEAT,
-                                   reference=True),
+            nip_edge_record(
+                epsilon_b=actual.edges, s=noise.s, max_degree=max_degree, method=spec.method, caveat=_BOUND_CAVEAT
+            ),
+            nip_aggregation_record(
+                epsilon_a=actual.epsilon_a_at_bound,
+                max_degree=max_degree,
+                budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
+                largest_budget_weights=budgets.largest_budget_weights,
+                worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+                budget_scale=budgets.budget_scale,
+                method=spec.method,
+                caveat=_BOUND_CAVEAT,
+                reference=True,
+            ),
         )
         claim = Claim(epsilon=spec.target_epsilon, delta=0.0, rule=_REFERENCE_RULE, source=_REFERENCE_SOURCE)
         uncharged = reference_reads(spec.method, resample=hp.resample)
     else:
         records = (
-            nip_edge_record(epsilon_b=eps_b, s=noise.s, max_degree=max_degree, method=spec.method,
-                            caveat=_BOUND_CAVEAT),
-            nip_aggregation_record(epsilon_a=eps_a, max_degree=max_degree, budget_scheme=hp.budgets,
-                                   largest_budget_weights=budgets.largest_budget_weights,
-                                   worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                                   budget_scale=budgets.budget_scale, method=spec.method, caveat=_BOUND_CAVEAT),
+            nip_edge_record(
+                epsilon_b=eps_b, s=noise.s, max_degree=max_degree, method=spec.method, caveat=_BOUND_CAVEAT
+            ),
+            nip_aggregation_record(
+                epsilon_a=eps_a,
+                max_degree=max_degree,
+                budget_scheme=hp.budgets,
+                largest_budget_weights=budgets.largest_budget_weights,
+                worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+                budget_scale=budgets.budget_scale,
+                method=spec.method,
+                caveat=_BOUND_CAVEAT,
+            ),
         )
     records = (*records, nip_label_record(epsilon_c=eps_c, num_classes=public.num_classes, method=spec.method))
     if exact:  # diagnosis: the parts released exactly spend nothing and are read uncharged
         parts = dict(zip(("edges", "features", "labels"), records, strict=True))  # the order built above
         records = tuple(record for part, record in parts.items() if part not in exact)
-        uncharged = tuple(UnchargedRead(name=f"exact-{part}:{spec.method}", touches=(part,),
-                                        reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}")
-                          for part in exact)
+        uncharged = tuple(
+            UnchargedRead(
+                name=f"exact-{part}:{spec.method}",
+                touches=(part,),
+                reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}",
+            )
+            for part in exact
+        )
     ledger = Ledger(
-        level="node", target_epsilon=spec.target_epsilon, target_delta=spec.target_delta, accountant=spec.accountant,
+        level="node",
+        target_epsilon=spec.target_epsilon,
+        target_delta=spec.target_delta,
+        accountant=spec.accountant,
         # undirected bounding keeps every edge of a node within D_max (nodedp.data.degree.identity_bound)
         degree_bound=DegreeBound(kind="degree", bound=max_degree, identity_bound=max_degree),
         mechanisms=records,
@@ -230,15 +293,17 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
     ledger.check()
     expected = spec.target_epsilon if actual is None else actual.total
     if exact:  # suite mode only (NipHparams.check): the parts that ran
-        expected = math.fsum(eps for part, eps in (("features", eps_a), ("edges", eps_b), ("labels", eps_c))
-                             if part not in exact)
+        expected = math.fsum(
+            eps for part, eps in (("features", eps_a), ("edges", eps_b), ("labels", eps_c)) if part not in exact
+        )
     if not math.isclose(ledger.composed()[0], expected, rel_tol=1e-12):
         raise AssertionError("NIP-GNN's parts must add up to the target ε (reference mode: the actual ε) exactly")
     return Plan(ledger, {"noise": noise, "actual": actual, "exact": exact})
 
 
-def released_inputs(ledger: Mapping[str, Any], public: PublicInputs, spec: RunSpec,
-                    hp: NipHparams) -> NipReleased | None:
+def released_inputs(
+    ledger: Mapping[str, Any], public: PublicInputs, spec: RunSpec, hp: NipHparams
+) -> NipReleased | None:
     """What a stated ledger says of the values the plan cannot derive (module docstring), for a verifier to pass
     as ``released``: the NAP record's budgets, and in reference mode D_p (from its ε_A·D_max/D_p). The plan
     checks them and re-derives everything else; None where the ledger has no NAP record."""
@@ -250,10 +315,12 @@ def released_inputs(ledger: Mapping[str, Any], public: PublicInputs, spec: RunSp
     if hp.accounting == "paper":
         eps_a = split_budget(spec.target_epsilon, (hp.share_a, hp.share_b, hp.share_c))[0]
         paper_max_degree = round(_max_degree(public, hp) * eps_a / float(params["epsilon_a"]))
-    return NipReleased(largest_budget_weights=tuple(params.get("largest_budget_weights", ())),
-                       worst_case_ratio_before_scaling=float(params.get("worst_case_ratio_before_scaling", 1.0)),
-                       budget_scale=float(params.get("budget_scale", 1.0)), paper_max_degree=paper_max_degree)
-
+    return NipReleased(
+        largest_budget_weights=tuple(params.get("largest_budget_weights", ())),
+        worst_case_ratio_before_scaling=float(params.get("worst_case_ratio_before_scaling", 1.0)),
+        budget_scale=float(params.get("budget_scale", 1.0)),
+        paper_max_degree=paper_max_degree,
+    )
 
 
 # What a verifier reads off a stated ledger and passes back (nodedp.verify): name -> reader(ledger, public, spec, hp).

@@ -171,8 +171,9 @@ def appr_ista_reference(
                 break
             q = np.maximum(q - grad - threshold, 0.0)
         else:
-            raise RuntimeError(f"ISTA did not converge for source node {s} in max_iter={max_iter} iterations; "
-                               "raise max_iter or tol")
+            raise RuntimeError(
+                f"ISTA did not converge for source node {s} in max_iter={max_iter} iterations; raise max_iter or tol"
+            )
         out[row] = q * d_sqrt
     return out
 

@@ -145,8 +145,9 @@ def appr_push(
     seeds = sources.cpu().numpy().astype(np.int64)
 
     def solve(chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        return _push_chunk(chunk, indptr, indices, coupling, d_sqrt, q_diag, float(alpha), float(rho), float(tol),
-                           np.int64(max_pushes))
+        return _push_chunk(
+            chunk, indptr, indices, coupling, d_sqrt, q_diag, float(alpha), float(rho), float(tol), np.int64(max_pushes)
+        )
 
     chunks = np.array_split(seeds, max(1, min(seeds.size, threads * _CHUNKS_PER_THREAD if threads > 1 else 1)))
     if threads > 1 and len(chunks) > 1:
@@ -156,16 +157,22 @@ def appr_push(
         results = [solve(chunk) for chunk in chunks]
     failed = sum(result[3] for result in results)
     if failed:
-        raise RuntimeError(f"appr_push: {failed} source node(s) needed more than max_pushes={max_pushes} pushes; "
-                           "raise max_pushes or tol")
+        raise RuntimeError(
+            f"appr_push: {failed} source node(s) needed more than max_pushes={max_pushes} pushes; "
+            "raise max_pushes or tol"
+        )
     counts = np.concatenate([result[0] for result in results])
     cols = np.concatenate([result[1] for result in results])
     vals = np.concatenate([result[2] for result in results])
     device = sources.device
     row = torch.repeat_interleave(torch.arange(seeds.size), torch.from_numpy(counts))
-    return torch.sparse_csr_tensor(_crow(row, num_rows=seeds.size).to(device), torch.from_numpy(cols).to(device),
-                                   torch.from_numpy(vals).to(device), size=(seeds.size, num_nodes),
-                                   check_invariants=False)
+    return torch.sparse_csr_tensor(
+        _crow(row, num_rows=seeds.size).to(device),
+        torch.from_numpy(cols).to(device),
+        torch.from_numpy(vals).to(device),
+        size=(seeds.size, num_nodes),
+        check_invariants=False,
+    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -256,7 +263,7 @@ def _push_chunk(seeds, indptr, indices, coupling, d_sqrt, q_diag, alpha, rho, to
             grown_cols[:nnz] = out_cols[:nnz]
             grown_vals[:nnz] = out_vals[:nnz]
             out_cols, out_vals = grown_cols, grown_vals
-        row_cols = out_cols[nnz:nnz + num_support]
+        row_cols = out_cols[nnz : nnz + num_support]
         row_cols[:] = support[:num_support]
         row_cols.sort()
         for k in range(num_support):

@@ -89,8 +89,9 @@ def chain_pass(chain: LinearChain, x: Tensor, targets: Tensor) -> ChainPass:
     # F.cross_entropy is nll_loss(log_softmax(logits)); its backward, seeded with ones, in autograd's kernels
     log_probs = torch.log_softmax(a, 1)
     losses, total_weight = torch.ops.aten.nll_loss_forward.default(log_probs, targets, None, 0, -100)
-    grad = torch.ops.aten.nll_loss_backward.default(torch.ones_like(losses), log_probs, targets, None, 0, -100,
-                                                    total_weight)
+    grad = torch.ops.aten.nll_loss_backward.default(
+        torch.ones_like(losses), log_probs, targets, None, 0, -100, total_weight
+    )
     grad = torch.ops.aten._log_softmax_backward_data.default(grad, log_probs, 1, log_probs.dtype)
     grads = [grad]
     for layer in range(len(chain.linears) - 1, 0, -1):

@@ -76,8 +76,9 @@ class PrivacyConfig:
             raise ValueError(f"noise_std must be finite and >= 0, got {self.noise_std}")
         if not (math.isfinite(self.expected_batch_size) and self.expected_batch_size > 0):
             raise ValueError(f"expected_batch_size must be finite and > 0, got {self.expected_batch_size}")
-        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)
-                                       or self.steps < 1):
+        if self.steps is not None and (
+            isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1
+        ):
             raise ValueError(f"steps must be None or an integer >= 1, got {self.steps!r}")
 
 
@@ -185,8 +186,10 @@ def train_model(
         raise ValueError("the model has no trainable parameters")
     optimizer = build_optimizer(params, optim)
     if clipped_sum is not None and (privacy is None or privacy.layer_clip_norms is not None):
-        raise ValueError("clipped_sum serves private steps that clip each example's whole gradient "
-                         "(privacy given, layer_clip_norms None)")
+        raise ValueError(
+            "clipped_sum serves private steps that clip each example's whole gradient "
+            "(privacy given, layer_clip_norms None)"
+        )
     per_sample = PerSampleGradients(model) if privacy is not None and clipped_sum is None else None
     layer_clips = None if privacy is None else privacy.layer_clip_norms
     if layer_clips is not None:
@@ -194,8 +197,7 @@ def train_model(
         if set(layer_clips) != set(layers):
             per_sample.remove()
             raise ValueError(
-                f"layer_clip_norms must name exactly the model's trainable layers {layers}; "
-                f"got {sorted(layer_clips)}"
+                f"layer_clip_norms must name exactly the model's trainable layers {layers}; got {sorted(layer_clips)}"
             )
     # The concatenated gradient, one buffer for the whole run: each step overwrites it with
     # fresh noise, adds the clipped sum and divides; the p.grad are views of it.
@@ -210,8 +212,13 @@ def train_model(
     # Whole-gradient norms of recent steps, counted against C every _COUNT_EVERY steps (three ops a step saved).
     pending_norms: list[Tensor] = []
     last_losses: Tensor | None = None
-    bar = tqdm(batches, total=total, desc=progress if isinstance(progress, str) else None,
-               disable=not progress, file=sys.stderr)
+    bar = tqdm(
+        batches,
+        total=total,
+        desc=progress if isinstance(progress, str) else None,
+        disable=not progress,
+        file=sys.stderr,
+    )
     with stage("training"):  # for a StageRecorder (benchmarks/scaling.py); nothing otherwise
         start = time.perf_counter()
         try:
@@ -250,11 +257,12 @@ def train_model(
                             factors = clip_factors(norms, max_norm=privacy.clip_norm)
                         else:
                             layer_norms = per_sample.layer_norms()
-                            clipped += torch.stack(
-                                [n > layer_clips[name] for name, n in layer_norms.items()]
-                            ).any(0).sum()
-                            factors = {name: clip_factors(n, max_norm=layer_clips[name])
-                                       for name, n in layer_norms.items()}
+                            clipped += (
+                                torch.stack([n > layer_clips[name] for name, n in layer_norms.items()]).any(0).sum()
+                            )
+                            factors = {
+                                name: clip_factors(n, max_norm=layer_clips[name]) for name, n in layer_norms.items()
+                            }
                         per_sample.write_clipped_sum(factors, onto=noisy)
                     else:  # empty Poisson batch: the clipped sum is zero, the noise is not
                         for p, grad in split_flat(noisy, params).items():
@@ -275,8 +283,9 @@ def train_model(
     if pending_norms:
         clipped += _count_over(pending_norms, privacy.clip_norm)
     if privacy is not None and privacy.steps is not None and steps != privacy.steps:
-        raise RuntimeError(f"DP-SGD took {steps} steps, but the ledger charges {privacy.steps}: "
-                           "the guarantee does not cover this run")
+        raise RuntimeError(
+            f"DP-SGD took {steps} steps, but the ledger charges {privacy.steps}: the guarantee does not cover this run"
+        )
     if torch.device(device).type == "cuda":  # time the work, not its launch
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - start

@@ -67,7 +67,8 @@ def _layer_name(path: str, module: nn.Module) -> str:
 def trainable_layer_names(model: nn.Module) -> list[str]:
     """The layers of ``model``: modules owning trainable parameters, named by path, in model order."""
     return [
-        _layer_name(name, m) for name, m in model.named_modules()
+        _layer_name(name, m)
+        for name, m in model.named_modules()
         if any(p.requires_grad for p in m.parameters(recurse=False))
     ]
 
@@ -258,8 +259,12 @@ def _materialized(grads: dict[nn.Parameter, Tensor]) -> _PerSample:
     return _PerSample(sq_norms, add_clipped_sum)
 
 
-def _affine_norm(owner: _Owner, calls: list[_Call], normalize: Callable[[Tensor], Tensor],
-                 reduce_dims: Callable[[Tensor], tuple[int, ...]]) -> _PerSample:
+def _affine_norm(
+    owner: _Owner,
+    calls: list[_Call],
+    normalize: Callable[[Tensor], Tensor],
+    reduce_dims: Callable[[Tensor], tuple[int, ...]],
+) -> _PerSample:
     """y = x̂ ⊙ weight + bias: per-example grads are Σ g ⊙ x̂ and Σ g over ``reduce_dims``."""
     grads: dict[nn.Parameter, Tensor] = {}
     for call in calls:
@@ -296,8 +301,22 @@ def _group_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
 
 
 # Non-tensor leaves of a module's inputs that cannot hide a tensor, so the fallback may pass them whole.
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, slice, type(Ellipsis), torch.Size, torch.dtype,
-          torch.device, torch.layout, torch.memory_format)
+_PLAIN = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    slice,
+    type(Ellipsis),
+    torch.Size,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
 
 
 def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
@@ -326,17 +345,16 @@ def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
                 f"without a closed-form rule must have the examples (size {batch}) in dim 0"
             )
 
-        def one_example(p: dict[str, Tensor], ts: list[Tensor], g: Tensor, leaves: list[Any] = leaves,
-                        spec: Any = spec) -> Tensor:
+        def one_example(
+            p: dict[str, Tensor], ts: list[Tensor], g: Tensor, leaves: list[Any] = leaves, spec: Any = spec
+        ) -> Tensor:
             it = iter(t.unsqueeze(0) for t in ts)
             args, kwargs = tree_unflatten([next(it) if isinstance(x, Tensor) else x for x in leaves], spec)
             out = functional_call(module, p, tuple(args), kwargs)
             return (out * g.unsqueeze(0)).sum()
 
         # randomness="error": a stochastic forward (dropout) could not be replayed exactly.
-        per = vmap(grad(one_example), in_dims=(None, 0, 0), randomness="error")(
-            params, tensors, call.grad
-        )
+        per = vmap(grad(one_example), in_dims=(None, 0, 0), randomness="error")(params, tensors, call.grad)
         for n in names:
             p = owner.params[n]
             grads[p] = grads[p] + per[n] if p in grads else per[n]
@@ -377,14 +395,15 @@ class PerSampleGradients:
         self._handles = [model.register_forward_pre_hook(self._record_batch, with_kwargs=True)]
         for name, module in model.named_modules():
             if next(module.parameters(recurse=False), None) is not None:
-                self._handles.append(
-                    module.register_forward_hook(self._record_call, with_kwargs=True)
-                )
+                self._handles.append(module.register_forward_hook(self._record_call, with_kwargs=True))
                 self._owners[module] = _Owner(module, _layer_name(name, module), {})
         self._chain = linear_chain(model)
         # every parameter the chain's Linears own: the closed form needs them all trainable
-        self._chain_params = [] if self._chain is None else [
-            p for lin in self._chain.linears for p in lin._parameters.values() if p is not None]
+        self._chain_params = (
+            []
+            if self._chain is None
+            else [p for lin in self._chain.linears for p in lin._parameters.values() if p is not None]
+        )
 
     def remove(self) -> None:
         """Detach the hooks from the model."""
@@ -400,8 +419,9 @@ class PerSampleGradients:
     def _read_trainable(self) -> None:
         """Each owner's trainable parameters, read again only when a parameter was replaced, frozen or unfrozen
         since the last read (the key: every owned parameter's id, negated while frozen)."""
-        key = tuple(id(p) if p.requires_grad else -id(p)
-                    for m in self._owners for p in m._parameters.values() if p is not None)
+        key = tuple(
+            id(p) if p.requires_grad else -id(p) for m in self._owners for p in m._parameters.values() if p is not None
+        )
         if key == self._trainable_key:
             return
         seen: set[nn.Parameter] = set()
@@ -409,9 +429,7 @@ class PerSampleGradients:
             owner.params = _trainable(owner.module)
             shared = seen.intersection(owner.params.values())
             if shared:
-                raise NotImplementedError(
-                    f"{owner.name}: a parameter shared between modules is not supported"
-                )
+                raise NotImplementedError(f"{owner.name}: a parameter shared between modules is not supported")
             seen.update(owner.params.values())
         self._params = [p for o in self._owners.values() for p in o.params.values()]
         self._trainable_key = key
@@ -446,8 +464,10 @@ class PerSampleGradients:
             owner.calls = []
         done = chain_pass(self._chain, inputs, targets)
         self._batch = inputs.shape[0]
-        self._per_sample = {linear: _linear_rows(self._owners[linear], a, g)
-                            for linear, a, g in zip(self._chain.linears, done.inputs, done.grads)}
+        self._per_sample = {
+            linear: _linear_rows(self._owners[linear], a, g)
+            for linear, a, g in zip(self._chain.linears, done.inputs, done.grads)
+        }
         return done.losses
 
     def _record_batch(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -458,9 +478,7 @@ class PerSampleGradients:
             raise ValueError("the model's first tensor input must have the examples in dim 0")
         self._batch = first.shape[0]
 
-    def _record_call(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
-    ) -> Tensor | None:
+    def _record_call(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Tensor | None:
         if not self._active:
             return None
         owner = self._owners[module]
@@ -497,9 +515,7 @@ class PerSampleGradients:
         if self._batch is None:
             raise RuntimeError("run the forward pass inside capture() first")
         if losses.shape != (self._batch,):
-            raise ValueError(
-                f"need one loss per example, shape ({self._batch},), got {tuple(losses.shape)}"
-            )
+            raise ValueError(f"need one loss per example, shape ({self._batch},), got {tuple(losses.shape)}")
         calls = [c for o in self._owners.values() for c in o.calls if c.out is not None]
         if not calls:
             return

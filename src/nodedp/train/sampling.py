@@ -44,9 +44,7 @@ def fixed_size_batches(
         yield torch.randperm(num_examples, generator=generator, device=generator.device)[:batch_size]
 
 
-def shuffled_epochs(
-    num_examples: int, *, batch_size: int, epochs: int, generator: torch.Generator
-) -> Iterator[Tensor]:
+def shuffled_epochs(num_examples: int, *, batch_size: int, epochs: int, generator: torch.Generator) -> Iterator[Tensor]:
     """Plain minibatching: each epoch visits every example once in a fresh random order."""
     _check_count("num_examples", num_examples, minimum=1)
     _check_count("batch_size", batch_size, minimum=1)

@@ -131,8 +131,9 @@ class StageRecorder:
                 continue
             gpu = None if t.gpu_peak_mib is None else max(t.gpu_peak_mib, prev.gpu_peak_mib or 0.0)
             starts = [m for m in (prev.start_mib, t.start_mib) if m is not None]
-            out[t.stage] = StageTiming(t.stage, prev.seconds + t.seconds, max(prev.peak_mib, t.peak_mib),
-                                       min(starts) if starts else None, gpu)
+            out[t.stage] = StageTiming(
+                t.stage, prev.seconds + t.seconds, max(prev.peak_mib, t.peak_mib), min(starts) if starts else None, gpu
+            )
         return out
 
 

@@ -59,13 +59,14 @@ class ReferenceMode:
     accounting: str = "suite"
 
 
-_LEVEL_SUFFIXES = (("", "node", "node-level DP: out-degree bounded NAP, DP-Adam stages"),
-                   ("-edge", "edge", "edge-level DP: NAP over all edges, non-private stages"),
-                   ("-nodp", "none", "non-private: NAP without noise"))
+_LEVEL_SUFFIXES = (
+    ("", "node", "node-level DP: out-degree bounded NAP, DP-Adam stages"),
+    ("-edge", "edge", "edge-level DP: NAP over all edges, non-private stages"),
+    ("-nodp", "none", "non-private: NAP without noise"),
+)
 
 
-def register_levels(family: str, *, description: str, hparams: type, node_hparams: type, run: str,
-                    plan: str) -> None:
+def register_levels(family: str, *, description: str, hparams: type, node_hparams: type, run: str, plan: str) -> None:
     """Register `family` (node level), `family-edge` and `family-nodp`; ``run`` is the "module:function" of
     ``run(inputs, spec, hp, level=...)``, imported when a run starts (``nodedp.methods.base.LazyRun``); ``plan``
     the "module:function" of the node level's planner (``nodedp.plans``), the edge level's being the same name
@@ -75,13 +76,15 @@ def register_levels(family: str, *, description: str, hparams: type, node_hparam
     ``node_hparams``: the node level's, ``hparams`` with ``ReferenceMode`` (only it has a reference mode).
     """
     for suffix, level, what in _LEVEL_SUFFIXES:
-        register_method(MethodInfo(
-            name=f"{family}{suffix}",
-            description=f"{description}; {what}",
-            private=level != "none",
-            level=level,
-            hparams=node_hparams if level == "node" else hparams,
-            run=lazy_run(run, level=level),
-            needs=("out-degree",) if level == "node" else (),
-            plan={"node": plan, "edge": f"{plan}_edge", "none": None}[level],
-        ))
+        register_method(
+            MethodInfo(
+                name=f"{family}{suffix}",
+                description=f"{description}; {what}",
+                private=level != "none",
+                level=level,
+                hparams=node_hparams if level == "node" else hparams,
+                run=lazy_run(run, level=level),
+                needs=("out-degree",) if level == "node" else (),
+                plan={"node": plan, "edge": f"{plan}_edge", "none": None}[level],
+            )
+        )

@@ -16,8 +16,13 @@ from nodedp.methods.registry import register_method
 __all__ = ["APPR_KEYS", "ARTIFACT_KIND", "FEATURES", "OPTIONS", "DparHparams", "appr_spec"]
 
 ARTIFACT_KIND = "dp-appr"
-OPTIONS: dict[str, str] = {"dpar-em0": "em0", "dpar-em1": "em1", "dpar-gm": "gm", "dpar-features": "features",
-                           "dpar-nodp": "nodp"}
+OPTIONS: dict[str, str] = {
+    "dpar-em0": "em0",
+    "dpar-em1": "em1",
+    "dpar-gm": "gm",
+    "dpar-features": "features",
+    "dpar-nodp": "nodp",
+}
 # §4's Features baseline: Algorithm 2 with one-hot APPR rows, no DP-APPR (nodedp.methods.dpar's docstring).
 FEATURES = "features"
 
@@ -55,8 +60,10 @@ class DparHparams(OptimHparams):
         if min(self.hidden_dim, self.batch_size, self.k) < 1 or self.power_steps < 0:
             raise ValueError("hidden_dim, batch_size and k must be ≥ 1, power_steps ≥ 0")
         if self.num_sources < 0 or self.max_rows < 1:
-            raise ValueError(f"num_sources must be ≥ 0 (0: ⌈q'·|train|⌉) and max_rows ≥ 1, got "
-                             f"{self.num_sources} and {self.max_rows}")
+            raise ValueError(
+                f"num_sources must be ≥ 0 (0: ⌈q'·|train|⌉) and max_rows ≥ 1, got "
+                f"{self.num_sources} and {self.max_rows}"
+            )
         for name in ("clip_norm", "tau", "em_clip", "gm_clip", "rho", "tol"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -96,10 +103,12 @@ for _method, _option in OPTIONS.items():
         MethodInfo(
             name=_method,
             description=(
-                "DPAR without privacy: top-K APPR + SGD (PPRGo)" if _option == "nodp"
+                "DPAR without privacy: top-K APPR + SGD (PPRGo)"
+                if _option == "nodp"
                 else "DPAR's Features baseline (§4): one-hot APPR rows, DP-SGD on the node sample, no DP-APPR"
                 if _option == FEATURES
-                else f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"),
+                else f"DPAR ({_option.upper()}): DP top-K APPR + DP-SGD on PPR-weighted neighbourhoods"
+            ),
             private=_option != "nodp",
             level="node" if _option != "nodp" else "none",
             hparams=DparHparams,

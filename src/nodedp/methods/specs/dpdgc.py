@@ -46,37 +46,49 @@ class DpdgcHparams(OptimHparams):
         if min(self.hidden_dim, self.base_layers, self.mix_layers, self.batch_size) < 1:
             raise ValueError("hidden_dim, base_layers, mix_layers and batch_size must be ≥ 1")
         if self.encoder_epochs < 0 or not self.encoder_lr > 0 or self.encoder_weight_decay < 0:
-            raise ValueError(f"need encoder_epochs ≥ 0, encoder_lr > 0 and encoder_weight_decay ≥ 0, got "
-                             f"{self.encoder_epochs}, {self.encoder_lr}, {self.encoder_weight_decay}")
+            raise ValueError(
+                f"need encoder_epochs ≥ 0, encoder_lr > 0 and encoder_weight_decay ≥ 0, got "
+                f"{self.encoder_epochs}, {self.encoder_lr}, {self.encoder_weight_decay}"
+            )
         if not 0 <= self.dropout < 1:
             raise ValueError(f"need 0 ≤ dropout < 1, got {self.dropout}")
         if not self.clip_norm > 0 or not (math.isfinite(self.row_clip) and self.row_clip >= 0):
             raise ValueError(f"need clip_norm > 0 and row_clip ≥ 0 (0: √D), got {self.clip_norm}, {self.row_clip}")
         if not 0 < self.emb_share < 1 or not 0 <= self.encoder_share < 1:
-            raise ValueError(f"need 0 < emb_share < 1 and 0 ≤ encoder_share < 1, got {self.emb_share}, "
-                             f"{self.encoder_share}")
+            raise ValueError(
+                f"need 0 < emb_share < 1 and 0 ≤ encoder_share < 1, got {self.emb_share}, {self.encoder_share}"
+            )
         if self.encoder_share + self.emb_share >= 1:
-            raise ValueError(f"encoder_share + emb_share must be < 1 (the classifier gets the rest), got "
-                             f"{self.encoder_share} + {self.emb_share}")
+            raise ValueError(
+                f"encoder_share + emb_share must be < 1 (the classifier gets the rest), got "
+                f"{self.encoder_share} + {self.emb_share}"
+            )
         if (self.encoder_epochs == 0) != (self.encoder_share == 0):
-            raise ValueError(f"encoder_share must be 0 exactly when encoder_epochs is 0 (no encoder training), got "
-                             f"encoder_epochs {self.encoder_epochs} and encoder_share {self.encoder_share}")
+            raise ValueError(
+                f"encoder_share must be 0 exactly when encoder_epochs is 0 (no encoder training), got "
+                f"encoder_epochs {self.encoder_epochs} and encoder_share {self.encoder_share}"
+            )
 
     def encoder_optim(self):
         return dataclasses.replace(self.optim_config(), lr=self.encoder_lr, weight_decay=self.encoder_weight_decay)
 
 
 for _name, _private in (("dpdgc", True), ("dpdgc-nodp", False)):
-    register_method(MethodInfo(
-        name=_name,
-        description=("DPDGC: DP-SGD adjacency encoder with normalized embeddings, one DP-Emb release, "
-                     "DP-SGD LINKX classifier" if _private else
-                     "DPDGC without privacy: the same three stages, no noise, SGD"),
-        private=_private,
-        level="node" if _private else "none",
-        hparams=DpdgcHparams,
-        run=lazy_run("nodedp.methods.dpdgc:run_dpdgc", private=_private),
-        auto_accountant="pld",
-        needs=("out-degree",),
-        plan="nodedp.plans.dpdgc:plan_dpdgc" if _private else None,
-    ))
+    register_method(
+        MethodInfo(
+            name=_name,
+            description=(
+                "DPDGC: DP-SGD adjacency encoder with normalized embeddings, one DP-Emb release, "
+                "DP-SGD LINKX classifier"
+                if _private
+                else "DPDGC without privacy: the same three stages, no noise, SGD"
+            ),
+            private=_private,
+            level="node" if _private else "none",
+            hparams=DpdgcHparams,
+            run=lazy_run("nodedp.methods.dpdgc:run_dpdgc", private=_private),
+            auto_accountant="pld",
+            needs=("out-degree",),
+            plan="nodedp.plans.dpdgc:plan_dpdgc" if _private else None,
+        )
+    )

@@ -26,6 +26,11 @@ class GapNodeHparams(ReferenceMode, GapHparams):
     """`gap` (node level): GapHparams plus the reference mode (``accounting``)."""
 
 
-register_levels("gap", description="GAP, encoder + K cached NAP hops + classifier", hparams=GapHparams,
-                node_hparams=GapNodeHparams, run="nodedp.methods.gap:run_gap",
-                plan="nodedp.plans.aggregation_perturbation:plan_gap")
+register_levels(
+    "gap",
+    description="GAP, encoder + K cached NAP hops + classifier",
+    hparams=GapHparams,
+    node_hparams=GapNodeHparams,
+    run="nodedp.methods.gap:run_gap",
+    plan="nodedp.plans.aggregation_perturbation:plan_gap",
+)

@@ -24,11 +24,13 @@ def exact_parts(value: str) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in value.split(",")) if value.strip() else ()
     unknown = [p for p in parts if p not in EXACT_PARTS]
     if unknown or len(set(parts)) != len(parts):
-        raise ValueError(f"exact must be a comma-separated subset of {list(EXACT_PARTS)} without repeats, "
-                         f"got {value!r}")
+        raise ValueError(
+            f"exact must be a comma-separated subset of {list(EXACT_PARTS)} without repeats, got {value!r}"
+        )
     if len(parts) == len(EXACT_PARTS):
-        raise ValueError("exact may not name every part: at least one mechanism must run (the run would "
-                         "not be private at all)")
+        raise ValueError(
+            "exact may not name every part: at least one mechanism must run (the run would not be private at all)"
+        )
     return parts
 
 

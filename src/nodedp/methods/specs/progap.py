@@ -15,6 +15,11 @@ class ProgapNodeHparams(ReferenceMode, ApHparams):
     """`progap` (node level): ApHparams plus the reference mode (``accounting``)."""
 
 
-register_levels("progap", description="ProGAP, progressive stages over cached NAP outputs", hparams=ApHparams,
-                node_hparams=ProgapNodeHparams, run="nodedp.methods.progap:run_progap",
-                plan="nodedp.plans.aggregation_perturbation:plan_progap")
+register_levels(
+    "progap",
+    description="ProGAP, progressive stages over cached NAP outputs",
+    hparams=ApHparams,
+    node_hparams=ProgapNodeHparams,
+    run="nodedp.methods.progap:run_progap",
+    plan="nodedp.plans.aggregation_perturbation:plan_progap",
+)
