@@ -21,7 +21,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: str | Path, write_fn: Callable[[Path], None]) -> Path:
+def atomic_write(path: str | Path, write_fn: Callable[[Path], object]) -> Path:
     """Call ``write_fn(tmp_path)`` and move the result to ``path`` atomically.
 
     The temporary file lies in the same directory as ``path`` (``os.replace``
