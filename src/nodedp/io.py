@@ -50,6 +50,11 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file. Invalid JSON raises ``json.JSONDecodeError`` whose message names the file
     (the decoder's own names only the line and column)."""

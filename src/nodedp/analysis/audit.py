@@ -42,7 +42,7 @@ from nodedp.analysis.paper_tables import _tex
 from nodedp.analysis.tables import _single, format_epsilon_value
 from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon, epsilon_one_run, tpr_at_fpr
 from nodedp.config import REFERENCE_SUFFIX
-from nodedp.io import atomic_write, read_json
+from nodedp.io import read_json, write_text
 
 __all__ = [
     "AUDIT_SCHEMA",
@@ -539,7 +539,7 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
     tex += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", "\\endgroup", ""]
 
     for path, text in ((markdown, "\n".join(md)), (latex, "\n".join(tex))):
-        atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+        write_text(path, text)
 
 
 # --- figure -----------------------------------------------------------------------------------------------

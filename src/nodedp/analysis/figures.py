@@ -699,7 +699,7 @@ def frontier_cells(summary: pl.DataFrame, *, metric: str = "test_accuracy") -> p
         .with_columns(budget_epsilon().alias("budget"))
     )
     parts = []
-    for (dataset,), cells in eligible.group_by("dataset", maintain_order=True):
+    for (_dataset,), cells in eligible.group_by("dataset", maintain_order=True):
         on = pareto_frontier(cells["budget"].to_list(), cells[mean].to_list())
         parts.append(
             cells[on, :].select(

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from nodedp.analysis.published import (
     PAPERS,
@@ -58,7 +58,7 @@ from nodedp.analysis.tables import (
     one_class_mark,
 )
 from nodedp.config import REFERENCE_SUFFIX
-from nodedp.io import atomic_write
+from nodedp.io import atomic_write, write_text
 
 if TYPE_CHECKING:  # polars loads when a table is drawn, not when the workflow plans (it reads PAPER_TABLES)
     import polars as pl
@@ -314,7 +314,7 @@ def _with_stand_ins(
     for i, (labels, feeds) in enumerate(rows):
         out_rows.append((labels, feeds))
         dataset = _single_dataset(feeds)
-        group = group + [(labels, feeds)] if group and _single_dataset(group[-1][1]) == dataset else [(labels, feeds)]
+        group = [*group, (labels, feeds)] if group and _single_dataset(group[-1][1]) == dataset else [(labels, feeds)]
         following = _single_dataset(rows[i + 1][1]) if i + 1 < len(rows) else None
         if dataset is not None and following != dataset:
             for s in stand_ins(dataset):
@@ -391,9 +391,10 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
             picked[id(f)] = (suite, ref)
 
     # Bold: the best private cell per (dataset, ε) among those whose ε covers every read, where two compete.
-    def competes(f: CellFeed, suite: dict | None) -> bool:
+    def competes(f: CellFeed | None, suite: dict | None) -> TypeGuard[CellFeed]:
         return (
-            suite is not None
+            f is not None
+            and suite is not None
             and f.metric == "test_accuracy"
             and math.isfinite(suite["target_epsilon"])
             and suite.get("fully_accounted") is not False
@@ -404,7 +405,7 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
     for _, feeds in rows:
         for f in feeds:
             suite = picked.get(id(f), (None, None))[0] if f is not None else None
-            if competes(f, suite):
+            if competes(f, suite) and suite is not None:
                 contests.setdefault((f.dataset, suite["target_epsilon"]), []).append(suite[f"{f.metric}_mean"])
     best = {k: max(v) for k, v in contests.items() if len(v) > 1}
 
@@ -652,7 +653,7 @@ def write_paper_tables(
         markdown, latex = render_paper_table(key, summary, regenerate_command=command, interval=interval)
         for suffix, text in ((".md", markdown), (".tex", latex)):
             path = Path(out_dir) / f"{key}{suffix}"
-            atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+            write_text(path, text)
             written.append(path)
     return written
 

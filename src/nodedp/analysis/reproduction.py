@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from nodedp.analysis.published import PAPERS, STAND_INS, published_for, stands_in_for
 from nodedp.analysis.tables import DAGGER, _latex_unicode, format_epsilon_value, latex_escape
 from nodedp.config import REFERENCE_SUFFIX
-from nodedp.io import atomic_write
+from nodedp.io import write_text
 
 if TYPE_CHECKING:  # imported where rows are built: planning reads this module's marks without polars
     import polars as pl
@@ -268,5 +268,5 @@ def write_reproduction_tables(
         (crossover_md, crossover_tex, (x_title, x_header, x_rows, [])),
     ):
         for path, text in ((md, _markdown(*args, regenerate_command)), (tex, _latex(*args, regenerate_command))):
-            atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+            write_text(path, text)
     return len(rows), len(c_rows), len(x_rows)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodedp.io import atomic_write
+from nodedp.io import write_text
 
 if TYPE_CHECKING:  # imported where a table is built: planning reads this module's marks without polars
     import polars as pl
@@ -164,8 +164,8 @@ class _Table:
 
     def groups(self) -> Iterator[tuple[str, list, float | None, tuple[bool, ...]]]:
         """(dataset, its rows, its majority-class accuracy or None, which columns it fills), datasets in order."""
-        for dataset, group in itertools.groupby(self.rows, key=lambda row: row[0]):
-            group = list(group)
+        for dataset, grouped in itertools.groupby(self.rows, key=lambda row: row[0]):
+            group = list(grouped)
             filled = tuple(any(cells[i] is not None for _, _, cells in group) for i in range(len(self.epsilons)))
             yield dataset, group, self.majority.get(dataset), filled
 
@@ -242,7 +242,7 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
 
     n_runs = summary["n_runs"]
     caption = f"{metric_label(metric).capitalize()} (%) by privacy budget ε: " + interval_text(
-        n_runs.to_list(), confidence=_single(summary, "confidence"), n_resamples=_single(summary, "n_resamples")
+        n_runs.to_list(), confidence=_single(summary, "confidence"), n_resamples=int(_single(summary, "n_resamples"))
     )
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
@@ -389,4 +389,4 @@ def write_tables(
         (markdown_path, _markdown(table, regenerate_command=regenerate_command)),
         (latex_path, _latex(table, regenerate_command=regenerate_command)),
     ):
-        atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+        write_text(path, text)
