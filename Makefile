@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[workflow,test]"
+	$(BIN)/python -m pip install --quiet -e ".[workflow,test,lint]"
 	touch $(STAMP)
 
 ## The main job on the embedded synthetic default: runs -> paper/demo/{tables,figures}.
@@ -71,6 +71,12 @@ dryrun: $(STAMP)
 clean-demo: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) demo --delete-all-output $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
+## The project's checks (CI runs them): ruff's lint and format, mypy on src/nodedp, snakefmt and Snakemake's lint on
+## the workflow, and a dry run of the whole grid.
 lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/snakefmt --check Snakefile workflow
 	$(BIN)/snakemake --lint
 	$(BIN)/snakemake --dry-run --quiet rules --cores $(CORES)
