@@ -126,8 +126,14 @@ def _cross_entropy(out: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(out, y, reduction="none")
 
 
-# name -> per-example loss [B]
-LOSSES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"cross_entropy": _cross_entropy}
+# (outputs, targets) -> per-example loss [B]
+LossFn = Callable[[Tensor, Tensor], Tensor]
+# name -> per-example loss
+LOSSES: dict[str, LossFn] = {"cross_entropy": _cross_entropy}
+
+
+# Adds every example's clipped gradient of a batch (inputs, targets) into each trainable parameter's view.
+ClippedSum = Callable[[Any, Tensor, Mapping[nn.Parameter, Tensor]], None]
 
 
 _COUNT_EVERY = 64
@@ -143,7 +149,7 @@ def _count_over(norms: list[Tensor], bound: float) -> Tensor:
 def train_model(
     model: nn.Module,
     *,
-    batch_fn: Callable[[Tensor], tuple[Tensor, Tensor]],
+    batch_fn: Callable[[Tensor], tuple[Any, Tensor]],
     batches: Iterable[Tensor],
     optim: OptimConfig,
     privacy: PrivacyConfig | None,
@@ -153,7 +159,7 @@ def train_model(
     progress: bool | str = False,
     total: int | None = None,
     on_step: Callable[[int], None] | None = None,
-    clipped_sum: Callable[[Any, Tensor, Mapping[nn.Parameter, Tensor]], None] | None = None,
+    clipped_sum: ClippedSum | None = None,
 ) -> TrainStats:
     """Train ``model`` in place, one optimizer step per batch of example indices.
 
@@ -179,7 +185,6 @@ def train_model(
     """
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; choose from {sorted(LOSSES)}")
-    loss_fn = LOSSES[loss]
     model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
@@ -190,28 +195,11 @@ def train_model(
             "clipped_sum serves private steps that clip each example's whole gradient "
             "(privacy given, layer_clip_norms None)"
         )
-    per_sample = PerSampleGradients(model) if privacy is not None and clipped_sum is None else None
-    layer_clips = None if privacy is None else privacy.layer_clip_norms
-    if layer_clips is not None:
-        layers = trainable_layer_names(model)
-        if set(layer_clips) != set(layers):
-            per_sample.remove()
-            raise ValueError(
-                f"layer_clip_norms must name exactly the model's trainable layers {layers}; got {sorted(layer_clips)}"
-            )
-    # The concatenated gradient, one buffer for the whole run: each step overwrites it with
-    # fresh noise, adds the clipped sum and divides; the p.grad are views of it.
-    noisy = params[0].new_empty(sum(p.numel() for p in params)) if privacy is not None else None
-    grads = split_flat(noisy, params) if clipped_sum is not None else None
-    if grads is not None:
-        for p, grad in grads.items():
-            p.grad = grad
-
-    steps = examples = 0
-    clipped = torch.zeros((), device=device)
-    # Whole-gradient norms of recent steps, counted against C every _COUNT_EVERY steps (three ops a step saved).
-    pending_norms: list[Tensor] = []
-    last_losses: Tensor | None = None
+    step: _PlainStep | _PrivateStep = (
+        _PlainStep(model, optimizer, LOSSES[loss])
+        if privacy is None
+        else _PrivateStep(model, params, privacy, generator, device, loss=loss, clipped_sum=clipped_sum)
+    )
     bar = tqdm(
         batches,
         total=total,
@@ -219,81 +207,176 @@ def train_model(
         disable=not progress,
         file=sys.stderr,
     )
+    tally = _Tally()
     with stage("training"):  # for a StageRecorder (benchmarks/scaling.py); nothing otherwise
         start = time.perf_counter()
         try:
             for indices in bar:
                 size = indices.numel()
-                losses: Tensor | None = None
-                if privacy is None:
-                    optimizer.zero_grad(set_to_none=True)
-                    if size > 0:
-                        inputs, targets = batch_fn(indices)
-                        losses = loss_fn(model(inputs), targets)
-                        losses.mean().backward()
-                else:
-                    # The Gaussian mechanism on the whole gradient vector: one draw over
-                    # all coordinates (sensitivity C), never per-tensor budgets. With
-                    # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
-                    # as in the public DP-GNN reference code, under-noises by √(#tensors).
-                    # No zero_grad: every p.grad is set below, to its view of the buffer.
-                    gaussian_noise_(noisy, std=privacy.noise_std, generator=generator)
-                    if size > 0 and clipped_sum is not None:
-                        clipped_sum(*batch_fn(indices), grads)
-                    elif size > 0:
-                        inputs, targets = batch_fn(indices)
-                        # A Linear–activation chain (an MLP) needs no hooks or autograd: the same tensors, cheaper.
-                        losses = per_sample.chain_backward(inputs, targets) if loss == "cross_entropy" else None
-                        if losses is None:
-                            with per_sample.capture():
-                                out = model(inputs)
-                            losses = loss_fn(out, targets)
-                            per_sample.backward(losses)
-                        if layer_clips is None:
-                            norms = per_sample.norms()
-                            pending_norms.append(norms)
-                            if len(pending_norms) == _COUNT_EVERY:
-                                clipped += _count_over(pending_norms, privacy.clip_norm)
-                            factors = clip_factors(norms, max_norm=privacy.clip_norm)
-                        else:
-                            layer_norms = per_sample.layer_norms()
-                            clipped += (
-                                torch.stack([n > layer_clips[name] for name, n in layer_norms.items()]).any(0).sum()
-                            )
-                            factors = {
-                                name: clip_factors(n, max_norm=layer_clips[name]) for name, n in layer_norms.items()
-                            }
-                        per_sample.write_clipped_sum(factors, onto=noisy)
-                    else:  # empty Poisson batch: the clipped sum is zero, the noise is not
-                        for p, grad in split_flat(noisy, params).items():
-                            p.grad = grad
-                    noisy.div_(privacy.expected_batch_size)  # the gradients are views of it
-                if losses is not None:
-                    last_losses = losses.detach()
+                tally.record(step(indices, batch_fn), size)
                 if privacy is not None or size > 0:
                     optimizer.step()
-                steps += 1
-                examples += size
                 if on_step is not None:
-                    on_step(steps - 1)
+                    on_step(tally.steps - 1)
         finally:
             bar.close()
-            if per_sample is not None:
-                per_sample.remove()
-    if pending_norms:
-        clipped += _count_over(pending_norms, privacy.clip_norm)
-    if privacy is not None and privacy.steps is not None and steps != privacy.steps:
+            step.close()
+    return _finish(step, tally, privacy, device, start)
+
+
+@dataclass
+class _Tally:
+    """What the loop counts: steps taken, examples seen, the last non-empty batch's per-example losses."""
+
+    steps: int = 0
+    examples: int = 0
+    last_losses: Tensor | None = None
+
+    def record(self, losses: Tensor | None, size: int) -> None:
+        if losses is not None:
+            self.last_losses = losses.detach()
+        self.steps += 1
+        self.examples += size
+
+
+class _PlainStep:
+    """A non-private step's gradient: the mean loss of the batch, backpropagated (the caller steps)."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn: LossFn) -> None:
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+
+    def __call__(self, indices: Tensor, batch_fn: Callable[[Tensor], tuple[Any, Tensor]]) -> Tensor | None:
+        self.optimizer.zero_grad(set_to_none=True)
+        if indices.numel() == 0:
+            return None
+        inputs, targets = batch_fn(indices)
+        losses = self.loss_fn(self.model(inputs), targets)
+        losses.mean().backward()
+        return losses
+
+    def close(self) -> None:
+        pass
+
+
+class _PrivateStep:
+    """A DP-SGD step's gradient: fresh Gaussian noise plus the clipped sum of the batch's per-example gradients,
+    divided by the expected batch size, written into the p.grad (views of one flat buffer for the whole run)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        params: list[nn.Parameter],
+        privacy: PrivacyConfig,
+        generator: torch.Generator,
+        device: torch.device | str,
+        *,
+        loss: str,
+        clipped_sum: ClippedSum | None,
+    ) -> None:
+        self.privacy, self.generator, self.params = privacy, generator, params
+        self.loss, self.loss_fn, self.clipped_sum = loss, LOSSES[loss], clipped_sum
+        self.per_sample = PerSampleGradients(model) if clipped_sum is None else None
+        self.layer_clips = privacy.layer_clip_norms
+        if self.layer_clips is not None:
+            layers = trainable_layer_names(model)
+            if set(self.layer_clips) != set(layers):
+                self.close()
+                raise ValueError(
+                    f"layer_clip_norms must name exactly the model's trainable layers {layers}; "
+                    f"got {sorted(self.layer_clips)}"
+                )
+        self.model = model
+        # The concatenated gradient, one buffer for the whole run: each step overwrites it with
+        # fresh noise, adds the clipped sum and divides; the p.grad are views of it.
+        self.noisy = params[0].new_empty(sum(p.numel() for p in params))
+        self.grads = split_flat(self.noisy, params) if clipped_sum is not None else None
+        if self.grads is not None:
+            for p, grad in self.grads.items():
+                p.grad = grad
+        self.clipped = torch.zeros((), device=device)
+        # Whole-gradient norms of recent steps, counted against C every _COUNT_EVERY steps (three ops a step saved).
+        self.pending_norms: list[Tensor] = []
+
+    def __call__(self, indices: Tensor, batch_fn: Callable[[Tensor], tuple[Any, Tensor]]) -> Tensor | None:
+        # The Gaussian mechanism on the whole gradient vector: one draw over
+        # all coordinates (sensitivity C), never per-tensor budgets. With
+        # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
+        # as in the public DP-GNN reference code, under-noises by √(#tensors).
+        # No zero_grad: every p.grad is set below, to its view of the buffer.
+        gaussian_noise_(self.noisy, std=self.privacy.noise_std, generator=self.generator)
+        losses: Tensor | None = None
+        if indices.numel() > 0 and self.clipped_sum is not None:
+            assert self.grads is not None
+            self.clipped_sum(*batch_fn(indices), self.grads)
+        elif indices.numel() > 0:
+            losses = self._add_clipped_sum(*batch_fn(indices))
+        else:  # empty Poisson batch: the clipped sum is zero, the noise is not
+            for p, grad in split_flat(self.noisy, self.params).items():
+                p.grad = grad
+        self.noisy.div_(self.privacy.expected_batch_size)  # the gradients are views of it
+        return losses
+
+    def _add_clipped_sum(self, inputs: Any, targets: Tensor) -> Tensor:
+        """Per-example gradients of the batch, clipped, summed onto the noise; returns the per-example losses."""
+        per_sample = self.per_sample
+        assert per_sample is not None
+        # A Linear–activation chain (an MLP) needs no hooks or autograd: the same tensors, cheaper.
+        losses = per_sample.chain_backward(inputs, targets) if self.loss == "cross_entropy" else None
+        if losses is None:
+            with per_sample.capture():
+                out = self.model(inputs)
+            losses = self.loss_fn(out, targets)
+            per_sample.backward(losses)
+        per_sample.write_clipped_sum(self._clip_factors(per_sample), onto=self.noisy)
+        return losses
+
+    def _clip_factors(self, per_sample: PerSampleGradients) -> Tensor | dict[str, Tensor]:
+        """Each example's clipping factor (one per layer with layer-wise thresholds), counting who is clipped."""
+        if self.layer_clips is None:
+            norms = per_sample.norms()
+            self.pending_norms.append(norms)
+            if len(self.pending_norms) == _COUNT_EVERY:
+                self.clipped += _count_over(self.pending_norms, self.privacy.clip_norm)
+            return clip_factors(norms, max_norm=self.privacy.clip_norm)
+        clips = self.layer_clips
+        layer_norms = per_sample.layer_norms()
+        self.clipped += torch.stack([n > clips[name] for name, n in layer_norms.items()]).any(0).sum()
+        return {name: clip_factors(n, max_norm=clips[name]) for name, n in layer_norms.items()}
+
+    def clipped_count(self) -> Tensor:
+        """How many examples so far had a gradient over its threshold (a diagnostic on private data)."""
+        if self.pending_norms:
+            self.clipped += _count_over(self.pending_norms, self.privacy.clip_norm)
+        return self.clipped
+
+    def close(self) -> None:
+        if self.per_sample is not None:
+            self.per_sample.remove()
+
+
+def _finish(
+    step: _PlainStep | _PrivateStep,
+    tally: _Tally,
+    privacy: PrivacyConfig | None,
+    device: torch.device | str,
+    start: float,
+) -> TrainStats:
+    """Check the step count the ledger charges, stop the clock (after the GPU's work) and report."""
+    clipped = step.clipped_count() if isinstance(step, _PrivateStep) else None
+    if privacy is not None and privacy.steps is not None and tally.steps != privacy.steps:
         raise RuntimeError(
-            f"DP-SGD took {steps} steps, but the ledger charges {privacy.steps}: the guarantee does not cover this run"
+            f"DP-SGD took {tally.steps} steps, but the ledger charges {privacy.steps}: "
+            "the guarantee does not cover this run"
         )
     if torch.device(device).type == "cuda":  # time the work, not its launch
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - start
+    examples = tally.examples
     return TrainStats(
-        steps=steps,
+        steps=tally.steps,
         examples_seen=examples,
         seconds=seconds,
-        clipped_fraction=(clipped.item() / examples if examples else 0.0) if privacy is not None else None,
-        final_loss=last_losses.mean().item() if last_losses is not None else math.nan,
+        clipped_fraction=None if clipped is None else (clipped.item() / examples if examples else 0.0),
+        final_loss=tally.last_losses.mean().item() if tally.last_losses is not None else math.nan,
         noise_std=privacy.noise_std if privacy is not None else 0.0,
     )
