@@ -1,21 +1,9 @@
 """`python -m nodedp verify PATH...`: re-derive each finished run's privacy plan from public inputs and compare.
 
-For a run folder (``metrics.json`` and ``ledger.json``), from a workspace root as the workflow's jobs run:
-
-1. the ledger agrees with itself (``verify_ledger_dict``: its ε and δ recomputed from its raw parameters);
-2. metrics.json agrees with the ledger and δ < 1/N, N the dataset's private units from
-   ``resources/graphs/<dataset>/meta.json`` (``nodedp.accounting.agreement``, which `collect` runs too);
-3. the plan: the method's planner (``nodedp.plans``) is run again on the run's method, hyperparameters, seed and
-   target as metrics.json states them, and the dataset's public metadata (meta.json; the training-set size of
-   the seed's split, declared public), and its ledger is compared field by field with ledger.json: records and
-   their parameters, noise, sampling, steps, clip norms, degree bounds, uncharged reads, level, relation,
-   guarantee, ε and δ.
-
-What it cannot know: that the run executed its plan (the training code is trusted to), and anything about the
-private data beyond its public metadata. A few plans take a value no public input gives (DP-GNN's percentile clip
-thresholds, NIP-GNN's aggregation budgets: ``nodedp.plans``' ``run_supplied``); verify reads those off the ledger,
-the planner checks them, and everything else is re-derived. Methods without a planner yet get checks 1 and 2 only, and are
-reported so.
+For each run folder (``metrics.json`` and ``ledger.json``): the ledger agrees with itself, metrics.json agrees
+with the ledger (and δ < 1/N), and the method's planner (``nodedp.plans``), run again on the run's stated
+settings and the dataset's public metadata, gives the same ledger field by field. What it checks and what it
+cannot know: docs/design/runtime.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """A warm worker: the workflow's jobs (one process per training cell) start from a fork of a process that has
-already imported torch and nodedp, instead of importing them anew (seconds each, the bulk of a small cell).
+already imported torch and nodedp, instead of importing them anew.
 
-``python -m nodedp VERB ...`` with ``NODEDP_WORKER=<idle seconds>`` in its environment (the workflow sets it for
-its jobs) asks this host's worker to run the command. The worker forks a child that takes the caller's working
-directory, environment, umask and standard input, output and error (passed over the socket), runs
-``nodedp.cli.main`` on the same arguments and exits; the caller forwards SIGINT, SIGTERM and SIGHUP to it and exits
-with its status, so Snakemake sees the job as if it ran the command itself. When the caller dies, the child is
-killed. The first caller starts the worker (and waits for its imports, as it would wait for its own); the worker
-exits after the idle seconds without a request. Without Linux, with ``NODEDP_WORKER`` unset or ``0``, inside a
-cluster job (``SLURM_JOB_ID``: its memory and GPU limits must hold for the command, and a worker started by one
-job step dies with it), or when the worker cannot be reached, the command runs in the calling process: the worker changes where a command runs, never
-what it computes.
-
-The worker is keyed by the user, the interpreter and the nodedp sources (their paths, sizes and modification times),
-so an edited checkout gets a fresh worker; it listens on an abstract Unix socket (no file; one per host, which is
-what a cluster node needs) and serves only its own user (``SO_PEERCRED``).
+``python -m nodedp VERB ...`` with ``NODEDP_WORKER=<idle seconds>`` asks this host's worker to run the command in
+a forked child with the caller's directory, environment, umask and stdio; the caller forwards signals and exits
+with the child's status. Never used inside a cluster job. Keying, security and fallbacks: docs/design/runtime.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The audit report: per-seed audit JSONs (``python -m nodedp audit``) pooled into one lower bound per cell,
 written as a table (Markdown and LaTeX) and a figure of the bound against the claimed ε.
 
-Pooling. A cell (dataset, method, target ε) is audited once per seed, each seed a separate training run with
-canaries of its own, each canary in with probability 1/2. Together the runs are one mechanism on all their
-canaries: a canary's inclusion touches one run only, so flipping it changes one run's output, and the joint
-output is (max ε, max δ)-DP with respect to every canary if each run is (ε_j, δ_j)-DP. The one-run theorem of
-Steinke, Nasr & Jagielski (2023) applies to that mechanism as it does to one run, with m the total number of
-canaries: ``summarize_audits`` concatenates the seeds' scores and inclusion bits (in seed order) and calls
-``epsilon_one_run`` once, at the cell's largest δ, against the cell's largest claimed ε. Scores of different
-runs share one ranking; that is a valid guessing rule (it ignores the bits), only maybe a weaker one than ranking
-within runs.
-
-Pooling is not always tighter: the theorem's δ term is 2·m·δ with m *all* canaries, so where m·δ is not small
-(the suite's δ is a power of ten below 1/N and m is about N/4, so 2·m·δ reaches about 0.5 per seed) the pooled bound
-can fall below a single seed's. Hence ``epsilon_lower_best_seed`` beside it: the largest single-seed bound with
-the confidence split over the seeds (Bonferroni), a valid bound at the same confidence by itself.
-
-Reading the bound. ε̂ is a *lower* bound at the stated confidence: ε̂ > claimed ε refutes the claim (for a suite
-run a bug in the method or its accounting; for a reference run, ``<method>@paper``, the paper's claimed ε).
-One-run audits are loose: ε̂ far below the claim does not certify it, it only fails to refute it.
+``summarize_audits`` pools a cell's seeds into one one-run audit (Steinke, Nasr & Jagielski 2023) and keeps the
+best single-seed bound (Bonferroni) beside it. Why pooling is sound, when it is looser, and how to read the bound:
+docs/design/analysis.md.
 """
 
 from __future__ import annotations

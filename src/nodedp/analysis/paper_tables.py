@@ -1,25 +1,8 @@
 """Each seed paper's headline tables in the paper's own layout, from study summaries alone.
 
-A paper table (``PAPER_TABLES``) has the rows and columns the paper prints, rebuilt from the
-coordinates of its published cells (``nodedp.analysis.published``); each printed cell names the
-suite run that feeds it: (dataset, run id, ε) under the suite's accounting. Every cell shows
-
-* the suite's value: mean over seeds ± half the width of its percentile-bootstrap interval (or the
-  interval itself), bold where it is the best private cell of its dataset and ε whose ε covers
-  every read (never a reference-mode cell, never one with uncharged reads);
-* beside it, where the summary has one, the reference-mode run (``<run>@paper``: the noise the
-  paper's accounting gives the ε) marked ¶ with the ε that noise actually spends, which may exceed
-  the column's;
-* the paper's printed value and Δ = suite − paper (and ¶ − paper), in points;
-* or, where the summary lacks the cell, what would produce it: ``needs <dataset>`` when the
-  dataset is not in the summary (with a note where the suite's registry does not build it), else
-  ``needs <run> at ε = x`` and the study that runs it.
-
-Where the paper states only ε ≤ x (DP-GNN), a cell reads the largest ε ≤ x the summary has for
-its run and shows it. Stand-in datasets (``STAND_INS``) present in the summary get their own row or
-column beside the paper's dataset, marked ≈, compared against the paper's dataset's values.
-A paper table may read several studies' summaries concatenated (``PaperTable.studies``); a cell that
-two of them share (the same runs) is read once, from the summary with the most runs.
+A paper table (``PAPER_TABLES``) rebuilds the rows and columns the paper prints from its published cells; every
+cell shows the suite's value with its interval, the reference-mode run beside it, the paper's value and the
+difference, or what run would produce it. What a cell shows and how it is picked: docs/design/analysis.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """Published accuracies of the papers the suite reimplements, as printed in their tables.
 
-Each entry is one printed cell: the paper's table (a key of ``PAPERS``), the suite dataset, the
-registered method id that reimplements the paper's row or column (and ``run``, the config.yaml
-variant of it whose runs reproduce the cell, where that is not the method itself: DP-GNN's 2-layer
-and ogbn-arxiv settings), the ε (``math.inf``: non-private; ``at_most``: the paper states only
-ε ≤ this, DP-GNN), the value in percent, the ± printed beside it and what that ± is (``spread``:
-NIP-GNN and ProGAP print 95% bootstrap CI half-widths, DP-GNN standard deviations, DPAR nothing),
-and where the cell sits in the paper's table (``row`` labels and ``column``, as printed), from
-which ``nodedp.analysis.paper_tables`` rebuilds the paper's layout. These are facts about the
-papers, read off the tables in ``../shared/papers``: DPAR Table 1, DP-GNN Tables 1-4, NIP-GNN
-Tables 1-4 (Table 4: membership-inference accuracy, ``metric`` ``mia_accuracy``), ProGAP Table 2.
-Reproduction tables (``nodedp.analysis.reproduction``) set the suite's runs beside them.
-
-``PUBLISHED`` holds the cells on datasets the suite registers; ``PUBLISHED_UNREGISTERED`` those
-on graphs it does not build (``UNREGISTERED_DATASETS``: DP-GNN's ogbn-arxiv-clustered and
-reddit-disjoint, ProGAP's WeNet), which paper tables print with the dataset they need.
-
-``STAND_INS`` lets other suite datasets stand in for a paper's, marked as such in every table:
-single schools (``fb100-*``, four are in the offline mirror) for the ProGAP paper's "FB-100"
-(``fb-100``, the union of the 100 Facebook schools, which only a machine with all of them builds);
-``cora-ml-transductive`` (the ablation of DPAR's split in GAP's transductive setting) for DPAR's
-Cora-ML, beside the real ``cora-ml`` rows.
-
-Oddities of the printed tables, kept as printed: NIP-GNN Table 1 gives NIP-GNN the same
-48.33 ± 2.02 on Citeseer and Lastfm and GAP the same ± 4.63 there; its Table 4 repeats Cora's
-DPDGC and GAP cells on Facebook; DPAR Table 1 gives GAPNoDP 0.9571 on both MS Academic and CS.
+Each entry is one printed cell (paper table, dataset, method, ε, value, its ±, and where it sits in the
+paper's layout). ``PUBLISHED`` holds cells on registered datasets, ``PUBLISHED_UNREGISTERED`` the others;
+``STAND_INS`` names suite datasets that stand in for a paper's. What each field means, the stand-ins and the
+printed tables' oddities: docs/design/analysis.md.
 """
 
 from __future__ import annotations

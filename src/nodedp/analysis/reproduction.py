@@ -1,19 +1,8 @@
 """Reproduction and claimed-vs-actual ε tables, from a study's summary alone.
 
-*Reproduction*: every published cell (``nodedp.analysis.published``) whose dataset, method and ε
-the study ran, with the paper's value, the suite's run of the same method in reference mode
-(``<method>@paper``: the noise the paper's accounting gives that ε) and the actual ε that noise
-spends, the suite-accounted run, and the verdict: *within* when the reference run (the suite run
-for non-private cells and methods without a reference mode) is within max(3 points, the paper's ±)
-of the paper's value, *miss* otherwise. Misses are explained in the README, by ablation.
-
-*Claimed vs actual*: every reference cell, with the claimed ε and the paper's δ, the actual ε at
-that δ and at the suite's δ (the ε the suite would have to state for the paper's noise), and
-their ratio to the claim.
-
-*Crossover*: for each private method under the suite's accounting, the smallest ε of the study's
-grid at which its mean beats the baseline's (DP-MLP: a model that ignores the graph), and the
-smallest at which its whole interval lies above the baseline's.
+*Reproduction*: each published cell the study ran beside the suite's reference-mode and suite-accounted runs,
+with a within/miss verdict. *Claimed vs actual*: each reference cell's claimed ε against the ε its noise spends.
+*Crossover*: the smallest ε at which each private method beats DP-MLP. Definitions: docs/design/analysis.md.
 """
 
 from __future__ import annotations
