@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import statistics
 import time
 import warnings
@@ -71,7 +72,7 @@ def _engine(model: nn.Module, x: Tensor, y: Tensor, *, privacy: PrivacyConfig | 
             device="cpu",
             on_step=lambda _: stamps.append(time.perf_counter()),
         )
-        return [b - a for a, b in zip(stamps, stamps[1:])]
+        return [b - a for a, b in itertools.pairwise(stamps)]
 
     return run
 

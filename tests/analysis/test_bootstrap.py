@@ -66,7 +66,7 @@ def test_same_seed_same_interval_other_seed_other_interval() -> None:
 
 def test_agrees_with_scipy_percentile_bootstrap() -> None:
     values = np.random.default_rng(4).normal(0.7, 0.05, size=20)
-    mean, low, high = bootstrap_ci(values, n_resamples=20_000, seed=0)
+    _mean, low, high = bootstrap_ci(values, n_resamples=20_000, seed=0)
     ref = stats.bootstrap(
         (values,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95, random_state=1
     ).confidence_interval

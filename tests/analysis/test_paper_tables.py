@@ -181,7 +181,7 @@ def test_missing_cells_say_what_would_produce_them(dpar: pl.DataFrame) -> None:
     first = rows[0]
     assert first[header.index("SAGE")] == "needs dp-sage at ε = 1<br>(study dpar-reproduction)<br>paper 15.2"
     assert first[header.index("GAPNoDP")] == "needs gap-nodp at ε = ∞<br>(study dpar-reproduction)<br>paper 88.83"
-    ms = [r for r in rows if r[0] == "MS Academic"][0]
+    ms = next(r for r in rows if r[0] == "MS Academic")
     assert all(c.startswith("needs ms-academic<br>paper ") for c in ms[2:])
     md2, _ = render_paper_table(
         "dp-gnn-t2", summary_of({("ogbn-arxiv-disjoint", "gcn", INF): [0.6, 0.61]}), regenerate_command="x"
