@@ -158,6 +158,8 @@ def _run_row(
     check_agreement: Callable[..., None],
     replan: Callable[[Path, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
+    """One run's row, after its checks: the privacy fields against the ledger (``_privacy``), metrics.json against
+    the ledger (``_agreement``), and, given ``replan``, the ledger against the plan re-derived from public inputs."""
     run_dir = metrics_path.parent
     metrics = _read_json(metrics_path, run_dir)
     missing = []
@@ -169,45 +171,57 @@ def _run_row(
     if missing:
         raise InvalidRunError(run_dir, f"metrics.json lacks {missing}")
     ledger = _read_json(run_dir / LEDGER_NAME, run_dir)
-
     private = metrics["private"]
     if not isinstance(private, bool):
         raise InvalidRunError(run_dir, f"'private' must be true or false, got {private!r}")
     if private:
-        target, spent = metrics["target_epsilon"], metrics["epsilon"]
-        if target is None or spent is None:
-            raise InvalidRunError(run_dir, "a private run needs target_epsilon and epsilon")
-        target, spent = float(target), float(spent)
-        if not math.isfinite(target):
-            raise InvalidRunError(run_dir, f"a private run needs a finite target_epsilon, got {target}")
-        claim = ledger.get("claim")
-        if metrics.get("claim") != claim:
-            raise InvalidRunError(
-                run_dir, f"metrics.json states the claim {metrics.get('claim')!r}, its ledger {claim!r}"
-            )
-        if claim is not None and claim.get("epsilon") != target:
-            raise InvalidRunError(
-                run_dir, f"a reference run's target ε {target} differs from its claimed {claim.get('epsilon')!r}"
-            )
-        # A reference run's actual ε may exceed its claimed one (its target): that is what it reports.
-        if claim is None and not spent <= target:
-            raise InvalidRunError(run_dir, f"recorded epsilon {spent} exceeds target {target}")
-        try:
-            recomputed = float(verify_ledger(ledger))
-        except ValueError as err:
-            raise InvalidRunError(run_dir, f"ledger failed verification: {err}") from err
-        # The ledger checks itself against its own target; it must also meet the run's.
-        if claim is None and not recomputed <= target:
-            raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
-        guarantee = ledger["guarantee"]["class"]  # verification checked it against the degree bound
-        if (metrics.get("guarantee") or {}).get("class") != guarantee:
-            raise InvalidRunError(
-                run_dir, f"metrics.json states guarantee {metrics.get('guarantee')!r}, its ledger {guarantee!r}"
-            )
+        target, spent, guarantee, claim = _privacy(run_dir, metrics, ledger, verify_ledger)
     else:
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
-    # The ledger agrees with itself (above); metrics.json, which the tables read, must agree with it.
+    _agreement(run_dir, metrics, ledger, check_agreement)
+    if replan is not None:  # the plan re-derived from public inputs, as `nodedp verify` does
+        replan(run_dir, metrics)
+    return _row(run_dir, metrics, ledger, target=target, spent=spent, guarantee=guarantee, claim=claim)
+
+
+def _privacy(
+    run_dir: Path, metrics: dict, ledger: dict, verify_ledger: Callable[[dict], float]
+) -> tuple[float, float, str, dict | None]:
+    """A private run's (target ε, spent ε, guarantee class, claim), checked against its verified ledger."""
+    target, spent = metrics["target_epsilon"], metrics["epsilon"]
+    if target is None or spent is None:
+        raise InvalidRunError(run_dir, "a private run needs target_epsilon and epsilon")
+    target, spent = float(target), float(spent)
+    if not math.isfinite(target):
+        raise InvalidRunError(run_dir, f"a private run needs a finite target_epsilon, got {target}")
+    claim = ledger.get("claim")
+    if metrics.get("claim") != claim:
+        raise InvalidRunError(run_dir, f"metrics.json states the claim {metrics.get('claim')!r}, its ledger {claim!r}")
+    if claim is not None and claim.get("epsilon") != target:
+        raise InvalidRunError(
+            run_dir, f"a reference run's target ε {target} differs from its claimed {claim.get('epsilon')!r}"
+        )
+    # A reference run's actual ε may exceed its claimed one (its target): that is what it reports.
+    if claim is None and not spent <= target:
+        raise InvalidRunError(run_dir, f"recorded epsilon {spent} exceeds target {target}")
+    try:
+        recomputed = float(verify_ledger(ledger))
+    except ValueError as err:
+        raise InvalidRunError(run_dir, f"ledger failed verification: {err}") from err
+    # The ledger checks itself against its own target; it must also meet the run's.
+    if claim is None and not recomputed <= target:
+        raise InvalidRunError(run_dir, f"ledger epsilon {recomputed} exceeds target {target}")
+    guarantee = ledger["guarantee"]["class"]  # verification checked it against the degree bound
+    if (metrics.get("guarantee") or {}).get("class") != guarantee:
+        raise InvalidRunError(
+            run_dir, f"metrics.json states guarantee {metrics.get('guarantee')!r}, its ledger {guarantee!r}"
+        )
+    return target, spent, guarantee, claim
+
+
+def _agreement(run_dir: Path, metrics: dict, ledger: dict, check_agreement: Callable[..., None]) -> None:
+    """The ledger agrees with itself (``_privacy``); metrics.json, which the tables read, must agree with it."""
     try:
         check_agreement(metrics, ledger, num_private_units=_num_private_units(run_dir, metrics), where=str(run_dir))
     except InvalidRunError:
@@ -222,9 +236,13 @@ def _run_row(
         raise InvalidRunError(run_dir, reason) from err
     except (KeyError, TypeError) as err:
         raise InvalidRunError(run_dir, f"metrics.json and its ledger cannot be compared: {err!r}") from err
-    if replan is not None:  # the plan re-derived from public inputs, as `nodedp verify` does
-        replan(run_dir, metrics)
 
+
+def _row(
+    run_dir: Path, metrics: dict, ledger: dict, *, target: float, spent: float, guarantee: str, claim: dict | None
+) -> dict[str, Any]:
+    """The summary's row of a checked run."""
+    private = metrics["private"]
     predicted = metrics["test"].get("predicted_classes")
     if predicted is not None and (isinstance(predicted, bool) or not isinstance(predicted, int) or predicted < 1):
         raise InvalidRunError(run_dir, f"test.predicted_classes must be a count >= 1, got {predicted!r}")
