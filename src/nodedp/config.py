@@ -47,6 +47,7 @@ __all__ = [
     "check_config",
     "check_schema",
     "check_size_limits",
+    "declare_datasets",
     "known_methods",
     "method_block",
     "method_variants",
@@ -258,8 +259,9 @@ class PublicSize:
 
 def public_size(dataset: str, *, graphs_dir: str | Path | None = None) -> PublicSize | None:
     """A dataset's size from its built ``meta.json`` under ``graphs_dir`` when there is one, else from its
-    synthetic spec (a synthetic graph is made from code: its spec is public); ``None`` when neither says.
-    The training nodes follow the protocol's random split fractions (as ``random_split`` rounds them)."""
+    synthetic spec (a synthetic graph is made from code: its spec is public) or its declared file's shape (the
+    rows of its arrays); ``None`` when none says. The training nodes follow the protocol's random split
+    fractions (as ``random_split`` rounds them)."""
     from nodedp.data import get_dataset
     from nodedp.data.preprocess import get_protocol
     from nodedp.io import read_json
@@ -276,6 +278,9 @@ def public_size(dataset: str, *, graphs_dir: str | Path | None = None) -> Public
         num_nodes, source = meta["num_nodes"], str(meta_path)
         num_edges = meta["num_edges"] // 2 if meta.get("is_undirected") else meta["num_edges"]
         protocol = (meta.get("source") or {}).get("protocol", info.protocol)
+    elif info.kind == "file" and info.size is not None:
+        num_nodes, num_edges, source = info.size.nodes, None, f"the shape of {info.source['path']}"
+        protocol = info.protocol
     else:
         params = info.source.get("params", {}) if info.kind == "synthetic" else {}
         if "num_nodes" not in params:
@@ -434,18 +439,43 @@ def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
     return plan
 
 
+def declare_datasets(config: Mapping[str, Any]) -> list[str]:
+    """Register the datasets the config declares (``datasets:``, ``nodedp.data.user``) after checking each
+    declaration and its file(s); their names. Raises ConfigError naming the field, or the file and its problem."""
+    from nodedp.data.constants import DatasetFormatError
+    from nodedp.data.user import DeclarationError
+    from nodedp.data.user import declare_datasets as declare
+
+    try:
+        return [dataset.name for dataset in declare(config.get("datasets"))]
+    except (DeclarationError, DatasetFormatError) as err:
+        raise ConfigError(str(err)) from None
+
+
+def _unknown_dataset(field: str, dataset: str, declared: list[str]) -> ConfigError:
+    from nodedp.data import DATASETS
+
+    registered = sorted(name for name, info in DATASETS.items() if info.kind != "file")
+    return ConfigError(
+        f"{field}: unknown dataset {dataset!r}; valid: registered {registered}; declared under `datasets:` "
+        f"{sorted(declared)} (docs/datasets.md: declare your own graph there)"
+    )
+
+
 def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = None) -> None:
-    """Raise ConfigError naming the field when the (schema-validated) config cannot run. ``graphs_dir``
-    (the workflow's ``resources/graphs``) holds already built graphs, whose ``meta.json`` gives the sizes
-    that synthetic specs give before a graph is built (``public_size``)."""
+    """Raise ConfigError naming the field when the (schema-validated) config cannot run. Registers the datasets
+    it declares (``declare_datasets``) first. ``graphs_dir`` (the workflow's ``resources/graphs``) holds already
+    built graphs, whose ``meta.json`` gives the sizes that synthetic specs and declared files give before a graph
+    is built (``public_size``)."""
     from nodedp.data import dataset_names
     from nodedp.methods import get_method
 
+    declared = declare_datasets(config)
     known = known_methods(config)
     for study, spec in config["studies"].items():
         for dataset in spec["datasets"]:
             if dataset not in dataset_names():
-                raise ConfigError(f"studies.{study}.datasets: unknown dataset {dataset!r}; valid: {dataset_names()}")
+                raise _unknown_dataset(f"studies.{study}.datasets", dataset, declared)
         for method in spec["methods"]:
             if method not in known:
                 raise ConfigError(f"studies.{study}.methods: unknown method {method!r}; {_choices(config)}")

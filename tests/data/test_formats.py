@@ -84,7 +84,7 @@ def test_real_cora_matches_the_paper_and_pyg():
 def test_real_cora_ml_matches_the_paper_and_pyg():
     from torch_geometric.io import read_npz
 
-    raw = read_npz_graph(need_shared(CORA_ML))
+    raw = read_npz_graph(need_shared(CORA_ML), binarize_features=True)  # as the registry reads it
     data = raw.data
     assert (data.num_nodes, data.x.shape[1], int(data.y.max()) + 1) == (2995, 2879, 7)
     assert data.edge_index.shape[1] == 8_416  # DPAR's edge count: the directed citations
@@ -255,22 +255,22 @@ def write_npz_graph(path: Path, *, dense_features: bool = False, sparse_labels: 
     np.savez(path, **arrays)
 
 
-def test_npz_graph_keeps_direction_and_self_loops_and_binarizes_like_pyg(tmp_path):
+def test_npz_graph_keeps_direction_self_loops_and_features_and_binarizes_like_pyg_on_request(tmp_path):
     path = tmp_path / "g.npz"
     write_npz_graph(path)
     raw = read_npz_graph(path)
     assert_sorted_edge_set(raw)
     assert edges(raw) == {(0, 1), (1, 2), (2, 2)}
-    assert raw.data.x.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1]]
+    assert raw.data.x.tolist() == [[0.5, 0, 0], [0, 0.25, 0], [0, 0, 0], [2.0, 0, 1.0]]  # as stored
     assert raw.data.y.tolist() == [1, 0, 1, 1] and raw.official_split is None
-    weighted = read_npz_graph(path, binarize_features=False)
-    assert weighted.data.x.tolist() == [[0.5, 0, 0], [0, 0.25, 0], [0, 0, 0], [2.0, 0, 1.0]]
+    binarized = read_npz_graph(path, binarize_features=True)
+    assert binarized.data.x.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1]]
 
 
 def test_npz_graph_reads_dense_features_and_one_hot_sparse_labels(tmp_path):
     path = tmp_path / "g.npz"
     write_npz_graph(path, dense_features=True, sparse_labels=True)
-    raw = read_npz_graph(path)
+    raw = read_npz_graph(path, binarize_features=True)
     assert raw.data.x.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1]]
     assert raw.data.y.tolist() == [1, 0, -1, 1]
 

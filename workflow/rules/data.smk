@@ -19,9 +19,24 @@ rule download:
         " --lock resources/raw/checksums.lock.json {params.mirror} > {log} 2>&1"
 
 
+# A dataset declared in the config (`datasets:`) is built from its file(s), and rebuilt when they or its
+# declaration (format, direction, split) change; for every other dataset both are empty (nodedp.data.user).
+def declared_graph_files(wildcards):
+    from nodedp.data.user import declared_files
+
+    return declared_files(wildcards.dataset)
+
+
+def declared_graph(wildcards):
+    from nodedp.data.user import declared_graph_params
+
+    return declared_graph_params(wildcards.dataset)
+
+
 rule graph:
     input:
         raw=graph_raw_inputs,
+        declared=declared_graph_files,
     output:
         graph="resources/graphs/{dataset}/graph.pt",
         meta="resources/graphs/{dataset}/meta.json",
@@ -37,6 +52,7 @@ rule graph:
         **job_resources("data"),
     params:
         raw=graph_raw_option,
+        declared=declared_graph,
     shell:
         "python -m nodedp graph --dataset {wildcards.dataset} {params.raw}"
         " --out resources/graphs/{wildcards.dataset} > {log} 2>&1"

@@ -8,7 +8,7 @@ its module (torch, torch_geometric) on first access (PEP 562) and imports as bef
 from __future__ import annotations
 
 from nodedp._lazy import lazy_exports
-from nodedp.data import catalog, standins  # noqa: F401  (register the real datasets and their stand-ins)
+from nodedp.data import catalog, standins, user  # noqa: F401  (register the real datasets, stand-ins, declared ones)
 
 # submodule -> the public names it provides here, loaded on first access (the registry already is)
 _SUBMODULES: dict[str, tuple[str, ...]] = {

@@ -10,6 +10,7 @@ is not here.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
@@ -330,7 +331,7 @@ for _name, (_url, _file, _description, _protocol, _citation) in _NPZ.items():
         _name,
         description=_description,
         files=[remote(_url)],
-        reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
+        reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f, binarize_features=True),
         protocol=_protocol,
         out_degree_bound=20,
         in_degree_bound=10,
@@ -345,7 +346,7 @@ _register(
     "cora-ml-transductive",
     description="Cora-ML as cora-ml, DPAR's 80/20 split made transductive (ablation: GAP's setting)",
     files=[remote(_url)],
-    reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f),
+    reader=lambda raw, _f=_file: _formats().read_npz_graph(raw / _f, binarize_features=True),
     protocol="dpar-transductive",
     out_degree_bound=20,
     in_degree_bound=10,
@@ -429,10 +430,16 @@ _register(
 )
 
 _OGB_CITATION = "Hu et al. (2020), Open Graph Benchmark"
+
+
+def _read_ogb(short: str, root: Path) -> RawGraph:
+    return _formats().read_ogb_node(root / short, f"ogbn-{short}")
+
+
 for _short in ("arxiv", "products", "mag"):
     _name = f"ogbn-{_short}"
     _files = [remote(OGB_URL.format(file=f"{_short}.zip"))]
-    _reader = _unzipped(f"{_short}.zip", lambda root, _s=_short: _formats().read_ogb_node(root / _s, f"ogbn-{_s}"))
+    _reader = _unzipped(f"{_short}.zip", functools.partial(_read_ogb, _short))
     _register(
         _name,
         description=f"OGB {_name}, official split (DP-GNN)",

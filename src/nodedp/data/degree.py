@@ -207,7 +207,9 @@ def bound_out_degree(edge_index: Tensor, *, num_nodes: int, max_degree: int, see
     # (at least the D-th edge of each heavy source) the full hash decides.
     keep = np.empty(src.size, dtype=bool)
     below = np.zeros(num_nodes, dtype=np.int64)
-    tie_columns, tie_src, tie_hashes = [], [], []
+    column_parts: list[np.ndarray] = []
+    src_parts: list[np.ndarray] = []
+    hash_parts: list[np.ndarray] = []
     for start in _chunks(src.size):
         part = slice(start, start + _CHUNK)
         s, d = src[part], dst[part]
@@ -217,10 +219,10 @@ def bound_out_degree(edge_index: Tensor, *, num_nodes: int, max_degree: int, see
         keep[part] = ~is_heavy | (top < limit)
         below += np.bincount(s[is_heavy & (top < limit)], minlength=num_nodes)
         at = np.flatnonzero(is_heavy & (top == limit))
-        tie_columns.append(at + start)
-        tie_src.append(s[at])
-        tie_hashes.append(hashes[at])
-    tie_columns, tie_src, tie_hashes = (np.concatenate(p) for p in (tie_columns, tie_src, tie_hashes))
+        column_parts.append(at + start)
+        src_parts.append(s[at])
+        hash_parts.append(hashes[at])
+    tie_columns, tie_src, tie_hashes = (np.concatenate(p) for p in (column_parts, src_parts, hash_parts))
     # Stable: duplicate columns (equal hashes) keep their column order, as
     # a full lexsort would.
     order = np.lexsort((tie_hashes, tie_src))

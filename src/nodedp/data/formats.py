@@ -43,6 +43,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from nodedp.data.constants import DatasetFormatError
+
 __all__ = [
     "FACEBOOK100_CLASS_YEARS",
     "FACEBOOK100_COLUMNS",
@@ -62,10 +64,6 @@ __all__ = [
 ]
 
 SPLIT_PARTS = ("train", "val", "test")
-
-
-class DatasetFormatError(ValueError):
-    """A dataset file is missing, corrupt, or not in the format its reader expects."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +274,10 @@ _PLANETOID_GLOBALS: Mapping[tuple[str, str], Any] = MappingProxyType(
         ("collections", "defaultdict"): collections.defaultdict,
         **{(module, "list"): list for module in ("__builtin__", "builtins")},
         **{(module, "object"): object for module in ("__builtin__", "builtins")},
-        **{(module, "_reconstructor"): copyreg._reconstructor for module in ("copy_reg", "copyreg")},
+        **{
+            (module, "_reconstructor"): copyreg._reconstructor  # type: ignore[attr-defined]
+            for module in ("copy_reg", "copyreg")
+        },
         ("_codecs", "encode"): codecs.encode,  # how Python 3 writes bytes at protocol 2
     }
 )
@@ -377,7 +378,7 @@ _ATTR_KEYS = ("attr_data", "attr_indices", "attr_indptr", "attr_shape")
 _LABEL_KEYS = ("labels_data", "labels_indices", "labels_indptr", "labels_shape")
 
 
-def read_npz_graph(path: Path, *, binarize_features: bool = True) -> RawGraph:
+def read_npz_graph(path: Path, *, binarize_features: bool = False) -> RawGraph:
     """A graph2gauss / gnn-benchmark / ppnp ``.npz`` (Cora-ML, CiteSeer, PubMed, DBLP,
     Coauthor CS/Physics, Amazon Computers/Photo, MS Academic).
 
@@ -388,9 +389,10 @@ def read_npz_graph(path: Path, *, binarize_features: bool = True) -> RawGraph:
     graph is directed: 8,416 edges, DPAR's count). PyG's ``read_npz``
     (``CitationFull``, ``Coauthor``, ``Amazon``) instead drops self loops and
     symmetrises, which preprocessing does where a paper asks for it.
-    ``binarize_features`` sets positive feature values to 1, as PyG does (the
-    Cora-ML copy in the mirror stores TF-IDF weights where upstream's graph2gauss
-    file may store ones; binarised, both give the same features).
+    Features are kept as stored unless ``binarize_features``, which sets positive
+    values to 1 as PyG does: the registry asks for it for its own npz datasets
+    (the Cora-ML copy in the mirror stores TF-IDF weights where upstream's
+    graph2gauss file may store ones; binarised, both give the same features).
     """
     path = Path(path)
     arrays, present = _read_npz(path, (*_ADJ_KEYS, *_ATTR_KEYS, "attr_matrix", "labels", *_LABEL_KEYS))
@@ -473,7 +475,8 @@ def encode_facebook100(
     if info.size and int(info.min()) < 0:
         _fail(where, f"local_info codes must be non-negative, got {int(info.min())}")
     num_nodes = info.shape[0]
-    blocks, names = [], []
+    blocks: list[np.ndarray] = []
+    names: list[str] = []
     for column in FACEBOOK100_FEATURE_COLUMNS:
         values = info[:, FACEBOOK100_COLUMNS.index(column)]
         categories = np.unique(values[values > 0])

@@ -99,9 +99,9 @@ def validate_graph(data: Data | SimpleNamespace, *, where: str, num_classes: int
 def _sorted_edge_keys(src: Tensor, dst: Tensor, *, num_nodes: int) -> np.ndarray:
     """src * N + dst per edge, sorted: one int64 array, built and sorted in
     place (torch.unique would keep several edge-sized copies)."""
-    keys = src * num_nodes
-    keys += dst
-    keys = keys.cpu().numpy()
+    products = src * num_nodes
+    products += dst
+    keys = products.cpu().numpy()
     keys.sort()
     return keys
 

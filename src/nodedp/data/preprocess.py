@@ -46,6 +46,7 @@ __all__ = [
     "Protocol",
     "SplitProtocol",
     "UnknownProtocolError",
+    "add_protocol_resolver",
     "apply_protocol",
     "filter_classes_by_count",
     "get_protocol",
@@ -57,6 +58,7 @@ __all__ = [
     "remove_self_loops",
     "remove_unlabeled_nodes",
     "to_undirected",
+    "unregister_protocol",
 ]
 
 SPLIT_KINDS = ("random", "official")
@@ -385,12 +387,23 @@ def _gap(name: str, *, min_count: int, dataset: str) -> Protocol:
 
 
 _PROTOCOLS: dict[str, Protocol] = {}
+# Called with an unknown name before get_protocol gives up; True: it registered it (a declared dataset's).
+_RESOLVERS: list[Callable[[str], bool]] = []
 
 
-def register_protocol(protocol: Protocol) -> None:
-    if protocol.name in _PROTOCOLS:
+def register_protocol(protocol: Protocol, *, replace: bool = False) -> None:
+    """Add ``protocol``; an existing name is an error unless ``replace`` (a declared dataset's, re-declared)."""
+    if protocol.name in _PROTOCOLS and not replace:
         raise ValueError(f"protocol {protocol.name!r} is already registered")
     _PROTOCOLS[protocol.name] = protocol
+
+
+def unregister_protocol(name: str) -> None:
+    _PROTOCOLS.pop(name, None)
+
+
+def add_protocol_resolver(resolver: Callable[[str], bool]) -> None:
+    _RESOLVERS.append(resolver)
 
 
 # GAP's threshold is per dataset (sisaman/GAP and sisaman/ProGAP core/datasets/loader.py).
@@ -518,12 +531,9 @@ def protocol_names() -> list[str]:
 
 
 def get_protocol(name: str) -> Protocol:
-    try:
-        return _PROTOCOLS[name]
-    except KeyError:
-        raise UnknownProtocolError(
-            f"unknown preprocessing protocol {name!r}; valid choices: {protocol_names()}"
-        ) from None
+    if name not in _PROTOCOLS and not any(resolve(name) for resolve in _RESOLVERS):
+        raise UnknownProtocolError(f"unknown preprocessing protocol {name!r}; valid choices: {protocol_names()}")
+    return _PROTOCOLS[name]
 
 
 def _counts(data: Data) -> dict[str, int]:

@@ -2,7 +2,9 @@
 
 The degree bounds are public parameters of a dataset (chosen without looking
 at the private graph beyond what is published about it): ``out_degree_bound``
-is GAP/ProGAP's D, ``in_degree_bound`` is DP-GNN's K.
+is GAP/ProGAP's D, ``in_degree_bound`` is DP-GNN's K. Datasets are made from
+code (``synthetic``), downloaded (``download``) or declared in a config
+(``file``, ``nodedp.data.user``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nodedp.data.download import RemoteFile
-from nodedp.data.preprocess import get_protocol
+from nodedp.data.preprocess import SplitProtocol, UnknownProtocolError, get_protocol
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
-from nodedp.io import read_json, torch_save_atomic
+from nodedp.io import read_json, sha256_file, torch_save_atomic
 
 if TYPE_CHECKING:  # building a graph or a split imports these; the registry itself is read torch-free
     from torch_geometric.data import Data
@@ -31,15 +33,17 @@ __all__ = [
     "DatasetInfo",
     "GraphSize",
     "UnknownDatasetError",
+    "add_dataset_resolver",
     "build_dataset",
     "csbm_dataset",
     "dataset_names",
     "get_dataset",
     "make_split",
     "register_dataset",
+    "unregister_dataset",
 ]
 
-KINDS = ("synthetic", "download")
+KINDS = ("synthetic", "download", "file")
 
 
 class UnknownDatasetError(KeyError, ValueError):
@@ -74,10 +78,12 @@ class GraphSize:
 class DatasetInfo:
     """A registered dataset. Synthetic ones have ``build`` (the graph from code);
     downloaded ones have ``files`` (fetched by the download stage) and ``reader``
-    (the download directory -> ``RawGraph``), then their ``protocol``'s
-    preprocessing. The protocol also says how the split stage splits.
-    ``source`` is recorded in ``meta.json``. ``size`` is the graph's published
-    size, where known (it sizes cluster jobs; ``None``: the configured defaults)."""
+    (the download directory -> ``RawGraph``), declared ones ``path`` (the user's
+    file or folder) and ``reader`` (``path`` -> ``RawGraph``); both then go through
+    their ``protocol``'s preprocessing. The protocol also says how the split stage
+    splits. ``source`` is recorded in ``meta.json``. ``size`` is the graph's
+    published size (a declared file's shape), where known (it sizes cluster jobs;
+    ``None``: the configured defaults)."""
 
     name: str
     kind: str
@@ -91,6 +97,7 @@ class DatasetInfo:
     reader: Callable[[Path], RawGraph] | None = None
     protocol: str = "planetoid"
     size: GraphSize | None = None
+    path: Path | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -99,6 +106,8 @@ class DatasetInfo:
             raise ValueError(f"dataset {self.name!r}: a synthetic dataset needs build")
         if self.kind == "download" and not (self.files and self.reader is not None):
             raise ValueError(f"dataset {self.name!r}: a downloaded dataset needs files and a reader")
+        if self.kind == "file" and not (self.path is not None and self.reader is not None):
+            raise ValueError(f"dataset {self.name!r}: a declared dataset needs a path and a reader")
         get_protocol(self.protocol)  # names the valid protocols
         for bound in ("out_degree_bound", "in_degree_bound"):
             value = getattr(self, bound)
@@ -108,6 +117,13 @@ class DatasetInfo:
 
 _REGISTRY: dict[str, DatasetInfo] = {}
 DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(_REGISTRY)
+# Called with an unknown id before get_dataset gives up; True: it registered the id (nodedp.data.user's, which
+# finds the datasets a config declared in the environment its jobs inherit).
+_RESOLVERS: list[Callable[[str], bool]] = []
+
+
+def add_dataset_resolver(resolver: Callable[[str], bool]) -> None:
+    _RESOLVERS.append(resolver)
 
 
 def register_dataset(info: DatasetInfo, *, force: bool = False) -> DatasetInfo:
@@ -118,15 +134,26 @@ def register_dataset(info: DatasetInfo, *, force: bool = False) -> DatasetInfo:
     return info
 
 
+def unregister_dataset(name: str) -> None:
+    """Remove a declared dataset (a config that no longer declares it); registered code stays."""
+    info = _REGISTRY.get(name)
+    if info is not None and info.kind != "file":
+        raise ValueError(f"dataset {name!r} is {info.kind}, not declared: it cannot be unregistered")
+    _REGISTRY.pop(name, None)
+
+
 def dataset_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
 def get_dataset(name: str) -> DatasetInfo:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownDatasetError(f"unknown dataset {name!r}; valid choices: {dataset_names()}") from None
+    if name not in _REGISTRY and not any(resolve(name) for resolve in _RESOLVERS):
+        declared = sorted(n for n, info in _REGISTRY.items() if info.kind == "file")
+        raise UnknownDatasetError(
+            f"unknown dataset {name!r}; valid choices: {dataset_names()}"
+            + (f" (declared under datasets: {declared})" if declared else "")
+        )
+    return _REGISTRY[name]
 
 
 OFFICIAL_SPLIT_FILE = "official_split.pt"
@@ -136,9 +163,10 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
     """Build dataset ``name`` in canonical form under ``directory`` and return its meta.
 
     Synthetic datasets are generated; downloaded ones are read from ``raw_dir``
-    (what the download stage fetched) and preprocessed by their protocol, whose
-    report goes into ``meta.json``. An official split (OGB, Reddit) is stored
-    beside the graph as ``official_split.pt``, in the preprocessed node ids.
+    (what the download stage fetched), declared ones from their ``path``, and
+    both preprocessed by their protocol, whose report goes into ``meta.json``.
+    An official split (OGB, Reddit, a declared file's masks) is stored beside
+    the graph as ``official_split.pt``, in the preprocessed node ids.
     """
     import torch
 
@@ -148,10 +176,18 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
     info = get_dataset(name)
     source: dict[str, Any] = {"kind": info.kind, "protocol": info.protocol, **info.source}
     if info.kind == "synthetic":
+        assert info.build is not None  # DatasetInfo checks it
         return save_graph(info.build(), directory, name=name, source=source)
-    if raw_dir is None:
+    assert info.reader is not None  # DatasetInfo checks it
+    if info.kind == "file":
+        assert info.path is not None
+        if raw_dir is not None:
+            raise ValueError(f"dataset {name!r} is declared: it is read from {info.path}, not from a raw_dir")
+        raw = info.reader(info.path)
+    elif raw_dir is None:
         raise ValueError(f"dataset {name!r} is downloaded: pass the download directory (raw_dir)")
-    raw = info.reader(Path(raw_dir))
+    else:
+        raw = info.reader(Path(raw_dir))
     data = raw.data
     if raw.official_split is not None:  # masks travel through node-removing steps
         for part, nodes in raw.official_split.items():
@@ -165,7 +201,10 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
         for part in raw.official_split:
             del data[f"{part}_mask"]
         torch_save_atomic(official, directory / OFFICIAL_SPLIT_FILE)
-    source["files"] = [{"url": f.url, "sha256": f.sha256} for f in info.files]
+    if info.kind == "file":
+        source["files"] = [{"path": path, "sha256": sha256_file(where)} for path, where in raw.extra["files"]]
+    else:
+        source["files"] = [{"url": f.url, "sha256": f.sha256} for f in info.files]
     source["preprocessing"] = report
     return save_graph(data, directory, name=name, source=source)
 
@@ -270,7 +309,14 @@ def make_split(
 
     graph_dir = Path(graph_dir)
     meta = read_json(graph_dir / "meta.json")
-    protocol = get_protocol(meta["source"].get("protocol", "planetoid")).split
+    source = meta["source"]
+    try:
+        protocol = get_protocol(source.get("protocol", "planetoid")).split
+    except UnknownProtocolError:
+        if source.get("kind") != "file":
+            raise
+        # A declared dataset's protocol lives in the config that declared it; its split is also in the report.
+        protocol = SplitProtocol(**source["preprocessing"]["split"])
     setting = setting or protocol.setting
     if protocol.kind == "official" and fractions is None:
         parts = torch.load(graph_dir / OFFICIAL_SPLIT_FILE, weights_only=True)
@@ -280,6 +326,7 @@ def make_split(
     if fractions is None:
         if protocol.kind == "official":
             raise ValueError(f"{graph_dir}: protocol has an official split; pass fractions to draw a random one")
+        assert protocol.train is not None and protocol.val is not None and protocol.test is not None
         fractions = (protocol.train, protocol.val, protocol.test)
     train, val, test = fractions
     return random_split(meta["num_nodes"], seed=seed, train=train, val=val, test=test, setting=setting)

@@ -84,7 +84,8 @@ def random_split(
     num_train = round(train * num_nodes)
     num_val = min(round(val * num_nodes), num_nodes - num_train)
     parts = torch.split(perm, [num_train, num_val, num_nodes - num_train - num_val])
-    return Split(*(part.sort().values for part in parts), setting=setting, seed=seed)
+    train_nodes, val_nodes, test_nodes = (part.sort().values for part in parts)
+    return Split(train_nodes, val_nodes, test_nodes, setting=setting, seed=seed)
 
 
 def validate_split(split: Split, *, where: str, num_nodes: int | None = None) -> None:

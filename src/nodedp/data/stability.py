@@ -96,7 +96,7 @@ def _train_mask(train_nodes: Tensor | None, num_nodes: int) -> np.ndarray:
     return mask
 
 
-def _dp_gnn_edges(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor, bound: int, seed: int) -> Tensor:
+def _dp_gnn_edges(edge_index: Tensor, *, num_nodes: int, train_nodes: Tensor | None, bound: int, seed: int) -> Tensor:
     """The edges DP-GNN builds its subgraphs from: Algorithm 1, then out-degrees bounded to K (dp_gnn.py)."""
     kept = bound_degree(
         edge_index, kind="in-degree", num_nodes=num_nodes, train_nodes=train_nodes, max_degree=bound, seed=seed
@@ -185,7 +185,13 @@ def bounding_instability(
     degree = np.bincount(src, minlength=num_nodes) + np.bincount(dst, minlength=num_nodes)
     top = np.argsort(-degree, kind="stable")[:hubs]
     removed = np.concatenate([uniform, np.setdiff1d(top, uniform)])
-    args = {"num_nodes": num_nodes, "kind": kind, "bound": bound, "seed": seed, "train_nodes": train_nodes}
+    args: dict[str, Any] = {
+        "num_nodes": num_nodes,
+        "kind": kind,
+        "bound": bound,
+        "seed": seed,
+        "train_nodes": train_nodes,
+    }
     full = _bounded_keys(edge_index, **args)
     full_src, full_dst = full // num_nodes, full % num_nodes
     radius = row_clip if row_clip is not None else math.sqrt(bound)
@@ -206,6 +212,7 @@ def bounding_instability(
             counts.setdefault("pairs", []).append(pairs)
             counts.setdefault("l1", []).append(2 * pairs)
         else:
+            assert is_train is not None  # kind in-degree
             for r in num_layers:
                 changed = _changed_subgraphs(
                     diff_src, full_src, full_dst, num_nodes=num_nodes, num_layers=r, is_train=is_train, removed=u
@@ -266,7 +273,13 @@ def bounding_report(
     directed graph. The JSON-ready result is meant for the graph's statistics
     (e.g. a ``stability`` block beside meta.json).
     """
-    common = {"num_nodes": num_nodes, "seed": seed, "sample": sample, "sample_seed": sample_seed, "hubs": hubs}
+    common: dict[str, Any] = {
+        "num_nodes": num_nodes,
+        "seed": seed,
+        "sample": sample,
+        "sample_seed": sample_seed,
+        "hubs": hubs,
+    }
     report = {
         "out-degree": bounding_instability(edge_index, kind="out-degree", bound=out_degree_bound, **common),
         "in-degree": bounding_instability(
