@@ -5,9 +5,9 @@
 Reads the training jobs' wall times from Snakemake's benchmark files (``benchmarks/train/``, column ``s``) and
 the times each run records itself in ``metrics.json`` (``timings.train_s``: training; ``timings.total_s``: the
 cell from its first line to its output, i.e. loading, training and evaluation). The workflow trains each cell in a
-job of its own (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``); workspaces of older checkouts, whose
-jobs trained several cells of one method in one process (``benchmarks/train/<method>/job~<study>-<k>.tsv``), are
-read too, a job's wall time shared by its cells. Prints, over the cells:
+job of its own (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``); a benchmark file of a job that
+trained several cells of one method in one process (``benchmarks/train/<method>/job~<study>-<k>.tsv``) is read
+too, its wall time shared by its cells. Prints, over the cells:
 
 * overhead per cell = (job wall − Σ train_s) / cells: start-up, imports, loading, evaluation, writing;
 * start-up per cell = (job wall − Σ total_s) / cells: Snakemake's job start and the process (a fork of the warm
@@ -36,9 +36,9 @@ _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]")
 
 def jobs(workspace: Path, study: str | None, spec: dict | None) -> list[tuple[float, int, list[tuple[float, float]]]]:
     """(wall, processes, [(train_s, total_s) of each cell]) for each method: its training jobs together (walls
-    summed) against its cells with metrics.json (with a study: those of its grid). Now a job (one process) trains
-    several cells of one method (``benchmarks/train/<method>/job~<study>-<k>.tsv``); before, each cell was a job
-    of its own (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``): both are read."""
+    summed) against its cells with metrics.json (with a study: those of its grid). Reads both kinds of benchmark
+    file: one job per cell (``benchmarks/train/<dataset>/<method>/eps~<ε>/seed~<s>.tsv``) and one job (one
+    process) for several cells of one method (``benchmarks/train/<method>/job~<study>-<k>.tsv``)."""
     bench = workspace / "benchmarks/train"
     rows = []
     for method_dir in sorted(p for p in bench.glob("*") if p.is_dir() and any(p.glob("job~*.tsv"))):
