@@ -8,7 +8,7 @@ split, degree bounds from the config or the dataset registry) and the
 method's hyperparameters from the suite's tuned settings and the config (``nodedp.config.resolve_method`` of
 ``<method>@paper``, then the method's ``parse_hparams``), sizes the noise as
 the paper's own accounting does for the claimed ε (each method's reference
-mode, README "Reference mode"), and accounts that noise with the suite's
+mode, docs/privacy.md "Accountant and ledger"), and accounts that noise with the suite's
 accountant (the method's ``auto_accountant``; "rdp" only where the method's
 own reference path falls back to it). The numbers are computed on every run,
 never stored.
