@@ -1,33 +1,10 @@
 """What GAP and ProGAP share: levels, the NAP mechanism of a run executing its plan, and stage training.
 
-Both methods touch the graph only through NAP (``nodedp.mechanisms.nap``),
-queried once per hop and cached; everything else trains MLPs on each node's
-own cached rows. Per privacy level:
-
-* ``node``: out-degrees bounded to the public D (the structure stage's
-  ``out-degree`` artifact), NAP sensitivity √(D + R²), every stage trained
-  with Poisson-sampled DP-SGD/DP-Adam (one node = one example, sensitivity C),
-  one noise multiplier z shared by NAP (std z·Δ) and DP-SGD (std z·C),
-  calibrated on the composition (``nodedp.accounting.gap``, ProGAP Thm. 4.2);
-  normalization is GroupNorm (per example).
-* ``edge``: features and labels are public; NAP over all edges (Δ = √2 on an
-  undirected graph), stages trained non-privately, full batch (Thm. 4.1).
-* ``none``: the non-private variants: NAP without noise, the same stages.
-
-``predict`` (``ap_predict``) is the evaluation's inference on another graph: the trained models over hop
-aggregations recomputed on that graph's edges, read as the run read its own (``inference_edges``: cross-part
-edges dropped on an inductive split, then, at node level, out-degrees bounded with the artifact's public D and
-seed), through NAP's clipping and normalization but without noise. NAP's noise protects the aggregated private
-graph; a given graph is the caller's (the audit's), and scoring it noise-free adds no variance to the scores.
-The trained weights (DP-SGD releases) are used as they are.
-
-The plan (ledger, noise, sampling, steps, bounds) is ``nodedp.plans.aggregation_perturbation``'s, made from
-public inputs before any training; the run executes it.
-
-Reference mode (node level only, ``accounting: paper``; ``nodedp.accounting.gap``):
-z is calibrated as the papers do, at their δ (10^−digits of N), but NAP draws
-std z·√D, the papers' sensitivity; the ledger records that noise at its true
-Δ = √(D + R²), so its ε is the actual one, above the claimed ε.
+Both methods touch the graph only through NAP, queried once per hop and cached; everything else trains MLPs on each
+node's own cached rows. Levels ``node`` (out-degree bounded to D, Δ = √(D + R²), DP-SGD stages, one shared noise
+multiplier), ``edge`` and ``none``. The plan is ``nodedp.plans.aggregation_perturbation``'s; ``ap_predict`` infers
+on another graph noise-free. Levels, inference and reference mode: docs/design/methods.md, section
+`nodedp.methods.aggregation_perturbation`.
 """
 
 from __future__ import annotations
@@ -174,7 +151,7 @@ def ap_predict(
     (``inference_edges``). Keeps the split's part ids and the input's node count, never its edges or features."""
     bounded = inputs.structure["out-degree"] if plan.level == "node" else None
     split, num_nodes = inputs.split, inputs.graph.num_nodes
-    # Noise-free on purpose (module docstring); its own counter, so the run's K queries stay K.
+    # Noise-free on purpose (docs/design/methods.md); its own counter, so the run's K queries stay K.
     noise_free = NAP(level="none", row_clip=plan.nap.row_clip, noise_multiplier=0.0)
 
     def predict(graph: Data, parts: Split | None = None) -> Tensor:  # parts: the given graph's split

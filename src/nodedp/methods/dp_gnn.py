@@ -1,44 +1,10 @@
 """DP-GNN (Daigavane et al.): DP-SGD/DP-Adam on degree-bounded r-hop subgraphs.
 
-`dp-gcn`, `dp-gin`, `dp-gat`, `dp-sage`. The in-degree is bounded to the
-dataset's public K by the structure stage (Algorithm 1, `bound_in_degree`);
-every training node's r-hop subgraph is built once from those edges
-(Algorithms 2-3); each step takes exactly m subgraphs uniformly without
-replacement (what Theorem 1's hypergeometric distribution assumes), clips each
-per-subgraph gradient (the whole gradient to one threshold C, or each layer's
-to C_l with C = √(Σ C_l²)) and adds one Gaussian of std z·C over the whole
-gradient, z calibrated with Theorem 1 (`calibrate_dp_gnn`).
-
-Thresholds are public (from the config; layer-wise, C split equally,
-C_l = C/√L) unless `clip_percentile` asks for the paper's recipe: the
-percentile of per-subgraph gradient norms at initialization, on `batch_size`
-training subgraphs. That reads private data without charge, and the ledger
-records it as an uncharged read (the run is not fully accounted).
-
-The privacy plan (the ledger, K, N, T, z, the clip norms per layer) is made before any private data is
-read, from public inputs only, by ``nodedp.plans.dp_gnn`` (torch-free; `nodedp verify` re-derives it); this
-run checks that its in-degree artifact was bounded to the plan's K and executes the plan. With
-`clip_percentile` > 0 the thresholds are the run's own input to the plan (measured as above).
-
-Inference is not private, as in the paper: validation and test nodes use
-their full neighbourhood in the whole graph. The degree bounds shape only the
-training subgraphs: evaluation reads the unbounded edges (an inductive split's
-cross-part edges dropped), and so does `predict` on another graph
-(`nodedp.methods.gnn.full_graph_predict`, the non-private twins' inference):
-bounding the given graph there would score nodes on a graph the evaluation
-never reads.
-
-Reference mode (`accounting: paper`, run as `dp-*@paper`) sizes the noise as
-the paper's public code does for the claimed ε: its accountant
-(`paper_epsilon`: Theorem 1's RDP at the orders 1.1, 1.2, ..., 9.9, converted
-at δ = 1/(10·N), N training subgraphs) gives the noise multiplier z of one
-clip norm (`paper_noise_multiplier`), and the code then clips each parameter
-group t to its own C_t and adds noise of std z·C_t to it, as if one clip norm
-bounded the whole gradient. Here the groups are the layers, C_l = C/√L, so
-the noise is one Gaussian of std z·C/√L over the whole gradient, whose clipped
-norm is bounded by √(Σ C_l²) = C: the ledger records that mechanism, with
-noise multiplier z/√L (`paper_reference_noise_multiplier`), and its ε is the
-suite's honest figure for the paper's noise.
+`dp-gcn`, `dp-gin`, `dp-gat`, `dp-sage`: every training node's r-hop subgraph built once from the in-degree-bounded
+edges (the dataset's public K); each step takes m of them without replacement, clips their gradients and adds one
+Gaussian, z calibrated with Theorem 1. The plan (ledger, K, N, T, z, clip norms) is ``nodedp.plans.dp_gnn``'s;
+with ``clip_percentile`` the thresholds are measured here and passed to it. Inference is not private.
+Clip thresholds, inference and reference mode: docs/design/methods.md, section `nodedp.methods.dp_gnn`.
 """
 
 from __future__ import annotations
@@ -164,5 +130,5 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         ledger=ledger,
         generator=generator,
         device=device,
-        predict=full_graph_predict(gnn, split, device),  # the evaluation's full-graph pass (module docstring)
+        predict=full_graph_predict(gnn, split, device),  # the evaluation's full-graph pass (docs/design/methods.md)
     )

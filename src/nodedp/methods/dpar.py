@@ -1,114 +1,11 @@
 """DPAR (Zhang et al., KDD 2024): DP top-K approximate personalized PageRank + DP-SGD.
 
-`dpar-em0`, `dpar-em1`, `dpar-gm`, the paper's "Features" baseline
-`dpar-features` (below) and the non-private `dpar-nodp`, in two stages, which
-are two rules of the DAG:
-
-1. ``build_dp_appr`` (verb ``dp-appr``; a structure artifact with its own
-   ledger, shared by every run with the same DP-APPR settings):
-   * every training node is kept independently with probability q'
-     (``sample_rate``, 9%); the sample S and its induced graph stay internal;
-   * M sources (``num_sources``; 0: ⌈q'·|train|⌉): every training node holds
-     a random priority (``source_priority``, drawn from the artifact's stream
-     independently of the data and before the sample), and the sources are
-     the M sampled nodes of smallest priority, the i-th of them computing row
-     i (``rank_sources``);
-   * APPR of each source on the sampled graph (ℓ1-regularized PageRank to
-     ISTA's optimality conditions, ``nodedp.structure.appr_push``);
-   * DP-APPR (Algorithm 1 option I/II, Algorithm 3) over a fixed, public
-     column universe: all training node ids, so one node's presence never
-     changes the candidate set (nodes outside S score 0). Rows beyond |S| are
-     empty (scores 0) so that exactly M rows are always released;
-   * each column is kept in at most ``max_rows`` rows (post-processing).
-2. ``run_dpar`` (verb ``train``), ``training_examples``:
-   * the examples are the nodes of S: a source's row is its DP-APPR row,
-     every other node's row is the node itself with weight 1 (as in the
-     reference code); Algorithm 2, line 3 clips the columns of Π, the released
-     M × N DP-APPR matrix, to ℓ1 ≤ τ, so the column sums run over its M rows
-     (the self rows of non-sources are not rows of Π and do not enter); then
-     entries outside S are dropped (they hold no data of the sample);
-   * PPRGo's model (``nodedp.models.PPRGo``): an MLP on features, logits
-     aggregated with the row's weights;
-   * DP-SGD with Poisson batches of rate γ = batch_size/(q'·|train|) (public),
-     per-row clipping to C. One node changes at most d = max_rows + 2
-     examples (below), each by ≤ 2C, so the step is the Gaussian mixed over
-     ρ ~ Binomial(d, γ) (``poisson_occurrence_gaussian_rdp``): Theorem 2's
-     constants are unspecified, so it cannot calibrate noise;
-   * inference: f(X) on the inference graph and P = ``power_steps`` steps of
-     power iteration with teleport α (§4). Inductive splits infer on each
-     part's own edges; transductive ones on the whole graph (not private,
-     as in DP-GNN). ``RunResult.predict`` runs the same inference on a
-     graph it is given (the audit's, canaries appended).
-
-Why d = max_rows + 2 (ledger params ``max_occurrences``, ``max_rows`` and
-``occurrence_rule`` = "ranked_sources"). Neighbouring samples are S and
-S' = S ∖ {v}. No rule that picks sources from S for a FIXED priority can keep
-every other source in its row under every removal (M = 2, priorities
-a < b < c < d: removing a from {a, c, d} must put d in a's row, removing b
-from {b, c, d} must put d in b's row, yet both leave {c, d}). So the argument
-couples the priority draws instead (``remove_coupled``): if v has rank
-j ≤ m = min(M, |S|), the node w of rank M + 1 (or, if |S| ≤ M, the source of
-rank m) takes v's priority; otherwise nothing moves. Every order of S' is the
-image of exactly |S| orders of S, so the coupled order of S' is uniform, as
-the mechanism draws it: M(S) = E_π M_π(S), M(S') = E_π M_ψ(π)(S'), and by
-the joint quasi-convexity of the Rényi divergence (joint convexity of the
-hockey-stick divergence for (ε, δ) or PLD) a bound on every coupled pair
-bounds the mixtures, in both directions. In a coupled pair every source other
-than v keeps its row and w alone changes role, so:
-* DP-APPR: every one of the M rows may still change arbitrarily (the graph
-  changes, and rows j and m change source or become empty); its accounting
-  charges each row its worst case over any two inputs in the clipped domain
-  (entries in [0, C2], non-negative rows of ℓ2 ≤ C1), so nothing changes there;
-* DP-SGD, conditional on the released (capped) matrix: v's example goes,
-  w's example changes (itself → row j, or row m → row j), and the ≤ max_rows
-  examples whose rows hold v lose that entry. No other example moves: the
-  column factors are a function of the release alone. Hence d = max_rows + 2.
-  (Had the column sums run over the n × n training matrix, with the self rows
-  of non-sources, w's self weight leaving column w would rescale the ≤ max_rows
-  rows holding w too: d = 2·max_rows + 2, for no gain in fidelity.)
-
-Accounting. All mechanisms run on the sample, so the run's ledger has
-``node_sample_rate`` = q': its mechanisms compose (RDP) to (ε_in, δ/q') and
-the ledger charges ln(1 + q'(e^ε_in − 1)), δ. A ``ratio`` of ε_in =
-ln(1 + (e^ε − 1)/q') goes to DP-APPR, calibrated alone; DP-SGD's noise is
-then calibrated on the whole ledger (artifact records + DP-SGD) to the target.
-The public reference code multiplies each part's ε by q' and never composes
-them; its figures are recorded as ``claimed_epsilon`` in ``details``, computed
-from public settings alone (DP-SGD's rate at the planned sample size
-q'·|train|, the training-set size being public): no count of the realised
-sample (|S|, the sources it held, empty rows) leaves a run.
-
-Features (``dpar-features``, option "features"). §4's baseline "utilizes the
-original DP-SGD to achieve node DP. Note that it is equal to the case where we
-use a one-hot vector as each node's APPR vector in Algorithm 2": DPAR's own
-pipeline (node sample at rate q', PPRGo's MLP, Poisson DP-SGD on the sample,
-power-iteration inference) with no DP-APPR at all. Its artifact carries the
-node sample alone, drawn from the artifact's stream exactly as the other
-options draw it (the same sample as theirs for the same seed and q'), no
-sources and no released rows, and a ledger with no mechanisms; its settings
-are q' alone (``APPR_KEYS``). Every example is its node's self row (weight 1;
-``training_examples`` with no sources, K = 1). Removing a node changes exactly
-one example, its own (no row holds a column, no source is replaced): DP-SGD's
-record charges d = 1 (``occurrence_rule`` "self_only", ``max_rows`` = 0), and
-all of ε goes to DP-SGD (``ratio`` is not read): suite mode calibrates it on
-the ledger alone; reference mode sizes it with DP-APPR's share 0
-(``FEATURES_RATIO``: ε/q' and the whole δ/q' on the sample, ``PAPER_FEATURES_RULE``).
-
-Reference mode (``accounting: paper``, runs ``dpar-*@paper``). The noise is
-what the paper's own accounting gives the claimed (ε, δ): ``paper_noise``
-(``nodedp.accounting.dpar``: Theorems 1 and 3 for DP-APPR at ratio·ε/q', the
-public code's DP-SGD accountant, one example per node, at (1 − ratio)·ε/q';
-δ from ``paper_delta``, half to each part; Features: ε/q' and all of δ to
-DP-SGD). The mechanisms that run are those of suite mode and the ledgers
-record them alike (Gumbel / Laplace / Gaussian DP-APPR, d = max_rows + 2
-occurrences (Features: no DP-APPR, d = 1), amplification by the node sample),
-with the paper's ``Claim``, so their ε is the actual one for that noise
-(``reference_ledger`` computes it without running).
-
-Plan, then run. Every ledger here is planned from public inputs alone (``nodedp.plans.dpar``, torch-free):
-``build_dp_appr`` executes ``plan_dp_appr`` (the artifact's ledger and DP-APPR's noise), ``run_dpar`` executes
-``plan_dpar`` (the artifact's records and DP-SGD's, its rate, steps and noise) after checking that the
-artifact's ledger is the one ``plan_dp_appr`` gives; ``python -m nodedp verify`` re-plans a finished run alike.
+`dpar-em0`, `dpar-em1`, `dpar-gm`, the Features baseline `dpar-features` and the non-private `dpar-nodp`, in two
+stages: ``build_dp_appr`` (verb ``dp-appr``) releases M DP-APPR rows of the sources ranked by a random priority in a
+node sample of rate q' (a structure artifact with its own ledger); ``run_dpar`` (verb ``train``) trains PPRGo's model
+with Poisson DP-SGD on the sample's examples (``training_examples``), each node in at most d = max_rows + 2 of them.
+Both execute the torch-free plans of ``nodedp.plans.dpar``. The coupling proof of d (``remove_coupled``), the
+accounting, Features and reference mode: docs/design/methods.md, section `nodedp.methods.dpar`.
 """
 
 from __future__ import annotations
@@ -193,7 +90,7 @@ def rank_sources(priority: Tensor, *, num_rows: int) -> Tensor:
 
 
 def remove_coupled(sample: Tensor, priority: Tensor, node: int, *, num_rows: int) -> tuple[Tensor, Tensor]:
-    """S' = ``sample`` ∖ {``node``} and its priorities under the coupling ψ (module docstring).
+    """S' = ``sample`` ∖ {``node``} and its priorities under the coupling ψ (docs/design/methods.md).
 
     If ``node`` is one of the m = min(num_rows, |S|) sources, the node that
     fills its row (rank num_rows + 1, or the last source when |S| ≤ num_rows)
@@ -226,7 +123,7 @@ def build_dp_appr(
     dataset: str | None = None,
     public: PublicInputs | None = None,
 ) -> dict[str, Any]:
-    """Stage 1 (module docstring): the DP-APPR artifact, its ledger as JSON under "ledger".
+    """Stage 1 (docs/design/methods.md): the DP-APPR artifact, its ledger as JSON under "ledger".
 
     The ledger and the noise are ``plan_dp_appr``'s (``nodedp.plans.dpar``), planned from public inputs before
     the graph is read: ``public`` (default: ``dataset``, the graph's node count and the split's training-set
@@ -343,7 +240,7 @@ def training_examples(
     (with no sources, as for Features, every example is its self row).
     Algorithm 2, line 3: the columns of Π, the released matrix and all its M
     rows, to ℓ1 ≤ τ; the factors depend on the release alone, so removing a
-    node moves no example except those the module docstring counts.
+    node moves no example except those docs/design/methods.md counts.
     """
     n = sample.numel()
     position = torch.full((num_nodes,), -1, dtype=torch.long)

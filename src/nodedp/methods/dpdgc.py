@@ -1,72 +1,10 @@
 """DPDGC (Chien et al., NeurIPS 2023), node level: decoupled graph convolution with a DP embedding.
 
-`dpdgc` and its non-private twin `dpdgc-nodp`, in three stages on the
-out-degree-bounded edges (the ``out-degree`` structure artifact, public D;
-A[u, j] = 1 for a kept edge j -> u, so node j's column holds its ≤ D
-out-neighbours):
-
-1. M1, the adjacency encoder (``nodedp.models.AdjacencyEncoder``), trained on
-   the training nodes' adjacency rows a_u and labels with Poisson-sampled
-   DP-Adam. After every step the embedding table Ŵ (a row per node) is
-   projected onto the unit sphere: the column normalization the public code
-   intends and never applies (its assignment goes into a ``state_dict()``
-   copy). Removing a node v changes v's own example and the rows of its ≤ D
-   out-neighbours: d = D + 1 examples, each by ≤ 2C, so the step is the
-   Gaussian mixed over ρ ~ Binomial(D + 1, γ) (ledger kind
-   ``poisson_occurrence_gaussian``, as DPAR's DP-SGD). The public code charges
-   a noise factor 2√(D+1) with single-record amplification, which under-counts.
-   A step is ``train_model``'s DP-Adam step with the per-example gradients in
-   closed form on the batch's adjacency columns (``clipped_gradient_sum``, its
-   ``clipped_sum``): through ``PerSampleGradients`` the table would need dense
-   rows [B, N]. What remains
-   proportional to N in a step is the mechanism's own: the Gaussian over all
-   N·h coordinates of the table's gradient, Adam's update of them and the
-   projection, so the encoder costs ~steps·N·h = encoder_epochs·n·N·h/B.
-2. M2, DP-Emb: one query X̃_A = clip_R(A Ŵ) + N(0, (z_E·Δ)²), cached, then the
-   encoder's bias added (post-processing). This is one NAP hop
-   (``nodedp.mechanisms.NAP``) on the released table: removing v moves each of
-   its ≤ D out-neighbours' rows by ≤ ‖Ŵ_v‖ = 1 and its own row by ≤ R, so
-   Δ = √(D + R²) — a bound the normalization buys (without it ‖Ŵ_v‖, and so
-   Δ, is unbounded; the public noise is sized for ‖Ŵ_v‖ = 1e-8 and omits v's
-   own row).
-3. M3, the classifier (``nodedp.models.LinkxClassifier``) on (x_u, X̃_A[u]),
-   DP-Adam, one example per training node (Δ = C).
-
-Budget: ``encoder_share``·ε calibrates M1 alone, ``emb_share``·ε M2 alone,
-and M3's noise is calibrated on the whole ledger to the target, so the run
-spends ε (RDP composition, one conversion at δ). ``encoder_epochs: 0`` skips
-M1 (a random table from the run seed, free) and needs ``encoder_share: 0``.
-Model selection is the final model (the public code checkpoints on
-validation accuracy, an uncharged read). Inductive splits aggregate over each
-part's own edges.
-
-The ledger and the noise are the plan's (``nodedp.plans.dpdgc``, torch-free: the training-set size and the
-dataset's public out-degree bound D only); the run executes it and refuses an artifact bounded to another D.
-
-``predict`` runs M3 on another graph (the input with nodes appended): X_A
-recomputed as clip_R(A' Ŵ) + bias over that graph's edges read as the run read
-its own (``inference_edges``: cross-part edges dropped when inductive, out-degrees
-bounded with the artifact's D and seed), without DP-Emb's noise, which protects
-the private graph's aggregate, not a graph the caller gives (the audit's). Ŵ is
-the trained table (a DP-SGD release); an appended node has no embedding of its
-own, so its row of Ŵ is zero and its out-edges add nothing.
-
-Reference mode (``accounting: paper``, run as ``dpdgc@paper``) sizes the
-noise as the public code does for the claimed ε (``public_code_noise``; the
-paper's text is not part of the spec): one noise scale σ for all three
-stages, calibrated so that the RDP composition of two DP-SGD stages (each
-node one record: batches drawn without replacement, replace-one neighbours,
-Wang et al. 2019 Thm. 27, as the code's autodp computes it) and one
-sensitivity-1 Gaussian (DP-Emb) gives ε at the code's δ = 10^-k, k the
-number of digits of the training-node count. The code then adds σ·2√(D+1)·C
-to the encoder's gradient sums, σ·2·C to the classifier's, and
-σ·1e-8·√(2D) to the released X_A (noise sized for embeddings of norm 1e-8);
-D there is the enforced bound unless ``paper_max_degree`` names another (the
-public scripts use 100). Our implementation runs with that noise (unit-norm embeddings, Poisson
-batches, the same records as suite mode), so the ledger's ε is the honest
-figure for it; DP-Emb's noise multiplier is then ~1e-8·σ, whose privacy loss
-distribution cannot be represented, so such a ledger is accounted by RDP
-(``reference_accountant``), and its ε is astronomically large.
+`dpdgc` and its non-private twin `dpdgc-nodp`, three stages on the out-degree-bounded edges: M1 the adjacency
+encoder (DP-Adam, unit-norm embedding table, d = D + 1 occurrences), M2 DP-Emb (one NAP hop on the table,
+Δ = √(D + R²)), M3 the LINKX classifier (DP-Adam). The ledger and noise are ``nodedp.plans.dpdgc``'s.
+Sensitivities, budget, inference on another graph and reference mode: docs/design/methods.md, section
+`nodedp.methods.dpdgc`.
 """
 
 from __future__ import annotations
@@ -399,7 +337,9 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     ).to(device)
     bounded = inputs.structure["out-degree"]
 
-    def predict(other, parts=None) -> Tensor:  # module docstring: noise-free X_A of the given graph (parts: its split)
+    def predict(
+        other, parts=None
+    ) -> Tensor:  # docs/design/methods.md: noise-free X_A of the given graph (parts: its split)
         other_edges = inference_edges(
             other, split=split if parts is None else parts, num_nodes=num_nodes, bounded=bounded
         ).to(device)

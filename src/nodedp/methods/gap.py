@@ -1,13 +1,10 @@
 """GAP (Sajadmanesh et al. 2023): encoder, K cached NAP hops, classifier.
 
-The encoder (MLP + linear head) is trained on the features and labels; its
-row-normalized output X^(0) is aggregated K times, X̃^(k) = NAP(X̃^(k-1))
-with X̃^(0) = X^(0), each hop queried once and cached; the classifier trains
-on (X^(0), X̃^(1), ..., X̃^(K)) per node and predicts from the same caches;
-``predict`` recomputes them, noise-free, on the given graph (``ap_predict``).
-At node level the encoder and the classifier are two DP-SGD stages.
-`encoder_epochs` trains the encoder, `epochs` the classifier.
-Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
+The encoder (MLP + linear head) is trained on the features and labels; its row-normalized output X^(0) is
+aggregated K times, X̃^(k) = NAP(X̃^(k-1)), each hop queried once and cached; the classifier trains on
+(X^(0), X̃^(1), ..., X̃^(K)) per node and predicts from the same caches; ``predict`` recomputes them, noise-free, on
+the given graph (``ap_predict``). At node level the encoder and the classifier are two DP-SGD stages.
+`encoder_epochs` trains the encoder, `epochs` the classifier. Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
 """
 
 from __future__ import annotations

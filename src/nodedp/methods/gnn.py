@@ -1,13 +1,10 @@
 """`gcn`, `gin`, `gat`, `sage`: the non-private twins of DP-GNN.
 
-The same model as `dp-<layer>` (encoder MLP, r GNN layers, decoder MLP;
-GCN with DP-GNN's (D+I)^-1(A+I) normalisation), trained non-privately and full
-batch on the whole graph, as the DP-GNN paper's non-private baselines.
-Inductive splits drop the cross-split edges.
-
-`predict` (`full_graph_predict`, shared with DP-GNN) is the evaluation's forward
-pass on another graph: message passing over that graph's own edges, unbounded,
-cross-part edges (of the split given with it) dropped as evaluation drops them.
+The same model as `dp-<layer>` (encoder MLP, r GNN layers, decoder MLP; GCN with DP-GNN's (D+I)^-1(A+I)
+normalisation), trained non-privately and full batch on the whole graph, as the DP-GNN paper's non-private
+baselines. Inductive splits drop the cross-split edges. `predict` (`full_graph_predict`, shared with DP-GNN) is the
+evaluation's forward pass on another graph: message passing over that graph's own edges, unbounded, cross-part
+edges (of the split given with it) dropped as evaluation drops them.
 """
 
 from __future__ import annotations

@@ -1,90 +1,11 @@
 """NIP-GNN (node-influence-adaptive Laplace noise), and through its hyperparameters its ablations.
 
-`nip-gnn`; the config's variants `nip-gnn-uniform` (budgets: uniform, "w/o A-a"),
-`nip-gnn-no-sampling` (resample: false, "w/o D-s") and `nip-gnn-sage`
-(aggregation: plain, "w/o A-r"). All pure ε: ε = ε_A + ε_B + ε_C exactly
-(``split_budget`` of the `shares`), transductive, in this order:
-
-1. Edges (ε_B): the private graph, degree-bounded to a public D_max by edge
-   sampling (structure artifact `degree`), goes through degree-preserving
-   randomization with s = 2/(e^{ε_B/2D_max} + 1) (Theorem 4). With `resample`,
-   its edges are then resampled so each node's expected degree is its
-   original one (``unbiased_sampling_probability``), computed from the
-   degrees *estimated from the released graph* (``debiased_degree``): the
-   paper's Eq. 12 reads the private degrees, and is also not unbiased for
-   its own mechanism (see ``nodedp.mechanisms.nip``). Beyond
-   ``DENSE_MAX_PAIRS`` node pairs, randomization and resampling are drawn
-   together without the ≈ s·N²/4-edge intermediate, on the run's device
-   (``nodedp.mechanisms.nip_sparse``): the same distribution, in linear
-   memory and Θ(N²) time.
-2. Influence and budgets (post-processing of step 1): TNIE (Eq. 7-8) on the
-   released graph, with h⁰ = 1 (features are private and not yet released)
-   and fixed λ, φ (`tnie_lambda`, `tnie_phi`; the paper learns them but gives
-   no objective), ranks, then β (Eq. 10-11; `budgets`: capped by default, the
-   bound Theorem 3's proof needs) on the released graph re-bounded to D_max
-   (``nap_budgets``).
-3. NAP (ε_A): Laplace sum aggregation of ℓ1-normalized features over the
-   private bounded graph, noise 2·D_max/ε_u on row u (Eq. 9, Lemma 1).
-   Theorem 3 needs D_k·ε_k + Σ_{i∈N(k)} ε_i ≤ 2·ε_A·D_max for every node k of
-   every graph NAP may run on, in both directions of the pair; β was computed
-   on the released graph, where it holds, not on the private one or its
-   neighbours. Since β is fixed by step 1 alone, NAP is ε_A-DP (adaptive
-   composition) once the constraint holds on *every* graph with degrees ≤
-   D_max: β is divided by its worst-case ratio over all of them
-   (``scale_budgets_to_worst_case``), which reads nothing private, and the
-   ledger records that ratio, the scale and the D_max + 1 largest budgets.
-   Nothing reads the private graph to check or report a ratio (a ratio on
-   the private graph is a statistic of it). The scaled budgets exceed the
-   uniform ones (`budgets: uniform`, β = 1, ratio 1) on at most D_max nodes.
-4. Labels (ε_C): M-ary randomized response (Eq. 13) on every node.
-5. ACA (Eq. 14-15) over the released graph (τ a public multiple of the median
-   distance, not learned: see ``nodedp.models.nip``), then an MLP classifier
-   trained on (H^K, Ỹ) of the training nodes without further noise.
-
-Reference mode (`accounting: paper`, run as `nip-gnn@paper`): the same steps
-with the noise the paper sizes for the claimed ε (``nip_paper_noise``): D_max
-is the maximum degree D_p of the private (bounded) graph, read without noise;
-s and the Laplace scales 2·D_p/ε_u use it; β is Eq. 11 as printed (`budgets:
-uniform` stays uniform), unscaled; Eq. 12 resamples with the private degrees.
-The ledger carries the paper's claim (ε, δ = 0) and records what ran against
-the bound D actually enforced (``nip_reference_epsilon``): NAP at ε_A·(D/D_p)
-times the budgets' worst-case ratio, the edges at ε_B·D/D_p. D_p and Eq. 12's
-degrees are uncharged reads: the recorded ε takes them as given, and no finite
-ε covers them (Laplace noise of a scale that depends on the private graph has
-an unbounded privacy loss; Eq. 12 gives an isolated node probability 0).
-
-Diagnosis (`exact`, variants `nip-gnn-exact-*`, study `nip-gnn-diagnosis`): a
-comma-separated subset of ``EXACT_PARTS`` ("features", "edges", "labels")
-released without its mechanism: the true sum aggregation, the bounded graph
-itself (no randomization or resampling; budgets and ACA then run on it), the
-true labels. The other parts keep exactly the noise of the full method at the
-same ε (their shares of it). Such a run is not private in the exact parts: its
-ledger drops their records and lists each as an uncharged read, so it is
-marked † (not fully accounted) everywhere, and its ε is the other parts'.
-It measures which mechanism puts NIP-GNN at chance, never a private result.
-
-The ledger is the plan's (``nodedp.plans.nip_gnn``, torch-free): the run takes ε's parts and s from it
-(``nip_noise``) before step 1, and after step 2 the whole ledger (``plan_nip_gnn``) from public inputs plus what
-it cannot derive, passed as released: NAP's budgets (from the edge release) and, in reference mode, D_p. The
-degree artifact must be bounded to the plan's public D_max and state its identity bound.
-
-Inference on another graph (``RunResult.predict``, the audit's graph with
-canaries appended). The trained parameters are the MLP's. H⁰ and the released
-graph are releases of the graph the run read, one row / node each of it: they
-hold nothing for a node that graph lacks, and NAP's noise and the edge
-randomization protect the graph being read, which at inference is the given
-graph (inference-time data; `predict` is not private). So `predict` recomputes
-the inference inputs on the given graph as a diagnosis run with `exact`
-"features,edges" releases them: the graph bounded to D_max by the `degree`
-artifact's public bound and seed (what `bound-degree` builds from it), H⁰ its
-exact sum aggregation, ACA (τ's median taken on the given graph) over those
-bounded edges, then the MLP. No fresh noise, no randomization or resampling;
-β, D_p and the labels play no part in inference. On the run's own graph it
-therefore equals the evaluation exactly when `exact` holds features and edges,
-and otherwise differs from it by NAP's noise and the randomized edges. Its
-outputs on the original nodes are local in the given graph's edges with
-`aggregation: plain`; with "aca" the median is taken over every node, so
-appended nodes, even isolated ones, may move every node's input.
+Pure ε, transductive, in stages: (1) the degree-bounded graph randomized and resampled (ε_B); (2) TNIE influence
+and NAP budgets on the released graph (post-processing); (3) Laplace NAP of the features with those budgets (ε_A);
+(4) M-ary randomized response on the labels (ε_C); (5) ACA over the released graph, then an MLP. The ledger is
+``nodedp.plans.nip_gnn``'s; ``exact`` runs release parts without their mechanism (diagnosis, never private).
+Theorem 3's constraint and its worst-case scaling, reference mode, diagnosis and inference on another graph:
+docs/design/methods.md, section `nodedp.methods.nip_gnn`.
 """
 
 from __future__ import annotations
@@ -293,7 +214,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     bound_seed = int(artifact["seed"])  # public, as the bound: the bounding's own seed
 
     def predict(other: Any, parts: Any = None) -> Tensor:
-        """The MLP on ACA features recomputed on ``other`` (module docstring, "Inference on another graph"):
+        """The MLP on ACA features recomputed on ``other`` (docs/design/methods.md, "Inference on another graph"):
         ``other`` degree-bounded to D_max with the artifact's seed, H⁰ its exact sum aggregation (NAP without
         its Laplace noise), ACA over those bounded edges (not randomized). An inductive split (``parts``,
         ``other``'s; default the run's) first drops the cross-part edges, as the workflow does before bounding.

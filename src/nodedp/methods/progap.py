@@ -1,14 +1,9 @@
 """ProGAP (Sajadmanesh & Gatica-Perez, progap.txt, Algorithms 1-2): progressive training over cached NAP outputs.
 
-Stage 0 trains base MLP_0 + head_0 on the features X. Stage s = 1..K first
-queries NAP once on the previous stage's row-normalized embeddings
-X^(s-1) = base_{s-1}(X̃^(s-1)) and caches X̃^(s); it then trains base_s and
-head_s on (X, X̃^(1), ..., X̃^(s)) with the earlier bases frozen (JK:
-concatenation). Inference runs stage K on the caches, so it costs nothing
-more: NAP is queried exactly K times per run, whatever the epochs. ``predict``
-runs the trained stages on another graph, its K aggregations recomputed
-noise-free (``ap_predict``).
-Ids: `progap` (node level), `progap-edge`, `progap-nodp`.
+Stage 0 trains on the features; stage s = 1..K queries NAP once on the previous stage's row-normalized embeddings,
+caches it and trains base_s and head_s on (X, X̃^(1), ..., X̃^(s)) with the earlier bases frozen (JK), so NAP is
+queried exactly K times per run. ``predict`` recomputes the K aggregations noise-free (``ap_predict``).
+Ids: `progap` (node level), `progap-edge`, `progap-nodp`. Details: docs/design/methods.md, `nodedp.methods.progap`.
 """
 
 from __future__ import annotations

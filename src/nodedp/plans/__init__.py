@@ -1,17 +1,10 @@
 """Privacy plans: a run's ledger as a pure, torch-free function of public inputs.
 
-A planner takes what a paper would print about the dataset (``PublicInputs``: node count, training-set size,
-feature dimension, classes, degree bounds), the run's target (``RunSpec``: method, seed, ε, δ, accountant) and its
-hyperparameters, and returns the ``Plan`` the run executes: the ledger (records, noise, sampling, steps, bounds,
-relation, guarantee) before any private data is read. The method executes that plan and may not change it; `python
--m nodedp verify` (``nodedp.verify``) re-plans a finished run from the same public inputs and compares.
-
-A method registers its planner as ``MethodInfo.plan`` (``"module:function"``); a non-private method needs none (its
-plan is the empty ledger). Where a plan needs a value no public input gives (DP-GNN's clip thresholds taken from
-gradient norms, an uncharged read; NIP-GNN's aggregation budgets, computed from its released graph), the run passes
-it, and the planner names how a verifier reads it back off a stated ledger: ``planner.run_supplied``, keyword ->
-``reader(ledger, public, spec, hp)``; the planner checks what it is given and derives everything else. Methods without a planner yet are checked by ``verify`` for a ledger consistent with
-itself only, and said so.
+A planner takes ``PublicInputs`` (what a paper would print about the dataset), the run's ``RunSpec`` and its
+hyperparameters, and returns the ``Plan`` the run executes: the ledger before any private data is read. A method
+registers its planner as ``MethodInfo.plan``; values no public input gives are passed by the run and read back off
+a stated ledger by ``planner.run_supplied``. ``python -m nodedp verify`` re-plans a finished run and compares.
+Details: docs/design/methods.md, section `nodedp.plans`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """GAP and ProGAP's plans (``nodedp.methods.aggregation_perturbation``): K NAP queries and, at node level, one
 Poisson-sampled DP-SGD stage after another, one noise multiplier z shared by all (ProGAP Thm. 4.2).
 
-Public inputs only: the out-degree bound D is the dataset's (or the hyperparameters'), as the workflow bounds the
-out-degree artifact to it (``PublicInputs.degree_bounds``); the identity bound is D (out-degree sampling keeps
-every edge of a node within D); undirectedness, N and |train| are the dataset's public metadata. The run checks
-that its artifact carries the same bound and identity bound, and executes the plan's parts: the row clip R, NAP's
-noise multiplier, the sampling rate and every stage's steps (its DP-SGD settings are read off the ledger records).
-
-Reference mode (node level only, ``accounting: paper``): z calibrated as the papers do, at their δ (10^−digits of
-N), NAP drawing std z·√D; the ledger records that noise at its true Δ = √(D + R²) beside the papers' claim.
-
-Registered planners: ``plan_gap`` / ``plan_progap`` (node level), ``plan_gap_edge`` / ``plan_progap_edge``; the
-non-private twins (``-nodp``) have the empty ledger, and the run asks ``plan_gap(..., level="none")`` for its
-parts.
+Public inputs only: the out-degree bound D, undirectedness, N and |train|. Registered planners: ``plan_gap`` /
+``plan_progap`` (node level), ``plan_gap_edge`` / ``plan_progap_edge``; the non-private twins have the empty ledger
+and their runs ask ``plan_gap(..., level="none")`` for their parts. Details and reference mode:
+docs/design/methods.md, section `nodedp.plans.aggregation_perturbation`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """DP-GNN's plan (``nodedp.methods.dp_gnn``): Theorem 1's DP-SGD on in-degree-bounded r-hop subgraphs.
 
-From public inputs only: the in-degree bound K (``PublicInputs.degree_bounds``: the dataset's, or the
-hyperparameters' ``in_degree_bound``; the run checks that its in-degree artifact was bounded to it), N = |train|
-training subgraphs (the training-set size, public as the ledger's relation states), m subgraphs per step,
-T = ⌈epochs·N/m⌉ steps, the clip norm C (and per layer C_l = C/√L, the layers named as ``SubgraphGNN`` names
-them), and the noise multiplier z: calibrated to the target by the suite's accountant, or in reference mode
-(``accounting: paper``) the paper's public code's noise for the claimed ε, z/√L relative to C.
-
-One input is the run's own where ``clip_percentile`` > 0: the thresholds are a percentile of per-subgraph
-gradient norms at initialization, read off the private data without noise. The run measures them and passes
-them as ``thresholds``; the plan records that read as uncharged, and derives everything else from them (C =
-√(Σ C_l²), the noise std z·C, the sensitivity 2·C·N(K, r)). z does not depend on them (Theorem 1's ε depends on
-z only). Without them such a plan cannot be made (ValueError); ``stated_thresholds`` reads them off a stated
-ledger, so that a verifier can re-plan the rest (``plan_dp_gnn.run_supplied``).
-
-Torch-free: the paper's accountant (``paper_*``) lives here; ``nodedp.methods.dp_gnn`` re-exports it.
+From public inputs only: the in-degree bound K, N = |train| subgraphs, m per step, T steps, the clip norms and the
+noise multiplier z (the suite's accountant, or the paper's public code's noise in reference mode). With
+``clip_percentile`` the run passes its measured ``thresholds`` (an uncharged read); ``stated_thresholds`` reads
+them off a stated ledger. Torch-free: the paper's accountant (``paper_*``) lives here.
+Details: docs/design/methods.md, section `nodedp.plans.dp_gnn`.
 """
 
 from __future__ import annotations

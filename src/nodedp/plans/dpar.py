@@ -1,22 +1,10 @@
-"""DPAR's plans (``nodedp.methods.dpar``, whose docstring gives the argument): the DP-APPR artifact's ledger and
-a run's, from public inputs alone.
+"""DPAR's plans (``nodedp.methods.dpar``): the DP-APPR artifact's ledger and a run's, from public inputs alone.
 
-Two stages, two plans:
-
-* ``plan_dp_appr``: what the DP-APPR structure artifact's ledger holds (``build_dp_appr`` executes it): the
-  DP-APPR record(s) of the option (em0: the Gumbel top-K selections; em1: and the Laplace values; gm: M
-  Gaussians; Features: none, the node sample alone), on the node sample of rate q', with M = ``num_sources``
-  or ⌈q'·|train|⌉ rows (the training-set size is public, as the relation states). Suite mode calibrates
-  DP-APPR alone to ``ratio`` of ε_in (``inner_budget``); reference mode (``accounting: paper``) sizes it as the
-  paper's own accounting does for the claimed (ε, δ) (``paper_noise``; δ: ``paper_delta`` of the dataset) and
-  the ledger carries the claim.
-* ``plan_dpar`` (registered per method: ``plan_dpar_em0``, …): the run's ledger, the artifact's records and
-  DP-SGD's, Poisson rate γ = batch_size/(q'·|train|), d = max_rows + 2 occurrences (Features: 1); suite mode
-  calibrates DP-SGD's noise on the whole ledger to the target, reference mode takes the paper's DP-SGD noise at
-  the claimed δ. The run checks the artifact's ledger against the plan's before it trains.
-
-Pure and torch-free: the dataset's name (Table 1's δ), its training-set size, the method, its hyperparameters
-and the target; nothing of the private graph or of the realised sample.
+``plan_dp_appr``: the DP-APPR record(s) of the option on the node sample of rate q', M rows, noise calibrated to
+``ratio`` of ε_in (or the paper's in reference mode). ``plan_dpar``: the artifact's records and DP-SGD's (Poisson
+rate batch_size/(q'·|train|), d = max_rows + 2 occurrences, Features 1), DP-SGD calibrated on the whole ledger.
+Pure and torch-free: nothing of the private graph or of the realised sample.
+Details: docs/design/methods.md, section `nodedp.plans.dpar`.
 """
 
 from __future__ import annotations
@@ -70,7 +58,7 @@ __all__ = [
     "sgd_schedule",
 ]
 
-# How sources are chosen and how many examples one removal changes (nodedp.methods.dpar's docstring).
+# How sources are chosen and how many examples one removal changes (docs/design/methods.md, nodedp.methods.dpar).
 SOURCE_RULE = RANKED_SOURCES
 
 

@@ -59,7 +59,7 @@ _SAME_EDGE_LISTS = (
     "out-degree sampling without a node could let its in-neighbours keep other edges instead"
 )
 
-# --- reference mode: the public code's accounting (module docstring) ---------------------------------------------
+# --- reference mode: the public code's accounting (docs/design/methods.md, nodedp.methods.dpdgc) ---------------------------------------------
 # --norm-scale of every public DPDGC script (train_scripts/real/DPDGC-node.sh): DP-Emb's noise is sized for
 # embeddings of this norm, which the code's no-op normalization never enforces.
 PUBLIC_NORM_SCALE = 1e-8
@@ -170,7 +170,7 @@ def public_code_noise(
     max_degree: int,
     norm_scale: float = PUBLIC_NORM_SCALE,
 ) -> PublicCodeNoise:
-    """The noise the public DPDGC code adds when asked for ``claimed_epsilon`` (module docstring).
+    """The noise the public DPDGC code adds when asked for ``claimed_epsilon`` (docs/design/methods.md, nodedp.methods.dpdgc).
 
     σ is ``public_code_sigma``. The noise factors are the code's: 2√(D+1) on the encoder (its count of the
     D + 1 rows a node changes), 2 on the classifier (replace-one), and DP-Emb's std σ·norm_scale·√(2D) (its
@@ -330,7 +330,7 @@ def dpdgc_ledger_plan(*, num_train: int, max_degree: int, spec: RunSpec, hp: Dpd
     eps = spec.target_epsilon
     first: tuple[MechanismRecord, ...] = ()
     noise: dict[str, Any] = {}
-    if hp.accounting == "paper":  # the public code's noise, the same records (module docstring)
+    if hp.accounting == "paper":  # the public code's noise, the same records (docs/design/methods.md)
         public = public_code_noise(
             claimed_epsilon=eps,
             num_train_nodes=n,

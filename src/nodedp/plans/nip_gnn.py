@@ -1,25 +1,10 @@
 """NIP-GNN's plan (``nodedp.methods.nip_gnn``): its pure-ε ledger from public inputs and what the run releases.
 
-Public: the split of ε into ε_A + ε_B + ε_C (``split_budget`` of the shares), the public degree bound D_max
-(``PublicInputs.degree_bounds``: the dataset's unless `max_degree` sets it; the workflow bounds the graph to it),
-s = s_min(ε_B, D_max), the label mechanism (M classes), the records' order, the `exact` parts' uncharged reads and
-the reference claim.
-
-Not public, and so not derivable by anyone re-planning a run from public inputs alone (``NipReleased``):
-
-* NAP's budget weights (the record's ``largest_budget_weights``, ``worst_case_ratio_before_scaling`` and
-  ``budget_scale``) for the "capped" and "paper" schemes: TNIE ranks and Eq. 11 on the released graph, i.e.
-  post-processing of the ε_B edge release (with `exact` "edges", of the bounded private graph itself: part of
-  that uncharged read). Their ε is not: suite mode charges NAP ε_A whatever they are (the scaled budgets'
-  worst-case ratio is ≤ 1 on every graph with degrees ≤ D_max), and their count is public (min(N, D_max + 1)).
-  Uniform budgets (β = 1) are public and planned here.
-* Reference mode (`@paper`): the paper's D_max = D_p, the private graph's maximum degree, an uncharged read
-  recorded as such (``reference_reads``); s, the Laplace scales, Eq. 11's budgets and the recorded ε (ε_A·D/D_p
-  times the budgets' ratio, ε_B·D/D_p) all follow from it.
-
-A run passes them from what it computed (``plan_nip_gnn(..., released=...)``); a verifier takes them from the
-stated ledger (``released_inputs``), which the plan then checks (D_max + 1 budgets, descending, their ratio, the
-scale, D_p ≤ D_max) and re-derives every other field from.
+Public: ε = ε_A + ε_B + ε_C, the degree bound D_max, s = s_min(ε_B, D_max), the label mechanism, the records' order,
+the ``exact`` parts' uncharged reads and the reference claim. Not public (``NipReleased``): NAP's budget weights
+(post-processing of the edge release) and, in reference mode, D_p; a run passes them (``released=``), a verifier
+reads them off the stated ledger (``released_inputs``), and the plan checks them.
+Details: docs/design/methods.md, section `nodedp.plans.nip_gnn`.
 """
 
 from __future__ import annotations
@@ -78,7 +63,7 @@ class NipNoise:
 
 @dataclass(frozen=True)
 class NipReleased:
-    """What the plan takes beyond public inputs (module docstring): NAP's budgets, computed from the edge release,
+    """What the plan takes beyond public inputs (docs/design/methods.md): NAP's budgets, computed from the edge release,
     and in reference mode the private maximum degree D_p (an uncharged read)."""
 
     largest_budget_weights: tuple[float, ...] = ()
@@ -210,7 +195,7 @@ def _budgets(public: PublicInputs, hp: NipHparams, max_degree: int, released: Ni
 
 
 def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: NipReleased | None = None) -> Plan:
-    """NIP-GNN's ledger (module docstring). ``parts``: "noise" (``NipNoise``), "actual" (reference mode's
+    """NIP-GNN's ledger (docs/design/methods.md). ``parts``: "noise" (``NipNoise``), "actual" (reference mode's
     ``NipActualEpsilon``, else None), "exact" (the diagnosis parts)."""
     paper = hp.accounting == "paper"
     noise = nip_noise(public, spec, hp, paper_max_degree=None if released is None else released.paper_max_degree)
@@ -304,7 +289,7 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
 def released_inputs(
     ledger: Mapping[str, Any], public: PublicInputs, spec: RunSpec, hp: NipHparams
 ) -> NipReleased | None:
-    """What a stated ledger says of the values the plan cannot derive (module docstring), for a verifier to pass
+    """What a stated ledger says of the values the plan cannot derive (docs/design/methods.md), for a verifier to pass
     as ``released``: the NAP record's budgets, and in reference mode D_p (from its ε_A·D_max/D_p). The plan
     checks them and re-derives everything else; None where the ledger has no NAP record."""
     nap = [r for r in ledger.get("mechanisms", ()) if str(r.get("name", "")).startswith("nip-aggregation:")]
