@@ -318,15 +318,36 @@ def test_a_built_graphs_meta_gives_the_size_of_a_downloaded_dataset(tmp_path):
     check_config(grid, graphs_dir=tmp_path)  # unreadable: the job reading it reports it, not the planner
 
 
-def test_the_batch_limited_methods_are_registered_and_have_a_batch_size():
-    import dataclasses
+def test_the_batch_limit_follows_the_registry_entry(tmp_path):
+    from nodedp.config import size_limits
+    from nodedp.methods import get_method
 
-    from nodedp.config import BATCH_OF_TRAINING_NODES
-    from nodedp.methods import get_method, method_names
+    # dp-mlp draws its batch from the training nodes (its entry says so); dpar-em0 draws an expected batch of its
+    # own node sample, so its batch size is no limit on the dataset.
+    assert get_method("dp-mlp").batch_of_training_nodes and not get_method("dpar-em0").batch_of_training_nodes
+    grid = {
+        "studies": {"s": {"datasets": ["csbm-tiny"], "methods": ["dpar-em0", "dp-mlp"], "epsilons": [1], "seeds": [0]}},
+        "methods": {"dpar-em0": {"batch_size": 999}, "dp-mlp": {"batch_size": 7}},
+    }
+    assert size_limits(grid, "csbm-tiny")["batch"] == {
+        "study": "s",
+        "method": "dp-mlp",
+        "size": 7,
+        "field": "methods.dp-mlp.batch_size",
+    }
 
-    assert set(method_names()) >= BATCH_OF_TRAINING_NODES
-    for name in BATCH_OF_TRAINING_NODES:
-        assert "batch_size" in {f.name for f in dataclasses.fields(get_method(name).hparams)}
+
+def test_plugins_name_a_module_that_can_be_imported(monkeypatch, tmp_path):
+    from nodedp.methods.registry import PLUGINS_ENV
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(PLUGINS_ENV, raising=False)
+    grid = {
+        "plugins": ["no_such_nodedp_plugin.specs"],
+        "studies": {"s": {"datasets": ["csbm-tiny"], "methods": ["mlp"], "epsilons": [1], "seeds": [0]}},
+    }
+    with pytest.raises(ConfigError, match=r"^plugins: cannot import the plugin module 'no_such_nodedp_plugin.specs'"):
+        check_config(grid)
 
 
 def test_variant_overrides_are_the_keys_set_on_top_of_the_base(config):

@@ -49,6 +49,7 @@ __all__ = [
     "check_size_limits",
     "declare_datasets",
     "known_methods",
+    "load_plugins",
     "method_block",
     "method_variants",
     "public_size",
@@ -68,13 +69,6 @@ DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_b
 # The suite's tuned hyperparameters, one block per method or named variant, beneath every grid's `methods:`.
 TUNED = Path(__file__).resolve().parent / "methods" / "tuned.yaml"
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-# Methods whose training draws `batch_size` of the training nodes per step and refuses a larger batch (DP-SGD
-# over the training nodes; DPDGC in both modes). DPAR's batch is an expected batch of its own node sample
-# (the rate is capped at 1), NIP-GNN trains on already private inputs, and the non-private baselines minibatch
-# freely: a large batch is one full batch there.
-BATCH_OF_TRAINING_NODES = frozenset(
-    {"dp-gat", "dp-gcn", "dp-gin", "dp-mlp", "dp-sage", "dpdgc", "dpdgc-nodp", "gap", "progap"}
-)
 
 
 class ConfigError(ValueError):
@@ -117,6 +111,10 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{where}: YAML syntax error: {problem}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a YAML mapping (studies:, methods:, ...), got {type(data).__name__}")
+    try:
+        load_plugins(data)  # its methods are registered before anything reads the registry
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
     return data
 
 
@@ -178,10 +176,33 @@ def method_variants(config: Mapping[str, Any]) -> dict[str, str]:
     return {name: block[BASE_KEY] for name, block in blocks.items() if BASE_KEY in block}
 
 
+def load_plugins(config: Mapping[str, Any]) -> None:
+    """Import the plugin modules the grid names under ``plugins:`` (spec modules registering methods from outside
+    nodedp, docs/adding-a-method.md), and name them in ``$NODEDP_PLUGINS`` too, so that the processes the workflow
+    starts (its jobs) register them as well. Raises ConfigError naming a module that cannot be imported."""
+    import os
+
+    from nodedp.methods.registry import PLUGINS_ENV, PluginError
+    from nodedp.methods.registry import load_plugins as load
+
+    modules = config.get("plugins") or []
+    if not modules:
+        return
+    if not isinstance(modules, list):
+        raise ConfigError(f"plugins: a list of Python module names, got {modules!r}")
+    try:
+        load(modules, source="plugins")
+    except PluginError as err:
+        raise ConfigError(str(err)) from None
+    named = [m for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    os.environ[PLUGINS_ENV] = ",".join(dict.fromkeys([*named, *modules]))
+
+
 def known_methods(config: Mapping[str, Any]) -> list[str]:
     """Every name a study may list: registered methods, variants, and their ``@paper`` reference names."""
     from nodedp.methods import get_method, method_names
 
+    load_plugins(config)
     variants = method_variants(config)
     names = sorted([*method_names(), *variants])
     reference = [
@@ -195,12 +216,14 @@ def known_methods(config: Mapping[str, Any]) -> list[str]:
 def _choices(config: Mapping[str, Any]) -> str:
     """The names a study may list, for an error: registered methods, then variants (tuned and the grid's)."""
     from nodedp.methods import get_method, method_names
+    from nodedp.methods.registry import HOW_PLUGINS_ARE_FOUND
 
     with_mode = [n for n in method_names() if get_method(n).has_reference_mode]
     return (
         f"valid: methods {sorted(method_names())}; variants {sorted(method_variants(config))} "
         f"(nodedp/methods/tuned.yaml and the grid's `methods:` entries with `base:`); either with "
-        f"'{REFERENCE_SUFFIX}' where its method has a reference mode ({', '.join(with_mode)})"
+        f"'{REFERENCE_SUFFIX}' where its method has a reference mode ({', '.join(with_mode)}); "
+        f"{HOW_PLUGINS_ARE_FOUND}"
     )
 
 
@@ -209,6 +232,7 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
     (``method_block``: tuned, the grid's keys on top), on top of its base's block for a variant."""
     from nodedp.methods import get_method, method_names
 
+    load_plugins(config)
     block = method_block(config, name)
     if "accounting" in block:
         raise ConfigError(
@@ -327,7 +351,7 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
             info = get_method(base)
             if info.level in ("node", "edge") and limits[info.level] is None:
                 limits[info.level] = {"study": study, "method": method}
-            if base in BATCH_OF_TRAINING_NODES:
+            if info.batch_of_training_nodes:
                 batch = info.parse_hparams(hparams).batch_size
                 if limits["batch"] is None or batch > limits["batch"]["size"]:
                     limits["batch"] = {

@@ -193,3 +193,91 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     actual = verify_ledger_dict(ledger.to_dict())
     assert actual == pytest.approx(ledger.composed()[0])
     assert ledger.actual_claim_epsilon() >= 4.0 * 0.99  # the papers' rules never over-noise
+
+
+def test_every_spec_module_is_found_without_a_list():
+    """Each module of nodedp.methods.specs is imported when the registry loads (pkgutil), so a new family's spec
+    module registers itself; the entries' batch rule is a field of each entry."""
+    import pkgutil
+    import sys
+
+    import nodedp.methods.specs as specs
+
+    modules = [m.name for m in pkgutil.iter_modules(specs.__path__)]
+    assert "mlp" in modules and "dp_gnn" in modules
+    assert all(f"nodedp.methods.specs.{m}" in sys.modules for m in modules)
+    batch = {m for m in method_names() if get_method(m).batch_of_training_nodes}
+    assert {"dp-mlp", "dp-gcn", "gap", "progap", "dpdgc"} <= batch
+    assert not batch & {"dpar-em0", "nip-gnn", "mlp", "gap-edge"}
+
+
+def test_an_entry_refuses_a_bad_id_a_batch_rule_without_a_batch_size_and_a_bad_plan():
+    @dataclass(frozen=True)
+    class Hp:
+        lr: float = 0.1
+
+    def info(**kwargs):
+        fields = {"name": "x", "description": "", "private": False, "level": "none", "hparams": Hp, "run": print}
+        return MethodInfo(**{**fields, **kwargs})
+
+    for bad in ("DP-X", "x_y", "x@paper", "-x", ""):
+        with pytest.raises(ValueError, match="method id"):
+            info(name=bad)
+    with pytest.raises(ValueError, match="batch_of_training_nodes needs a hyperparameter batch_size"):
+        info(batch_of_training_nodes=True)
+    with pytest.raises(ValueError, match="plan is 'module:function'"):
+        info(private=True, level="node", plan="mymethods.specs")
+    with pytest.raises(ValueError, match="hparams must be a dataclass"):
+        info(hparams=dict)
+
+
+def _registry_in_a_process(tmp_path, code: str, env: dict[str, str]):
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if k != "NODEDP_PLUGINS"}
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120
+    )
+
+
+PLUGIN_SPEC = """
+from nodedp.methods import MethodInfo, register_method
+from nodedp.methods.base import lazy_run
+from nodedp.methods.specs.mlp import MlpHparams
+
+register_method(MethodInfo(name="my-mlp", description="a plugin's MLP", private=False, level="none",
+                           hparams=MlpHparams, run=lazy_run("nodedp.methods.mlp:run_mlp")))
+"""
+
+
+def test_an_installed_packages_entry_point_registers_its_methods(tmp_path):
+    """A package installed with an entry point of group nodedp.methods (as pip lays it out: the module and a
+    .dist-info folder with entry_points.txt on the path) registers its methods in every process."""
+    site = tmp_path / "site"
+    (site / "myplugin").mkdir(parents=True)
+    (site / "myplugin" / "specs.py").write_text(PLUGIN_SPEC)
+    dist = site / "myplugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[nodedp.methods]\nmy-mlp = myplugin.specs\n")
+    code = "from nodedp.methods import get_method, method_names; print(get_method('my-mlp').description)"
+    done = _registry_in_a_process(tmp_path, code, {"PYTHONPATH": str(site)})
+    assert done.returncode == 0 and done.stdout.strip() == "a plugin's MLP", done.stderr
+    (dist / "entry_points.txt").write_text("[nodedp.methods]\nmy-mlp = myplugin.spec\n")
+    done = _registry_in_a_process(tmp_path, code, {"PYTHONPATH": str(site)})
+    assert done.returncode != 0
+    assert "entry point 'my-mlp' of myplugin (group 'nodedp.methods'): cannot import the plugin module " in done.stderr
+
+
+def test_nodedp_plugins_names_modules_and_an_unknown_name_says_how_to_register(tmp_path):
+    (tmp_path / "mine.py").write_text(PLUGIN_SPEC)
+    code = "from nodedp.methods import method_names; print('my-mlp' in method_names())"
+    done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "mine"})  # found in the current directory
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "mine, nope"})
+    assert "$NODEDP_PLUGINS: cannot import the plugin module 'nope'" in done.stderr
+    with pytest.raises(UnknownMethodError, match=r"unknown method 'my-mlp'; valid choices: .*`plugins:` in config"):
+        get_method("my-mlp")

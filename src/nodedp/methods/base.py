@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ LEVELS = ("node", "edge", "none")
 # (nodedp.config.resolve_method sets the mode from the name), never anything else.
 ACCOUNTING_MODES = ("suite", "paper")
 STRUCTURE_KINDS = ("in-degree", "out-degree", "degree", "dp-appr")
+# A method id names its runs' folders and the workflow's wildcards: lower case, digits and hyphens.
+METHOD_ID = re.compile(r"[a-z][a-z0-9-]*")
 # The optimizers nodedp.train builds (``OptimConfig``), named here so that checking hyperparameters needs no torch.
 OPTIMIZERS = ("sgd", "adam", "adamw")
 
@@ -141,8 +144,16 @@ class MethodInfo:
     # Its privacy planner, "module:function" (nodedp.plans): the ledger from public inputs before any private
     # data is read, which `nodedp verify` re-derives. None: not yet (verify checks such a ledger against itself).
     plan: str | None = None
+    # Whether its training draws ``batch_size`` of the training nodes per step and refuses a larger batch (DP-SGD
+    # over the training nodes; DPDGC in both modes): `nodedp.config` then refuses a grid whose batch exceeds a
+    # dataset's training set before any job. Not so for DPAR (an expected batch of its own node sample, the rate
+    # capped at 1), NIP-GNN (trains on already private inputs) or the non-private baselines (a large batch is one
+    # full batch there).
+    batch_of_training_nodes: bool = False
 
     def __post_init__(self) -> None:
+        if not METHOD_ID.fullmatch(self.name):
+            raise ValueError(f"method id {self.name!r}: use lower-case letters, digits and '-' (e.g. dp-foo)")
         if self.level not in LEVELS:
             raise ValueError(f"method {self.name!r}: level {self.level!r} not in {list(LEVELS)}")
         if self.private == (self.level == "none"):
@@ -155,6 +166,15 @@ class MethodInfo:
         unknown = set(self.needs) - set(STRUCTURE_KINDS)
         if unknown:
             raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
+        if not (isinstance(self.hparams, type) and dataclasses.is_dataclass(self.hparams)):
+            raise ValueError(f"method {self.name!r}: hparams must be a dataclass, got {self.hparams!r}")
+        fields = {f.name for f in dataclasses.fields(self.hparams)}
+        if self.batch_of_training_nodes and "batch_size" not in fields:
+            raise ValueError(f"method {self.name!r}: batch_of_training_nodes needs a hyperparameter batch_size")
+        for target in (self.plan,) if self.plan is not None else ():
+            module, _, function = target.partition(":")
+            if not (module and function.isidentifier()):
+                raise ValueError(f"method {self.name!r}: plan is 'module:function', got {target!r}")
 
     def parse_hparams(self, values: Mapping[str, Any] | None) -> Any:
         """Build the hyperparameter dataclass, refusing unknown keys and wrong types."""

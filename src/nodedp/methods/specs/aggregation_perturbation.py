@@ -86,5 +86,6 @@ def register_levels(family: str, *, description: str, hparams: type, node_hparam
                 run=lazy_run(run, level=level),
                 needs=("out-degree",) if level == "node" else (),
                 plan={"node": plan, "edge": f"{plan}_edge", "none": None}[level],
+                batch_of_training_nodes=level == "node",
             )
         )

@@ -66,5 +66,6 @@ for _layer in LAYERS:
             plan=f"nodedp.plans.dp_gnn:plan_dp_{_layer}",
             needs=("in-degree",),
             auto_accountant="pld",
+            batch_of_training_nodes=True,
         )
     )

@@ -90,5 +90,6 @@ for _name, _private in (("dpdgc", True), ("dpdgc-nodp", False)):
             auto_accountant="pld",
             needs=("out-degree",),
             plan="nodedp.plans.dpdgc:plan_dpdgc" if _private else None,
+            batch_of_training_nodes=True,  # in both modes
         )
     )

@@ -65,5 +65,6 @@ register_method(
         hparams=DpMlpHparams,
         run=lazy_run("nodedp.methods.mlp:run_mlp"),
         plan="nodedp.plans.mlp:plan_mlp",
+        batch_of_training_nodes=True,
     )
 )
