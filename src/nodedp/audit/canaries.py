@@ -281,93 +281,31 @@ def plant_canaries(
     and the endpoints from the same generator, so nothing about the canaries
     depends on the inclusion bits.
     """
-    m = _check_int(m, "m", 1)
-    degree_bound = _check_int(degree_bound, "degree_bound", 1)
-    num_classes = _check_int(num_classes, "num_classes", 2)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if isinstance(own_column, bool) or not isinstance(own_column, int | float) or not 0 <= own_column < math.inf:
-        raise ValueError(f"own_column must be a finite number >= 0, got {own_column!r}")
-    if canary_degree is None:
-        canary_degree = max(1, degree_bound // 2)
-    canary_degree = _check_int(canary_degree, "canary_degree", 0)
-    if canary_degree > degree_bound:
-        raise ValueError(f"canary_degree ({canary_degree}) must not exceed degree_bound ({degree_bound})")
+    m, degree_bound, num_classes, canary_degree = _checked_counts(
+        m, degree_bound, num_classes, seed, canary_degree, own_column
+    )
     validate_graph(graph, where="plant_canaries: graph", num_classes=num_classes)
     n = graph.x.size(0)
     validate_split(split, where="plant_canaries: split", num_nodes=n)
     if split.train.numel() == 0:
         raise ValueError("plant_canaries: the split has no training node (canaries copy and attach to training nodes)")
     edge_index = graph.edge_index.cpu()
-    symmetric = bool(Data(edge_index=edge_index, num_nodes=n).is_undirected())  # as the methods decide it
-    if symmetric:
-        if direction not in (None, "both"):
-            raise ValueError(
-                f"direction {direction!r} does not apply to a symmetric graph (both directions are "
-                "stored); pass None or 'both'"
-            )
-        directed = None
-    else:
-        if direction is None:
-            direction = "out"
-        if direction not in DIRECTIONS:
-            raise ValueError(f"unknown direction {direction!r}; valid choices: {list(DIRECTIONS)}")
-        directed = direction
+    directed = _storage(edge_index, n, direction)
 
+    # Choosing: every draw from one generator, in this order (the inclusion bits first).
     generator = torch.Generator().manual_seed(seed)
-    included = torch.rand(m, generator=generator) < 0.5
     train = split.train.cpu()
-    sources = train[torch.randint(train.numel(), (m,), generator=generator)]
-    source_labels = graph.y.cpu()[sources]
-    # Uniform over the other num_classes - 1 classes: shift the source label by 1..C-1.
-    labels = (source_labels + 1 + torch.randint(num_classes - 1, (m,), generator=generator)) % num_classes
-
-    src, dst = edge_index
-    degree = torch.maximum(torch.bincount(src, minlength=n), torch.bincount(dst, minlength=n))
-    capacity = (degree_bound - degree[train]).clamp(min=0).tolist()
-    # Training nodes with capacity left (their ids and capacities); a full one is swapped out in O(1).
-    available = [int(v) for v, c in zip(train.tolist(), capacity, strict=True) if c > 0]
-    remaining = [c for c in capacity if c > 0]
-    canary_degrees = torch.zeros(m, dtype=torch.int64)
-    pairs: list[tuple[int, int]] = []
-    for i in range(m):
-        count = min(canary_degree, len(available))
-        positions = _draw_endpoints(available, count, generator)
-        endpoints = [available[p] for p in positions]
-        for p in positions:
-            remaining[p] -= 1
-        for p in sorted((p for p in positions if remaining[p] == 0), reverse=True):
-            available[p], remaining[p] = available[-1], remaining[-1]
-            available.pop()
-            remaining.pop()
-        canary_degrees[i] = count
-        pairs.extend((n + i, v) for v in endpoints)
-
-    canary_edges = torch.tensor(pairs, dtype=torch.int64).reshape(-1, 2).T.contiguous()
-    forward, backward = canary_edges, canary_edges.flip(0)
-    if directed == "out":
-        new_edges = forward
-    elif directed == "in":
-        new_edges = backward
-    else:  # both directions, each pair's two columns side by side
-        new_edges = torch.stack([forward, backward], dim=2).reshape(2, -1)
-    # Each canary's features: its source's feature vector with the entries shuffled (drawn last, so the choices
-    # above do not depend on the feature dimension).
-    source_x = graph.x.cpu()[sources]
-    canary_x = (
-        torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x]) if m else source_x
+    included, sources, labels = _choose(graph.y.cpu(), train, m, num_classes, generator)
+    canary_edges, canary_degrees = _draw_edges(
+        edge_index, train, n, m, degree_bound=degree_bound, canary_degree=canary_degree, generator=generator
     )
-    if own_column > 0:
-        own = torch.zeros(n + m, m, dtype=graph.x.dtype)
-        own[torch.arange(n, n + m), torch.arange(m)] = own_column
-        canary_x = torch.zeros_like(canary_x)
-        x_all = torch.cat([torch.cat([graph.x.cpu(), canary_x]), own], dim=1)
-    else:
-        x_all = torch.cat([graph.x.cpu(), canary_x])
+    canary_x = _shuffled_rows(graph.x.cpu()[sources], generator)
+
+    # Planting and recording: the graph with every canary, and the split of the private graph.
     planted = Data(
-        x=x_all,
+        x=_features(graph.x.cpu(), canary_x, own_column),
         y=torch.cat([graph.y.cpu(), labels]),
-        edge_index=torch.cat([edge_index, new_edges], dim=1),
+        edge_index=torch.cat([edge_index, _stored(canary_edges, directed)], dim=1),
     )
     canaries = torch.arange(n, n + m, dtype=torch.int64)
     planted_split = Split(
@@ -390,3 +328,119 @@ def plant_canaries(
         directed=directed,
         own_column=float(own_column),
     )
+
+
+def _checked_counts(
+    m: int, degree_bound: int, num_classes: int, seed: int, canary_degree: int | None, own_column: float
+) -> tuple[int, int, int, int]:
+    """plant_canaries' numbers checked, with the default canary degree ``max(1, degree_bound // 2)``."""
+    m = _check_int(m, "m", 1)
+    degree_bound = _check_int(degree_bound, "degree_bound", 1)
+    num_classes = _check_int(num_classes, "num_classes", 2)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(own_column, bool) or not isinstance(own_column, int | float) or not 0 <= own_column < math.inf:
+        raise ValueError(f"own_column must be a finite number >= 0, got {own_column!r}")
+    if canary_degree is None:
+        canary_degree = max(1, degree_bound // 2)
+    canary_degree = _check_int(canary_degree, "canary_degree", 0)
+    if canary_degree > degree_bound:
+        raise ValueError(f"canary_degree ({canary_degree}) must not exceed degree_bound ({degree_bound})")
+    return m, degree_bound, num_classes, canary_degree
+
+
+def _storage(edge_index: Tensor, n: int, direction: str | None) -> str | None:
+    """How canary edges are stored: None on a symmetric graph (both directions), else one of DIRECTIONS."""
+    symmetric = bool(Data(edge_index=edge_index, num_nodes=n).is_undirected())  # as the methods decide it
+    if symmetric:
+        if direction not in (None, "both"):
+            raise ValueError(
+                f"direction {direction!r} does not apply to a symmetric graph (both directions are "
+                "stored); pass None or 'both'"
+            )
+        return None
+    if direction is None:
+        direction = "out"
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}; valid choices: {list(DIRECTIONS)}")
+    return direction
+
+
+def _choose(
+    y: Tensor, train: Tensor, m: int, num_classes: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The canaries' inclusion bits (Bernoulli(1/2)), source training nodes and labels (another class than the
+    source's), drawn in that order."""
+    included = torch.rand(m, generator=generator) < 0.5
+    sources = train[torch.randint(train.numel(), (m,), generator=generator)]
+    source_labels = y[sources]
+    # Uniform over the other num_classes - 1 classes: shift the source label by 1..C-1.
+    labels = (source_labels + 1 + torch.randint(num_classes - 1, (m,), generator=generator)) % num_classes
+    return included, sources, labels
+
+
+def _draw_edges(
+    edge_index: Tensor,
+    train: Tensor,
+    n: int,
+    m: int,
+    *,
+    degree_bound: int,
+    canary_degree: int,
+    generator: torch.Generator,
+) -> tuple[Tensor, Tensor]:
+    """Each canary's endpoints among the training nodes with capacity left, canary after canary.
+
+    Returns the [2, K] pairs (canary id, endpoint id) and how many endpoints each canary got (int64 [m])."""
+    src, dst = edge_index
+    degree = torch.maximum(torch.bincount(src, minlength=n), torch.bincount(dst, minlength=n))
+    capacity = (degree_bound - degree[train]).clamp(min=0).tolist()
+    # Training nodes with capacity left (their ids and capacities); a full one is swapped out in O(1).
+    available = [int(v) for v, c in zip(train.tolist(), capacity, strict=True) if c > 0]
+    remaining = [c for c in capacity if c > 0]
+    canary_degrees = torch.zeros(m, dtype=torch.int64)
+    pairs: list[tuple[int, int]] = []
+    for i in range(m):
+        count = min(canary_degree, len(available))
+        positions = _draw_endpoints(available, count, generator)
+        endpoints = [available[p] for p in positions]
+        for p in positions:
+            remaining[p] -= 1
+        for p in sorted((p for p in positions if remaining[p] == 0), reverse=True):
+            available[p], remaining[p] = available[-1], remaining[-1]
+            available.pop()
+            remaining.pop()
+        canary_degrees[i] = count
+        pairs.extend((n + i, v) for v in endpoints)
+    canary_edges = torch.tensor(pairs, dtype=torch.int64).reshape(-1, 2).T.contiguous()
+    return canary_edges, canary_degrees
+
+
+def _stored(canary_edges: Tensor, directed: str | None) -> Tensor:
+    """The canary edges as the graph stores them: canary -> node ("out"), node -> canary ("in") or both, each
+    pair's two columns side by side."""
+    forward, backward = canary_edges, canary_edges.flip(0)
+    if directed == "out":
+        return forward
+    if directed == "in":
+        return backward
+    return torch.stack([forward, backward], dim=2).reshape(2, -1)
+
+
+def _shuffled_rows(source_x: Tensor, generator: torch.Generator) -> Tensor:
+    """Each canary's features: its source's feature vector with the entries shuffled (drawn last, so the choices
+    before do not depend on the feature dimension)."""
+    if not source_x.size(0):
+        return source_x
+    return torch.stack([row[torch.randperm(row.numel(), generator=generator)] for row in source_x])
+
+
+def _features(x: Tensor, canary_x: Tensor, own_column: float) -> Tensor:
+    """The planted graph's features: the original rows, then the canaries'; with ``own_column`` > 0 the canaries'
+    rows are zero and m columns follow, canary j holding ``own_column`` in column j."""
+    if own_column <= 0:
+        return torch.cat([x, canary_x])
+    n, m = x.size(0), canary_x.size(0)
+    own = torch.zeros(n + m, m, dtype=x.dtype)
+    own[torch.arange(n, n + m), torch.arange(m)] = own_column
+    return torch.cat([torch.cat([x, torch.zeros_like(canary_x)]), own], dim=1)

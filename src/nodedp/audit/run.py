@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from nodedp.audit.canaries import default_canary_count, plant_canaries
+from nodedp.audit.canaries import CanaryPlan, default_canary_count, plant_canaries
 from nodedp.audit.dpsgd import dpsgd_record, dpsgd_release_scores
 from nodedp.audit.nap import nap_record, nap_release_scores
 from nodedp.audit.statistics import (
@@ -230,67 +230,77 @@ def audit_run(
     result = train(private_graph, private_split)
     if result.predict is None:
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
-    # Scored on the graph holding every canary, laid out as an extension of the training input, every canary
-    # read alike whatever its bit (CanaryPlan.scoring_graph).
-    scoring, parts, ids = plan.scoring_graph()
-    scores = canary_scores(result.predict(scoring, parts), ids, plan.labels)
-    if own_column > 0:
-        baseline, parts, ids = plan.scoring_graph(baseline=True)
-        scores = scores - canary_scores(result.predict(baseline, parts), ids, plan.labels)
-    ledger = result.ledger
-    common = {"method": method, "test_accuracy": float(result.test["accuracy"]), "confidence": confidence, "seed": seed}
-    record = nap_record(ledger) if releases else None
-    release = dpsgd = None
-    if record is not None:
-        params = record.params
-        # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
-        release_scores, release_bits = nap_release_scores(
-            noise_std=float(params["noise_std"]),
-            row_clip=float(params["row_clip"]),
-            max_degree=int(params["max_degree"]),
-            m=best_canary_count(_claimed(ledger)[1], confidence=confidence),
-            seed=seed,
-        )
-        release = _bounded(
-            ledger,
-            release_scores.numpy(),
-            release_bits.numpy(),
-            target="nap-release",
-            degree_bound=int(params["max_degree"]),
-            start=time.perf_counter(),
-            **common,
-        )
-    record = dpsgd_record(ledger) if releases else None
-    if record is not None:
-        params = record.params
-        sgd_scores, sgd_bits = dpsgd_release_scores(
-            noise_multiplier=float(params["noise_std"]) / float(params["clip_norm"]),
-            sampling_rate=float(params["sampling_rate"]),
-            steps=int(params["steps"]),
-            node_sample_rate=ledger.node_sample_rate,
-            runs=RELEASE_RUNS,
-            seed=seed,
-        )
-        dpsgd = _bounded(
-            ledger,
-            sgd_scores.numpy(),
-            sgd_bits.numpy(),
-            target="dpsgd-release",
-            degree_bound=bound,
-            start=time.perf_counter(),
-            bound_kind="runs",
-            **common,
-        )
-    return _bounded(
-        ledger,
+    scores = _planted_scores(plan, result.predict, own_column)
+    audit = _Audit(result.ledger, method, float(result.test["accuracy"]), confidence, seed)
+    nap_release = _nap_release(audit) if releases else None
+    dpsgd_release = _dpsgd_release(audit, bound) if releases else None
+    return audit.bounded(
         scores.numpy(),
         plan.included.numpy(),
         target="model",
         degree_bound=bound,
         start=start,
-        nap_release=release,
-        dpsgd_release=dpsgd,
-        **common,
+        nap_release=nap_release,
+        dpsgd_release=dpsgd_release,
+    )
+
+
+def _planted_scores(plan: CanaryPlan, predict: Callable[..., Any], own_column: float) -> torch.Tensor:
+    """Every canary's score, on the graph holding every canary laid out as an extension of the training input,
+    every canary read alike whatever its bit (``CanaryPlan.scoring_graph``); with ``own_column`` > 0, less its
+    score against the zero input."""
+    scoring, parts, ids = plan.scoring_graph()
+    scores = canary_scores(predict(scoring, parts), ids, plan.labels)
+    if own_column > 0:
+        baseline, parts, ids = plan.scoring_graph(baseline=True)
+        scores = scores - canary_scores(predict(baseline, parts), ids, plan.labels)
+    return scores
+
+
+def _nap_release(audit: _Audit) -> AuditResult | None:
+    """The white-box audit of the run's node-level NAP release, where its ledger records one."""
+    record = nap_record(audit.ledger)
+    if record is None:
+        return None
+    params = record.params
+    # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
+    release_scores, release_bits = nap_release_scores(
+        noise_std=float(params["noise_std"]),
+        row_clip=float(params["row_clip"]),
+        max_degree=int(params["max_degree"]),
+        m=best_canary_count(_claimed(audit.ledger)[1], confidence=audit.confidence),
+        seed=audit.seed,
+    )
+    return audit.bounded(
+        release_scores.numpy(),
+        release_bits.numpy(),
+        target="nap-release",
+        degree_bound=int(params["max_degree"]),
+        start=time.perf_counter(),
+    )
+
+
+def _dpsgd_release(audit: _Audit, degree_bound: int) -> AuditResult | None:
+    """The white-box audit of the run's Poisson-sampled DP-SGD release, where its ledger records one."""
+    record = dpsgd_record(audit.ledger)
+    if record is None:
+        return None
+    params = record.params
+    sgd_scores, sgd_bits = dpsgd_release_scores(
+        noise_multiplier=float(params["noise_std"]) / float(params["clip_norm"]),
+        sampling_rate=float(params["sampling_rate"]),
+        steps=int(params["steps"]),
+        node_sample_rate=audit.ledger.node_sample_rate,
+        runs=RELEASE_RUNS,
+        seed=audit.seed,
+    )
+    return audit.bounded(
+        sgd_scores.numpy(),
+        sgd_bits.numpy(),
+        target="dpsgd-release",
+        degree_bound=degree_bound,
+        start=time.perf_counter(),
+        bound_kind="runs",
     )
 
 
@@ -303,47 +313,55 @@ def _claimed(ledger: Any) -> tuple[float, float, float]:
     return epsilon, delta, epsilon
 
 
-def _bounded(
-    ledger: Any,
-    scores: Any,
-    included: Any,
-    *,
-    method: str,
-    target: str,
-    degree_bound: int,
-    test_accuracy: float,
-    confidence: float,
-    seed: int,
-    start: float,
-    bound_kind: str = "one-run",
-    nap_release: AuditResult | None = None,
-    dpsgd_release: AuditResult | None = None,
-) -> AuditResult:
-    """The bounds of one audit from its scores and inclusion bits, against the ε the run's ``ledger`` states
-    (a reference run's paper claim, at the paper's δ)."""
-    claimed, delta, ledger_epsilon = _claimed(ledger)
-    if not math.isfinite(claimed):
-        raise ValueError(f"method {method!r}: its ledger states ε = {claimed}; nothing to audit")
-    return AuditResult(
-        method=method,
-        claimed_epsilon=claimed,
-        ledger_epsilon=ledger_epsilon,
-        delta=delta,
-        accounting="paper" if ledger.claim is not None else "suite",
-        guarantee=ledger.guarantee_class,
-        canaries=len(scores),
-        included=int(included.sum()),
-        canary_degree_bound=degree_bound,
-        one_run=epsilon_one_run(scores, included, delta=delta, confidence=confidence, seed=seed),
-        threshold=clopper_pearson_epsilon(scores, included, delta=delta, confidence=confidence),
-        auc=attack_auc(scores, included),
-        tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
-        test_accuracy=test_accuracy,
-        wall_seconds=time.perf_counter() - start,
-        scores=tuple(float(v) for v in scores),
-        inclusion=tuple(bool(v) for v in included),
-        target=target,
-        nap_release=nap_release,
-        dpsgd_release=dpsgd_release,
-        bound=bound_kind,
-    )
+@dataclass(frozen=True)
+class _Audit:
+    """What every bound of one audited run shares: the run's ledger, its method and test accuracy, the
+    confidence and the seed."""
+
+    ledger: Any
+    method: str
+    test_accuracy: float
+    confidence: float
+    seed: int
+
+    def bounded(
+        self,
+        scores: Any,
+        included: Any,
+        *,
+        target: str,
+        degree_bound: int,
+        start: float,
+        bound_kind: str = "one-run",
+        nap_release: AuditResult | None = None,
+        dpsgd_release: AuditResult | None = None,
+    ) -> AuditResult:
+        """The bounds of one audit from its scores and inclusion bits, against the ε the run's ledger states
+        (a reference run's paper claim, at the paper's δ)."""
+        ledger, confidence, seed = self.ledger, self.confidence, self.seed
+        claimed, delta, ledger_epsilon = _claimed(ledger)
+        if not math.isfinite(claimed):
+            raise ValueError(f"method {self.method!r}: its ledger states ε = {claimed}; nothing to audit")
+        return AuditResult(
+            method=self.method,
+            claimed_epsilon=claimed,
+            ledger_epsilon=ledger_epsilon,
+            delta=delta,
+            accounting="paper" if ledger.claim is not None else "suite",
+            guarantee=ledger.guarantee_class,
+            canaries=len(scores),
+            included=int(included.sum()),
+            canary_degree_bound=degree_bound,
+            one_run=epsilon_one_run(scores, included, delta=delta, confidence=confidence, seed=seed),
+            threshold=clopper_pearson_epsilon(scores, included, delta=delta, confidence=confidence),
+            auc=attack_auc(scores, included),
+            tpr_at_1pct_fpr=tpr_at_fpr(scores, included, fpr=0.01),
+            test_accuracy=self.test_accuracy,
+            wall_seconds=time.perf_counter() - start,
+            scores=tuple(float(v) for v in scores),
+            inclusion=tuple(bool(v) for v in included),
+            target=target,
+            nap_release=nap_release,
+            dpsgd_release=dpsgd_release,
+            bound=bound_kind,
+        )

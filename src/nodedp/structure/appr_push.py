@@ -204,40 +204,9 @@ def _push_chunk(seeds, indptr, indices, coupling, d_sqrt, q_diag, alpha, rho, to
     for r in range(seeds.size):
         s = seeds[r]
         w[s] -= alpha / d_sqrt[s]  # w = −c at q = 0
-        num_support = 0
-        head = 0
-        size = 0
-        if w[s] < floor[s]:
-            queue[0] = s
-            queued[s] = True
-            size = 1
-        pushes = 0
-        while size > 0 and pushes < max_pushes:
-            pushes += 1
-            i = queue[head]
-            head += 1
-            if head == n:
-                head = 0
-            size -= 1
-            queued[i] = False
-            # Exact minimization over q_i: w_i ← 0; each neighbour's w_j moves by Q_ji δ ≤ 0.
-            delta = -w[i] / q_diag[i]
-            if q[i] == 0.0:
-                support[num_support] = i
-                num_support += 1
-            q[i] += delta
-            w[i] = 0.0
-            for k in range(indptr[i], indptr[i + 1]):
-                j = indices[k]
-                w_j = w[j] - coupling[k] * delta
-                w[j] = w_j
-                if w_j < floor[j] and not queued[j]:
-                    queued[j] = True
-                    tail = head + size
-                    if tail >= n:
-                        tail -= n
-                    queue[tail] = j
-                    size += 1
+        num_support, head, size = _push_source(
+            s, indptr, indices, coupling, q_diag, floor, q, w, queued, support, queue, max_pushes
+        )
         # Reset w where this source touched it.
         w[s] = threshold[s]
         for k in range(num_support):
@@ -247,22 +216,11 @@ def _push_chunk(seeds, indptr, indices, coupling, d_sqrt, q_diag, alpha, rho, to
                 w[indices[kk]] = threshold[indices[kk]]
         if size > 0:  # stopped by max_pushes: an empty row, reported by the caller
             failed += 1
-            while size > 0:
-                queued[queue[head]] = False
-                head += 1
-                if head == n:
-                    head = 0
-                size -= 1
-            for k in range(num_support):
-                q[support[k]] = 0.0
+            _drop_source(q, queued, support, num_support, queue, head, size)
             num_support = 0
         if nnz + num_support > capacity:
             capacity = max(2 * capacity, nnz + num_support)
-            grown_cols = np.empty(capacity, dtype=np.int64)
-            grown_vals = np.empty(capacity)
-            grown_cols[:nnz] = out_cols[:nnz]
-            grown_vals[:nnz] = out_vals[:nnz]
-            out_cols, out_vals = grown_cols, grown_vals
+            out_cols, out_vals = _grown(out_cols, out_vals, nnz, capacity)
         row_cols = out_cols[nnz : nnz + num_support]
         row_cols[:] = support[:num_support]
         row_cols.sort()
@@ -273,3 +231,71 @@ def _push_chunk(seeds, indptr, indices, coupling, d_sqrt, q_diag, alpha, rho, to
         counts[r] = num_support
         nnz += num_support
     return counts, out_cols[:nnz].copy(), out_vals[:nnz].copy(), failed
+
+
+@numba.njit(cache=True, nogil=True)
+def _push_source(
+    s, indptr, indices, coupling, q_diag, floor, q, w, queued, support, queue, max_pushes
+):  # pragma: no cover
+    """Push from source ``s`` (its ``w`` already at −c) until no violator is left or ``max_pushes`` pushes are
+    spent: (nodes in ``support``, queue head, queue size; size > 0 when stopped by ``max_pushes``)."""
+    n = q.size
+    num_support = 0
+    head = 0
+    size = 0
+    if w[s] < floor[s]:
+        queue[0] = s
+        queued[s] = True
+        size = 1
+    pushes = 0
+    while size > 0 and pushes < max_pushes:
+        pushes += 1
+        i = queue[head]
+        head += 1
+        if head == n:
+            head = 0
+        size -= 1
+        queued[i] = False
+        # Exact minimization over q_i: w_i ← 0; each neighbour's w_j moves by Q_ji δ ≤ 0.
+        delta = -w[i] / q_diag[i]
+        if q[i] == 0.0:
+            support[num_support] = i
+            num_support += 1
+        q[i] += delta
+        w[i] = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            w_j = w[j] - coupling[k] * delta
+            w[j] = w_j
+            if w_j < floor[j] and not queued[j]:
+                queued[j] = True
+                tail = head + size
+                if tail >= n:
+                    tail -= n
+                queue[tail] = j
+                size += 1
+    return num_support, head, size
+
+
+@numba.njit(cache=True, nogil=True)
+def _drop_source(q, queued, support, num_support, queue, head, size):  # pragma: no cover
+    """Empty the queue and zero the q of a source stopped by max_pushes (its row stays empty)."""
+    n = q.size
+    while size > 0:
+        queued[queue[head]] = False
+        head += 1
+        if head == n:
+            head = 0
+        size -= 1
+    for k in range(num_support):
+        q[support[k]] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(out_cols, out_vals, nnz, capacity):  # pragma: no cover
+    """The output arrays moved into ones of ``capacity`` entries (the first ``nnz`` kept)."""
+    grown_cols = np.empty(capacity, dtype=np.int64)
+    grown_vals = np.empty(capacity)
+    grown_cols[:nnz] = out_cols[:nnz]
+    grown_vals[:nnz] = out_vals[:nnz]
+    return grown_cols, grown_vals
