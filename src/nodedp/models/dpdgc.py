@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -144,7 +145,7 @@ class LinkxClassifier(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        common = {"hidden_dim": hidden_dim, "normalization": "none", "dropout": dropout}
+        common: dict[str, Any] = {"hidden_dim": hidden_dim, "normalization": "none", "dropout": dropout}
         self.features = StageMLP(in_features, hidden_dim, num_layers=base_layers, **common)
         self.mix = StageMLP(2 * hidden_dim, hidden_dim, num_layers=mix_layers, **common)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()

@@ -25,6 +25,7 @@ concatenation JK, L2-normalized JK output before the head):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -285,4 +286,4 @@ class ProGAP(nn.Module):
         """Submodel M_s, sharing this container's modules; freezes base_0..base_{s-1}, unfreezes base_s and head_s."""
         if not 0 <= s < self.num_stages:
             raise ValueError(f"stage must be in [0, {self.num_stages - 1}], got {s}")
-        return ProGAPStage(list(self.base[: s + 1]), self.heads[s])
+        return ProGAPStage([cast(StageMLP, m) for m in self.base[: s + 1]], cast(nn.Linear, self.heads[s]))

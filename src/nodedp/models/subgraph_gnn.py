@@ -19,6 +19,7 @@ their own).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -147,7 +148,10 @@ class SAGELayer(nn.Module):
         return self.self_linear(h) + self.neighbour_linear(mean)
 
 
-def _layer(kind: str, in_dim: int, hidden_dim: int, *, heads: int, activation: str) -> nn.Module:
+GNNLayer = GCNLayer | GINLayer | GATLayer | SAGELayer
+
+
+def _layer(kind: str, in_dim: int, hidden_dim: int, *, heads: int, activation: str) -> GNNLayer:
     if kind == "gcn":
         return GCNLayer(in_dim, hidden_dim)
     if kind == "gin":
@@ -184,7 +188,8 @@ class SubgraphGNN(nn.Module):
         if activation not in _ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; choose from {sorted(_ACTIVATIONS)}")
         self.encoder = MLP(in_dim, hidden_dim, hidden_dim, num_layers=encoder_layers, activation=activation)
-        convs, width = [], hidden_dim
+        convs: list[GNNLayer] = []
+        width = hidden_dim
         for _ in range(num_layers):
             convs.append(_layer(layer, width, hidden_dim, heads=heads, activation=activation))
             width = convs[-1].out_dim
@@ -207,22 +212,28 @@ class SubgraphGNN(nn.Module):
         keep = mask.unsqueeze(-1) & mask.unsqueeze(-2)
         adj = torch.where(keep, adj.to(h.dtype), 0.0)
         h = self.activation(self.encoder(h))
-        for conv in self.convs:
+        for conv in self._layers():
             h = self.activation(conv.dense(h, adj))
         return self.decoder(h[:, 0])
 
     def forward_full(self, x: Tensor, edge_index: Tensor) -> Tensor:
         """Logits [N, C] of every node of a graph x [N, F], edge_index [2, E] (src -> dst)."""
         h = self.activation(self.encoder(x))
-        for conv in self.convs:
+        for conv in self._layers():
             h = self.activation(conv.sparse(h, edge_index))
         return self.decoder(h)
+
+    def _layers(self) -> list[GNNLayer]:
+        return [cast(GNNLayer, conv) for conv in self.convs]
 
 
 class GraphReadout(nn.Module):
     """One model for both kinds of example: a tuple (x_local, adj, mask) is a batch of
     subgraphs (DP-GNN training); a tensor of node ids runs the full graph and returns
     those rows (inference, and the non-private twins' full-batch training)."""
+
+    x: Tensor
+    edge_index: Tensor
 
     def __init__(self, gnn: SubgraphGNN, x: Tensor, edge_index: Tensor) -> None:
         super().__init__()

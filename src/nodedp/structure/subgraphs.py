@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -150,10 +151,10 @@ def sample_subgraphs(
     # Every path of length <= r from the root, level by level: N(K, r) candidates.
     frontier = roots[:, None]
     levels, depths = [frontier], [torch.zeros_like(frontier)]
-    for depth in range(1, num_layers + 1):
+    for hops in range(1, num_layers + 1):
         frontier = table[frontier].reshape(len(roots), -1)
         levels.append(frontier)
-        depths.append(torch.full_like(frontier, depth))
+        depths.append(torch.full_like(frontier, hops))
     candidates, depth = torch.cat(levels, 1), torch.cat(depths, 1)
     missing = candidates < 0
     ids = candidates.masked_fill(missing, num_nodes)
@@ -228,11 +229,7 @@ def load_subgraphs(path: str | Path) -> Subgraphs:
         found = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
         raise ValueError(f"{path}: not a subgraphs file (format {found!r}, expected {FORMAT!r})")
     try:
-        return Subgraphs(
-            nodes=payload.get("nodes"),
-            adj=payload.get("adj"),
-            num_layers=payload.get("num_layers"),
-            max_degree=payload.get("max_degree"),
-        )
+        stored: dict[str, Any] = {key: payload.get(key) for key in ("nodes", "adj", "num_layers", "max_degree")}
+        return Subgraphs(**stored)  # Subgraphs checks every field, a missing (None) one included
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -118,7 +118,10 @@ def _first_tensor(obj: Any) -> Tensor | None:
     return next((t for t in map(_first_tensor, items) if t is not None), None)
 
 
-def _detached(inputs: tuple[Any, ...] | dict[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+_Inputs = TypeVar("_Inputs", tuple[Any, ...], dict[str, Any])
+
+
+def _detached(inputs: _Inputs) -> _Inputs:
     """A module's args or kwargs with every tensor off the graph; flat ones (most calls) without pytree's cost."""
     values = inputs.values() if isinstance(inputs, dict) else inputs
     if not all(isinstance(x, Tensor) for x in values):
@@ -138,6 +141,13 @@ def _trainable(module: nn.Module) -> dict[str, nn.Parameter]:
 
 def _first_input(call: _Call) -> Tensor:
     return call.args[0] if call.args else next(iter(call.kwargs.values()))
+
+
+def _grad(call: _Call) -> Tensor:
+    """∂loss/∂output of a call that reached the loss (the only calls the rules see)."""
+    if call.grad is None:
+        raise RuntimeError("a call without an output gradient reached a per-example rule")
+    return call.grad
 
 
 def _row_sq(x: Tensor) -> Tensor:
@@ -167,12 +177,12 @@ def _as_sequence(x: Tensor, width: int) -> Tensor:
 
 
 def _linear(owner: _Owner, calls: list[_Call]) -> _PerSample:
-    if len(calls) == 1 and calls[0].grad.dim() == 2:
-        return _linear_rows(owner, _first_input(calls[0]), calls[0].grad)
+    if len(calls) == 1 and _grad(calls[0]).dim() == 2:
+        return _linear_rows(owner, _first_input(calls[0]), _grad(calls[0]))
     # Calls of a shared module add up per example: treat them as extra positions.
-    out_f, in_f = owner.module.weight.shape
+    out_f, in_f = cast(nn.Linear, owner.module).weight.shape
     a = torch.cat([_as_sequence(_first_input(c), in_f) for c in calls], dim=1)
-    g = torch.cat([_as_sequence(c.grad, out_f) for c in calls], dim=1)
+    g = torch.cat([_as_sequence(_grad(c), out_f) for c in calls], dim=1)
     return _linear_sequence(owner, a, g)
 
 
@@ -222,7 +232,7 @@ def _linear_sequence(owner: _Owner, a: Tensor, g: Tensor) -> _PerSample:
 
 
 def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
-    module = owner.module
+    module = cast(nn.Embedding, owner.module)
     if module.scale_grad_by_freq or module.sparse:
         raise NotImplementedError(
             f"{owner.name} ({type(module).__name__}): per-example gradients need "
@@ -230,8 +240,8 @@ def _embedding(owner: _Owner, calls: list[_Call]) -> _PerSample:
         )
     weight = owner.params["weight"]
     num_rows, dim = weight.shape
-    idx = torch.cat([_first_input(c).reshape(c.grad.shape[0], -1) for c in calls], dim=1)
-    g = torch.cat([c.grad.reshape(c.grad.shape[0], -1, dim) for c in calls], dim=1)
+    idx = torch.cat([_first_input(c).reshape(_grad(c).shape[0], -1) for c in calls], dim=1)
+    g = torch.cat([_grad(c).reshape(_grad(c).shape[0], -1, dim) for c in calls], dim=1)
     if module.padding_idx is not None:
         g = g.masked_fill((idx == module.padding_idx).unsqueeze(-1), 0.0)
     batch = idx.shape[0]
@@ -268,9 +278,10 @@ def _affine_norm(
     """y = x̂ ⊙ weight + bias: per-example grads are Σ g ⊙ x̂ and Σ g over ``reduce_dims``."""
     grads: dict[nn.Parameter, Tensor] = {}
     for call in calls:
+        g = _grad(call)
         x_hat = normalize(_first_input(call))
-        dims = reduce_dims(call.grad)
-        parts = {"weight": call.grad * x_hat, "bias": call.grad}
+        dims = reduce_dims(g)
+        parts = {"weight": g * x_hat, "bias": g}
         for name, part in parts.items():
             param = owner.params.get(name)
             if param is not None:
@@ -280,7 +291,7 @@ def _affine_norm(
 
 
 def _layer_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
-    module = owner.module
+    module = cast(nn.LayerNorm, owner.module)
     shape = tuple(module.normalized_shape)
     return _affine_norm(
         owner,
@@ -291,7 +302,7 @@ def _layer_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
 
 
 def _group_norm(owner: _Owner, calls: list[_Call]) -> _PerSample:
-    module = owner.module
+    module = cast(nn.GroupNorm, owner.module)
     return _affine_norm(
         owner,
         calls,
@@ -354,7 +365,7 @@ def _functional(owner: _Owner, calls: list[_Call], batch: int) -> _PerSample:
             return (out * g.unsqueeze(0)).sum()
 
         # randomness="error": a stochastic forward (dropout) could not be replayed exactly.
-        per = vmap(grad(one_example), in_dims=(None, 0, 0), randomness="error")(params, tensors, call.grad)
+        per = vmap(grad(one_example), in_dims=(None, 0, 0), randomness="error")(params, tensors, _grad(call))
         for n in names:
             p = owner.params[n]
             grads[p] = grads[p] + per[n] if p in grads else per[n]
@@ -520,7 +531,8 @@ class PerSampleGradients:
         if not calls:
             return
         # Seeding the backward with ones is differentiating the sum, without the sum's op and node.
-        grads = torch.autograd.grad(losses, [c.out for c in calls], torch.ones_like(losses), allow_unused=True)
+        outputs = cast(list[Tensor], [c.out for c in calls])  # tensors or gradient edges: autograd takes both
+        grads = torch.autograd.grad(losses, outputs, torch.ones_like(losses), allow_unused=True)
         for call, g in zip(calls, grads):
             call.grad, call.out = g, None
 
@@ -547,13 +559,18 @@ class PerSampleGradients:
         self._per_sample = per_sample
         return per_sample
 
+    def _batch_size(self) -> int:
+        if self._batch is None:
+            raise RuntimeError("run the forward pass inside capture() and backward() first")
+        return self._batch
+
     @torch.no_grad()
     def norms(self) -> Tensor:
         """[B] ℓ2 norm of each example's gradient over all trainable parameters."""
         per_sample = self._compute()
         if not per_sample:  # no trainable parameter reached the loss
             p = self._params[0]
-            return torch.zeros(self._batch, dtype=p.dtype, device=p.device)
+            return torch.zeros(self._batch_size(), dtype=p.dtype, device=p.device)
         return _summed([ps.sq_norms for ps in per_sample.values()]).sqrt()  # a new tensor: the caller's
 
     @torch.no_grad()
@@ -570,7 +587,7 @@ class PerSampleGradients:
             ps = per_sample.get(module)
             if ps is None:
                 p = next(iter(owner.params.values()))
-                norms[owner.name] = torch.zeros(self._batch, dtype=p.dtype, device=p.device)
+                norms[owner.name] = torch.zeros(self._batch_size(), dtype=p.dtype, device=p.device)
             else:
                 norms[owner.name] = ps.sq_norms.sqrt()
         return norms

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
 
 import torch
 
@@ -97,18 +96,21 @@ class StageRecorder:
         self._current, self._start = name, time.perf_counter()
 
     def _close(self) -> None:
+        name = self._current
+        if name is None:
+            raise RuntimeError("no stage is open")
         if self._cuda():
             torch.cuda.synchronize(self.device)
         seconds = time.perf_counter() - self._start
         gpu = torch.cuda.max_memory_allocated(self.device) / 2**20 if self._cuda() else None
-        self.timings.append(StageTiming(self._current, seconds, peak_rss_mib(), self._start_mib, gpu))
+        self.timings.append(StageTiming(name, seconds, peak_rss_mib(), self._start_mib, gpu))
         self._current = None
 
     def switch(self, name: str) -> None:
         self._close()
         self._open(name)
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> StageRecorder:
         global _RECORDER
         if _RECORDER is not None:
             raise RuntimeError("a StageRecorder is already recording")
