@@ -63,15 +63,15 @@ def _group_jobs(workdir: Path, *args: str) -> int:
 
 
 def test_slurm_profile_dry_runs_in_group_jobs_and_a_local_dry_run_builds_none(tmp_path):
-    """Groups are named where jobs may be bundled (the profile's group-components, another executor, --groups);
-    a local run ignores them, so its dry run does not build them. In a workspace of its own: never the checkout's
-    (whatever a `make demo` left there)."""
+    """Rules name no group: the SLURM profile assigns them (`groups`, with its `group-components`), so a local
+    run builds none. In a workspace of its own: never the checkout's (whatever a `make demo` left there)."""
     # data (both graphs and their splits), structure (30 jobs, 24 to a group job: 2), train (84 cells, 48 to a
     # group job: 2), audit (6 cells)
     assert _group_jobs(tmp_path, "--profile", str(ROOT / "slurm")) == 6
-    assert _group_jobs(tmp_path, "--group-components", "train=2") > 4
-    assert _group_jobs(tmp_path, "--groups", "about=page") > 0
+    assert _group_jobs(tmp_path, "--groups", "train=train", "--group-components", "train=2") > 4
+    assert _group_jobs(tmp_path, "--group-components", "train=2") == 0
     assert _group_jobs(tmp_path) == 0
+    assert not any("group:" in rules.read_text() for rules in (ROOT / "workflow/rules").glob("*.smk"))
 
 
 def _rule_blocks(stdout: str) -> dict[str, list[str]]:

@@ -5,7 +5,7 @@
 
 
 # One job per audited cell (`python -m nodedp audit`), as training has; on a cluster, audited cells are submitted in
-# group jobs (`group: audit`, the profile's `group-components`).
+# group jobs (group `audit`: the SLURM profile's `groups` and `group-components`).
 rule audit_cell:
     input:
         graph="resources/graphs/{dataset}/graph.pt",
@@ -19,8 +19,6 @@ rule audit_cell:
         "benchmarks/audit/{dataset}/{method}/eps~{eps}/seed~{seed}/canaries~{canaries}.tsv"
     wildcard_constraints:
         canaries=r"\d+",
-    group:
-        bundled("audit")
     conda:
         "../../envs/nodedp.yaml"
     threads: 1

@@ -44,8 +44,6 @@ rule graph:
         "logs/graph/{dataset}.log",
     benchmark:
         "benchmarks/graph/{dataset}.tsv"
-    group:
-        bundled("data")
     conda:
         "../../envs/nodedp.yaml"
     resources:
@@ -65,8 +63,6 @@ rule split:
         "results/splits/{dataset}/{setting}/seed~{seed}.pt",
     log:
         "logs/split/{dataset}/{setting}/seed~{seed}.log",
-    group:
-        bundled("data")
     conda:
         "../../envs/nodedp.yaml"
     resources:
@@ -91,8 +87,6 @@ rule bounding_stability:
         "logs/stability/{dataset}.log",
     benchmark:
         "benchmarks/stability/{dataset}.tsv"
-    group:
-        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     resources:

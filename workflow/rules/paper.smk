@@ -149,7 +149,8 @@ rule ledger_summary:
 
 
 # The configuration page of the grid that ran last; a report of another grid redraws it first
-# (about_page_for_this_config in common.smk), so a report shows the configuration it reports.
+# (nodedp.grid.draw_about_page, called by common.smk's `reportable`), so a report shows the configuration it
+# reports.
 rule about:
     output:
         report(

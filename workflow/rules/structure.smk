@@ -15,8 +15,6 @@ rule bound_degree:
     wildcard_constraints:
         kind="in-degree|out-degree|degree",
         bound=r"\d+",
-    group:
-        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     resources:
@@ -41,8 +39,6 @@ rule dp_appr:
         "benchmarks/structure/{dataset}/{setting}/seed~{seed}/dp-appr/{key}/eps~{eps}.tsv"
     wildcard_constraints:
         key="|".join(DP_APPR) or "no-dpar-method-configured",
-    group:
-        bundled("structure")
     conda:
         "../../envs/nodedp.yaml"
     threads: 1

@@ -2,7 +2,8 @@
 # metrics.json and ledger.json. Every cell is a job of its own, so a grid that grows (seeds, ε values, datasets,
 # methods) plans only its new cells, and an interrupted run keeps every cell it finished. The jobs start from the
 # warm worker (nodedp.worker, $NODEDP_WORKER set in common.smk): torch and nodedp are imported once per host, not
-# once per cell. On a cluster, cells are submitted in group jobs (`group: train`, the profile's `group-components`).
+# once per cell. On a cluster, cells are submitted in group jobs (group `train`: the SLURM profile's `groups` and
+# `group-components`).
 
 
 rule train:
@@ -18,8 +19,6 @@ rule train:
         "logs/train/{dataset}/{method}/eps~{eps}/seed~{seed}.log",
     benchmark:
         "benchmarks/train/{dataset}/{method}/eps~{eps}/seed~{seed}.tsv"
-    group:
-        bundled("train")
     conda:
         "../../envs/nodedp.yaml"
     threads: 1
