@@ -155,6 +155,20 @@ def graph_raw_option(wildcards):
     return f"--raw resources/raw/{wildcards.dataset}" if _downloaded(wildcards.dataset) else ""
 
 
+# A dataset declared in the config (`datasets:`) is built from its file(s), and rebuilt when they or its
+# declaration (format, direction, split) change; for every other dataset both are empty (nodedp.data.user).
+def declared_graph_files(wildcards):
+    from nodedp.data.user import declared_files
+
+    return declared_files(wildcards.dataset)
+
+
+def declared_graph(wildcards):
+    from nodedp.data.user import declared_graph_params
+
+    return declared_graph_params(wildcards.dataset)
+
+
 def split_size_limits(wildcards):
     return grid.SizeLimits(config, wildcards.dataset, config_name=CONFIG_FILES)
 

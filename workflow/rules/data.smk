@@ -19,20 +19,6 @@ rule download:
         " --lock resources/raw/checksums.lock.json {params.mirror} > {log} 2>&1"
 
 
-# A dataset declared in the config (`datasets:`) is built from its file(s), and rebuilt when they or its
-# declaration (format, direction, split) change; for every other dataset both are empty (nodedp.data.user).
-def declared_graph_files(wildcards):
-    from nodedp.data.user import declared_files
-
-    return declared_files(wildcards.dataset)
-
-
-def declared_graph(wildcards):
-    from nodedp.data.user import declared_graph_params
-
-    return declared_graph_params(wildcards.dataset)
-
-
 rule graph:
     input:
         raw=graph_raw_inputs,
