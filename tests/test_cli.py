@@ -1057,3 +1057,19 @@ def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_p
         assert ledger["guarantee"]["class"] == (
             "conditional" if ledger["guarantee"]["degree_bound"] or ledger["uncharged"] else "unconditional"
         )
+
+
+def test_every_stage_verb_is_in_the_parser():
+    """Each stage module's ``add_<verb>`` is listed once in ``nodedp.cli.VERBS`` (a verb left out has no parser)."""
+    import inspect
+
+    import nodedp.cli as cli
+
+    adders = {
+        function
+        for module in (cli.data, cli.structure, cli.train, cli.audit, cli.report, cli.verify)
+        for name, function in inspect.getmembers(module, inspect.isfunction)
+        if name.startswith("add_") and function.__module__ == module.__name__
+    }
+    assert len(cli.VERBS) == len(set(cli.VERBS)) == len(adders)
+    assert set(cli.VERBS) == adders
