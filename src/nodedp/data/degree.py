@@ -1,44 +1,10 @@
 """Degree bounding by edge sampling, with per-edge reproducible randomness.
 
-Every edge (src, dst) gets its random draw from a counter-based hash of
-(seed, purpose, src, dst) (splitmix64, vectorised in numpy uint64), the
-stateless analogue of ``fold_in(rng, node)``: the result does not depend on
-the order in which edges are listed, and removing a node leaves the draw of
-every other edge unchanged, which is what neighbouring-graph arguments need.
-
-Stability. Unchanged draws do not make the bounding stable: it re-runs on
-the private graph, and removing node u changes the kept edges of nodes
-other than u (each function's docstring says how). The accountants, as in
-the papers, compare neighbouring graphs on the same kept edge list; on a
-graph whose degrees are within the bound every function here is the
-identity and that comparison is exact. ``nodedp.data.stability`` measures
-the gap on real graphs. No degree bounding that keeps every edge of a node
-within the bound can do better in the worst case, for either direction:
-
-Theorem (no stable directed bounding). Let Π be any out-degree bounding,
-randomised or not, that keeps every out-edge of a source with out-degree
-≤ D (in every graph). For every m ≥ 1 there is a graph and a node u whose
-removal changes, in expectation, at least 1 + m·D/(D+1) rows of A·X (rows
-whose kept in-neighbour set differs), against the D + 1 that the
-accountants count. Proof: take a prime p ≥ max(m, D+1), targets (i, y) for
-i ∈ {0..D}, y ∈ Z_p, and a source for every line y = a·i + b (a < m, b ∈
-Z_p) with out-edges to its D + 1 points. Every source has out-degree D + 1,
-every target in-degree m, and two sources share at most one target (two
-lines meet at most once). In G every source w drops at least one out-edge
-(w, z_w). Remove a target u: each in-neighbour w of u now has out-degree
-D, so Π keeps all of its edges, and if z_w ≠ u the row z_w gains x_w;
-these rows are distinct, since in-neighbours of u share no other target.
-Summed over all targets u, the rows gained are Σ_w #{u ∈ N(w): u ≠ z_w}
-≥ (number of sources)·D, so their mean over the (D+1)·p targets is at least
-m·p·D / ((D+1)·p) = m·D/(D+1); u's own row adds one. ∎ The same
-construction with every edge reversed bounds in-degree bounding (DP-GNN:
-each gained in-edge (y, v) changes the subgraph of root y). The only
-per-source rules with no such change are fixed public masks (removing u
-from w's out-set may change w's kept set only at u, for every set and u,
-iff Π_w(S) = S ∩ Π_w(V), a set of ≤ D targets fixed in advance), which keep
-an edge with probability about D/N. For ``bound_out_degree`` the mean above
-is exactly 1 + m·D/(D+1) (each source drops exactly one edge), see
-tests/data/test_degree.py.
+Every edge draws from a counter-based hash of (seed, purpose, src, dst) (splitmix64 in numpy uint64), so the
+result does not depend on edge order and removing a node leaves every other edge's draw unchanged. The
+bounding still re-runs on the private graph: removing a node can change other nodes' kept edges (each
+function's docstring says how), and no bounding that keeps every edge within the bound can avoid it in the
+worst case (a theorem, proved in docs/design/data.md); ``nodedp.data.stability`` measures it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """Downloads of upstream dataset files: checksums, retries, a mirror and a lock file.
 
-``fetch_files`` fetches a set of files into one directory that appears complete
-or not at all: everything goes to a temporary sibling, every checksum is
-checked, and only then is the sibling renamed into place. A failed or
-interrupted download leaves nothing that looks finished.
-
-Checksums: a file whose upstream bytes can be vouched for carries a pinned
-``sha256``. Every other file is recorded in a lock file (JSON
-``{upstream_url: sha256}``) on its first download and checked against that
-record on every later one, so a silently changed upstream file is an error.
-
-A mirror maps ``https://HOST/PATH`` to ``MIRROR/HOST/PATH`` (argument, else the
-``NODEDP_MIRROR`` environment variable): users behind a proxy or with a local
-copy, and the offline tests, change only this setting; the lock is always
-keyed by the upstream URL. HTTP is pooch's ``HTTPDownloader``.
-
-Retries: only a failure that may pass is retried, with exponential backoff (a
-``Retry-After`` in seconds is honoured, up to a minute): a timeout, a refused,
-reset or dropped connection, HTTP 408, 425, 429 and 5xx. Any other HTTP status
-(404, 403, 410, ...) would be the same on every attempt and fails at once,
-naming the URL; so do errors that are not the network's (a malformed URL, a
-full disk). The workflow's ``download`` rule is not retried by Snakemake.
+``fetch_files`` fills a directory that appears complete or not at all (a temporary sibling, renamed once every
+checksum holds). A file is checked against its pinned ``sha256`` or the lock file's record of its first
+download; a mirror (argument or ``NODEDP_MIRROR``) maps ``https://HOST/PATH`` to ``MIRROR/HOST/PATH``; only
+failures that may pass (timeouts, resets, 408/425/429/5xx) are retried, with backoff. Details:
+docs/design/data.md.
 """
 
 from __future__ import annotations

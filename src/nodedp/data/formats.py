@@ -1,23 +1,9 @@
 """Readers of the upstream dataset formats: downloaded files in, a ``RawGraph`` out.
 
-A reader decodes; it does not preprocess (``preprocess.py`` applies each
-paper's protocol). What every reader returns:
-
-* ``x`` float32 [N, F]; ``y`` int64 [N] with ``-1`` for a node the file gives
-  no label.
-* ``edge_index`` int64 [2, E]: the edge set the file states, sorted by
-  (source, target). No edge is added, dropped or re-oriented (self loops and
-  one-directional edges stay), with two exceptions that are part of decoding:
-  an edge listed twice is kept once, and where the format itself declares its
-  edge list undirected (OGB's ``add_inverse_edge``) both directions are stored.
-* ``official_split``: sorted node ids per part (``train``/``val``/``test``)
-  where the source defines a split (Planetoid, Reddit, OGB), else ``None``.
-
-Each docstring says where the result differs from PyG's or OGB's own loader,
-so counts can be compared with the papers. Every problem with a file (missing,
-truncated, corrupt, a missing key, sizes that disagree) raises
-``DatasetFormatError`` naming the file. Nothing here touches the network, and
-nothing imports the ``ogb`` package (its loader breaks under recent torch).
+A reader decodes; it does not preprocess (``preprocess`` applies each paper's protocol). It returns ``x``
+float32 [N, F], ``y`` int64 [N] (``-1``: no label), the sorted edge set the file states and the source's own
+split, if any; each reader's docstring says where it differs from PyG's or OGB's loader. Every problem with a
+file raises ``DatasetFormatError`` naming it. No network, no ``ogb`` package. Conventions: docs/design/data.md.
 """
 
 from __future__ import annotations

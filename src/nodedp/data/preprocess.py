@@ -1,24 +1,10 @@
 """Preprocessing protocols: each paper's dataset preparation as a named, recorded recipe.
 
-A *step* is a pure function ``Data -> (Data, info)``: it returns a new ``Data``
-(tensors it does not change are shared, never mutated) and a small JSON-ready
-dict of what it did. A ``Protocol`` is a sequence of steps plus the split the
-paper uses; ``apply_protocol`` runs the steps and returns the graph with a report
-(counts before and after every step) for ``meta.json``.
-
-Inputs are PyG ``Data`` with ``x`` float32 [N, F], ``y`` int64 [N] (``-1`` =
-unlabeled) and ``edge_index`` int64 [2, E]. Node-removing steps carry every
-node-level attribute along (e.g. the official ``train_mask``/``val_mask``/
-``test_mask`` a loader attaches), so a later official split stays aligned.
-Edge attributes other than ``edge_index`` are refused: the canonical format has
-none and symmetrising would have to invent them.
-
-Where a paper is silent and its reference code decides (GAP's per-dataset
-class thresholds, LPGNN's top-k classes), the code is followed and the
-protocol's description says so. Splitting is not a step: ``Protocol.split``
-says how the split stage must split the preprocessed graph. Neither is DPAR's
-sampling of the training graph at rate q': that is a privacy mechanism of the
-method (its accountant charges it), not data preparation.
+A *step* is a pure function ``Data -> (Data, info)``; a ``Protocol`` is a sequence of steps plus the split the
+paper uses (``Protocol.split``, which the split stage follows); ``apply_protocol`` runs the steps and returns
+the graph with a report for ``meta.json``. Node-removing steps carry every node-level attribute along; edge
+attributes other than ``edge_index`` are refused. Conventions and where reference code decides:
+docs/design/data.md.
 """
 
 from __future__ import annotations

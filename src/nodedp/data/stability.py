@@ -1,34 +1,9 @@
 """How far a graph is from its public degree bounds, and how unstable the bounding is there.
 
-Every graph method's accountant compares neighbouring graphs on the SAME
-sampled, degree-bounded edge list. The bounding itself re-runs on the private
-graph, though, so removing node u (it stays as an isolated id: the suite's
-neighbouring relation) can change the kept edges of other nodes: a saturated
-in-neighbour of u keeps another out-edge in u's slot, Algorithm 1's keep
-probability K / (2|RE_v|) rises at u's out-neighbours, a neighbour of u
-proposes one more undirected edge. On a graph whose degrees are all within
-the bound the bounding is the identity and none of this happens.
-
-``bounding_instability`` measures it: for a seeded sample of nodes u it
-removes u, re-runs the bounding with the same seed and counts the released
-units that changed, next to the count the accountant assumes:
-
-* ``out-degree`` (GAP, ProGAP, DPDGC's NAP): rows of A·X whose kept
-  in-neighbour set changed, u's own row included; the accountant counts
-  D + 1 rows and the ℓ2 sensitivity √(D + R²). ``l2`` is the worst case of
-  ‖Δ(A·X)‖₂ over unit-norm features with rows clipped to R = √D (each row
-  moves by at most min(changed in-edges, 2R), u's own row by at most R).
-* ``in-degree`` (DP-GNN): r-hop training subgraphs (Algorithm 3, on the edges
-  Algorithm 1 keeps, then bounded to out-degree K as the method does) that
-  changed, u's own included; the accountant counts N(K, r) = 1 + K + … + K^r.
-* ``degree`` (NIP-GNN): undirected kept pairs that changed; the accountant
-  counts u's ≤ D pairs. ``l1`` is the worst case of ‖ΔH‖₁ for the sum
-  aggregation H of ℓ1-normalised features (2 per changed pair), against the
-  accountant's 2D (Lemma 1 of NIP-GNN).
-
-The counts are totals (the accountant's own units included) so that
-``max / accountant`` reads as the factor by which the assumed sensitivity is
-exceeded on this graph. They are measurements on a sample, not bounds.
+``bounding_instability`` removes each node of a seeded sample, re-runs the bounding with the same seed and
+counts the released units that changed (rows of A·X for out-degree, r-hop training subgraphs for in-degree,
+undirected pairs for degree) next to the count the accountant assumes. The counts are measurements on a
+sample, not bounds; what each unit is and why: docs/design/data.md.
 """
 
 from __future__ import annotations
@@ -127,7 +102,7 @@ def _changed_subgraphs(
     """Training roots whose r-hop subgraph changed.
 
     S_v is fixed by the kept out-edges of the nodes fewer than r hops from v
-    (module docstring of ``nodedp.structure.subgraphs``), so it changes iff a
+    (docs/design/models.md, ``nodedp.structure.subgraphs``), so it changes iff a
     node whose kept out-edges differ lies within r − 1 kept hops of v (the
     first such node on a BFS is reached identically in both graphs). The
     removed node's own subgraph (its example) always counts when it is a root.

@@ -1,16 +1,9 @@
 """Stand-ins of the papers' headline graphs: CSBM graphs of their size and shape, made offline.
 
-ogbn-arxiv, Reddit and ogbn-products are what the papers' headline results use
-and what a cluster grid will run; they are large downloads. Their stand-ins
-(``synthetic-arxiv``, ``synthetic-reddit``, ``synthetic-products``) have the
-real graph's node count, undirected edge count (in expectation), feature
-dimension, class count, edge homophily and split proportions, with power-law
-degrees, so that time and memory measured on them are those of the real
-graph. They are for **cost, not accuracy**: features are Gaussian class means
-plus noise and the split is a random one in the official proportions.
-
-``standin_spec(shape, num_nodes=n)`` is the same shape at another size (same
-mean degree, features, classes): what ``benchmarks/scaling.py`` grows.
+``synthetic-arxiv``, ``synthetic-reddit`` and ``synthetic-products`` have the real graph's nodes, edges (in
+expectation), features, classes, homophily and split proportions, with power-law degrees: for measuring **cost,
+not accuracy**. ``standin_spec(shape, num_nodes=n)`` is the same shape at another size (what
+``benchmarks/scaling.py`` grows). More: docs/design/data.md.
 """
 
 from __future__ import annotations
