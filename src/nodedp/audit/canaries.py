@@ -1,52 +1,9 @@
-"""Canary nodes for an empirical node-level privacy audit (one training run).
+"""Canary nodes for an empirical node-level privacy audit (one training run, Steinke, Nasr & Jagielski 2023).
 
-The audit of Steinke, Nasr & Jagielski (2023) plants m canaries, includes each in
-the training input independently with probability 1/2, trains once and scores
-every canary; :mod:`nodedp.audit.statistics` turns the scores into a lower bound
-on ε. Here a canary is a *node*, and the neighbouring relation is the
-accountants': adding or removing one node together with all its edges.
-
-:func:`plant_canaries` appends m new nodes n..n+m-1 to a graph of n nodes:
-
-* features: the feature vector of a uniformly drawn original *training* node with
-  its entries shuffled (the canary is synthetic audit input, public by
-  construction): the same scale and sparsity as a real row, but a point no real
-  node occupies, so a model can memorise its label without contradicting the
-  source node's (a plain copy with another label could not be fitted at all);
-* label: uniform over the classes *other* than that source node's label, so the
-  canary is mislabelled and a model that memorises it is detectable;
-* edges: up to ``canary_degree`` edges to distinct, uniformly drawn original
-  training nodes, chosen so that every degree stays within ``degree_bound``
-  (below), and stored in the graph's own representation;
-* inclusion: Bernoulli(1/2) per canary from a ``torch.Generator`` seeded with
-  ``seed``.
-
-Degrees and the bound. The methods bound degrees before training (see
-:mod:`nodedp.data.degree`); the canary edges must survive that step unchanged,
-or the audit would measure a different neighbouring relation than the one the
-accountant assumes. Every bounding there is the identity on a graph whose capped
-degrees are within its *identity bound* (``identity_bound(kind, bound)``: D for
-out-degree and undirected bounding, ⌊K/2⌋ for DP-GNN's in-degree sampling), so
-``degree_bound`` should be that identity bound. The degree of a node is counted
-so that one count covers all three kinds:
-
-* on a symmetric graph (every edge stored in both directions, as the canonical
-  undirected graphs are) it is the number of stored edges leaving the node — its
-  number of neighbours, a self-loop counting once — which equals its in- and its
-  out-degree;
-* on a directed graph it is max(in-degree, out-degree), with every edge counted
-  (the in-degree from training nodes that DP-GNN caps is at most the in-degree).
-
-A node's *capacity* is ``degree_bound`` minus that degree (0 if negative); each
-canary edge uses one unit of its endpoint's capacity (a canary edge adds at most
-one to each of the endpoint's in- and out-degree), and a canary has at most
-``canary_degree ≤ degree_bound`` edges. Canaries are planted one after the
-other; once too few training nodes have capacity left, later canaries get fewer
-edges (possibly none), and :attr:`CanaryPlan.canary_degrees` records how many
-each got. The check runs on the graph with *all* canaries planted, so it holds
-for every private graph (a subset of the canaries) and every neighbour of one.
-Nodes of the original graph over the bound are never endpoints; their own edges
-are the bounding's business, unchanged by the canaries.
+``plant_canaries`` appends m mislabelled synthetic nodes, each wired to training nodes within a public degree bound
+(so degree bounding keeps their edges) and included with probability 1/2; ``CanaryPlan`` gives the private graph,
+a canary's neighbour and the graph to score on. How features, labels, edges and degrees are chosen:
+docs/design/audit-internals.md.
 """
 
 from __future__ import annotations
@@ -254,12 +211,12 @@ def plant_canaries(
     direction: str | None = None,
     own_column: float = 0.0,
 ) -> CanaryPlan:
-    """Append m canary nodes to ``graph`` (module docstring) and draw their inclusion.
+    """Append m canary nodes to ``graph`` (docs/design/audit-internals.md) and draw their inclusion.
 
     ``degree_bound`` is the public degree within which the methods' bounding
     keeps every edge (``nodedp.data.identity_bound(kind, bound)``); after
     planting, every canary and every canary endpoint has degree ≤
-    ``degree_bound`` as the module docstring counts it. ``canary_degree`` (default
+    ``degree_bound`` as docs/design/audit-internals.md counts it. ``canary_degree`` (default
     ``max(1, degree_bound // 2)``, at most ``degree_bound``) is the number of
     edges a canary asks for; it gets fewer once the training nodes run out of
     capacity. ``num_classes`` is the public label range (meta.json).
@@ -270,16 +227,12 @@ def plant_canaries(
     symmetric graph both directions are always stored, and ``direction`` must be
     None or "both".
 
-    ``own_column`` > 0: the audit's strongest black-box design. m feature columns are appended, zero on every
-    original node; canary j holds ``own_column`` in column j and zero in every original column. Weights that
-    read column j then move only with canary j's own (clipped, noised) gradient, so the model's output on it,
-    taken against the zero input (``CanaryPlan.baseline_graph``), reads that canary's contribution almost
-    directly. Still a valid neighbouring pair: the original nodes' features only gain zero columns.
+    ``own_column`` > 0: m feature columns are appended, canary j holding ``own_column`` in column j and zero
+    elsewhere (docs/design/audit-internals.md, "Canaries in columns of their own").
 
-    Deterministic for a ``seed``: the inclusion bits are drawn first, from a
-    fresh ``torch.Generator`` seeded with ``seed``, then the sources, the labels
-    and the endpoints from the same generator, so nothing about the canaries
-    depends on the inclusion bits.
+    Deterministic for a ``seed``: from one generator seeded with ``seed``, the inclusion bits first, then the
+    sources, the labels, the endpoints and the feature shuffles, so nothing about the canaries depends on the
+    inclusion bits.
     """
     m, degree_bound, num_classes, canary_degree = _checked_counts(
         m, degree_bound, num_classes, seed, canary_degree, own_column

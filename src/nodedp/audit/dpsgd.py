@@ -1,24 +1,8 @@
 """White-box audit of a DP-SGD release: the noise a run's ledger records, against a Dirac canary, over many runs.
 
-DP-SGD's guarantee covers the whole transcript of noisy gradient sums. The strongest canary for it is a node
-whose clipped gradient is the same vector of norm C at every step it is sampled (a Dirac canary: it moves one
-coordinate nobody else touches); the optimal statistic is then that coordinate summed over the steps. A run
-of the recorded mechanism, with the canary in or out:
-
-* the node sample: a run on a Poisson node sample of rate q' (the ledger's ``node_sample_rate``; DPAR's q',
-  1 elsewhere) holds the canary with probability q' when it is in;
-* each of the T steps draws the canary with the record's sampling rate γ (Poisson batches) and adds
-  N(0, σ²) to the coordinate, σ the record's noise std;
-* score = C·(steps that drew it) + Σ noise, in units of σ: count·C/σ + √T·N(0, 1).
-
-The runs are independent (one canary each), so the Clopper–Pearson threshold bound
-(``nodedp.audit.statistics.clopper_pearson_epsilon``, Bonferroni over every threshold and both rates) is a
-valid lower bound on the ε of the recorded mechanism, and many runs cost little: the runs are drawn, not
-trained. This audits the accounting, not the training code: the noise and sampling rates are the ledger's, the
-canary's shift is the clip norm C of one example (an added node's own example; records that charge more per
-node, 2·C per occurrence, are audited at C, a weaker canary). DPAR's reference mode, which claims q'·ε for
-a DP-SGD part sized at ε on the sample at δ/q', is refuted by it at its claimed δ (where every one-run bound is
-0: ``best_canary_count``).
+Each run draws the canary's sampled steps and the noise on its own coordinate (no training), so the
+Clopper–Pearson threshold bound over independent runs bounds the recorded mechanism's ε: it audits the
+accounting, not the training code. Design: docs/design/audit-internals.md.
 """
 
 from __future__ import annotations
@@ -45,7 +29,7 @@ def dpsgd_record(ledger: Any) -> Any | None:
 def dpsgd_release_scores(
     *, noise_multiplier: float, sampling_rate: float, steps: int, node_sample_rate: float = 1.0, runs: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``runs`` independent runs of the recorded DP-SGD against a Dirac canary (module docstring), each with
+    """``runs`` independent runs of the recorded DP-SGD against a Dirac canary (docs/design/audit-internals.md), each with
     the canary in with probability ½; returns (scores [runs], in [runs]). ``noise_multiplier`` = σ/C."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"runs must be an integer >= 2, got {runs!r}")

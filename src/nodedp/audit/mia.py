@@ -1,45 +1,14 @@
 """Node-level membership inference by a shadow model, TSTF style (NIP-GNN §5.2.3, Table 4).
 
-NIP-GNN measures its methods' resilience with the TSTF attack of Olatunji, Nejdl & Khosla (2021, "Membership
-inference attack on graph neural networks", TPS-ISA): *train on subgraph, test on full graph*. A target model is
-trained on the subgraph of its member nodes; a shadow model with the same architecture and settings is trained the
-same way on a disjoint set of nodes; both are then queried on the *full* graph, where members regain their edges
-to non-members. An attack model learns from the shadow's posteriors which nodes were its members and is scored on
-the target's members against as many non-members: a balanced binary problem, so 50% accuracy is chance.
-
-What :func:`tstf_attack` does:
-
-* **Partition** (:func:`partition_nodes`): the nodes of the given split's parts (train ∪ val ∪ test; the others
-  have no label to train on) are shuffled by a ``torch.Generator`` seeded with ``seed`` and cut into four equal
-  parts: target in/out and shadow in/out (at most 3 nodes left over). Equal parts make both the attack's training
-  data and its evaluation balanced without subsampling.
-* **Training graphs** (:func:`training_graph`): each model trains on the graph with only the edges inside its
-  "in" part and inside its "out" part (``remove_cross_split_edges`` of Split(train=in, val=∅, test=out)): the
-  members' induced subgraph, with the non-members in a separate component so the method's own test score
-  (``RunResult.test``) is an inductive one. Every node keeps its id (nodes outside the two parts stay, isolated
-  and unlabelled), so ``RunResult.predict(full graph)`` indexes the same nodes; the validation part is empty.
-* **Features** (:func:`sorted_posteriors`): each node's softmax posterior sorted in descending order, its top
-  ``k`` entries (sorted as in Olatunji et al.'s posterior attack; default 3, the top-3 of Salem et al.'s
-  ML-Leaks; ``None``: all C). Sorting makes the feature label-free and class-agnostic, so the shadow's attack
-  transfers to the target.
-* **Attack model**: a 2-layer MLP (``attack_hidden`` units; 0 gives logistic regression) on the features' logs
-  (monotone, so the same information; it separates a memorised 1 − 1e-6 from 1 − 1e-3, which raw probabilities
-  squash: on an overfitting MLP attack accuracy rose from about 0.8 to 0.95), standardised by the shadow's
-  statistics, trained full batch with Adam from weights drawn by a generator seeded with ``seed``.
-  Its output ≥ 0.5 says "member"; accuracy is taken at that threshold and AUC over its scores
-  (:func:`nodedp.audit.statistics.attack_auc`).
-
-Simplified relative to Olatunji et al.: target and shadow data are disjoint random halves of the same graph's
-labelled nodes, split uniformly into four equal parts (they also draw disjoint target and shadow sets from one
-dataset, but with a fixed number of training nodes per class and larger non-member sets, and in a relaxed setting
-take the shadow from another dataset); the shadow is trained by the very method under audit (``train``), not a
-re-implementation; one attack model for all classes. The attack is an empirical measure, not a bound: for a lower
-bound on ε use :mod:`nodedp.audit.run`.
+``tstf_attack``: target and shadow models trained on member subgraphs, queried on the full graph; an attack MLP on
+the shadow's sorted posteriors is scored on the target's members against as many non-members (50% is chance).
+Partition, features and attack model: docs/design/audit-internals.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -167,7 +136,7 @@ def _fit_attack(
     mean, std = features.mean(dim=0), features.std(dim=0).clamp_min(1e-6)
     dims = [features.size(1), hidden, 1] if hidden > 0 else [features.size(1), 1]
     layers: list[nn.Module] = []
-    for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
+    for fan_in, fan_out in itertools.pairwise(dims):
         linear = nn.Linear(fan_in, fan_out)
         bound = fan_in**-0.5  # torch's default scale, but drawn from our generator
         nn.init.uniform_(linear.weight, -bound, bound, generator=generator)
@@ -197,7 +166,7 @@ def tstf_attack(
     attack_epochs: int = 300,
     attack_lr: float = 0.01,
 ) -> MiaResult:
-    """Membership inference against the method ``train`` runs, TSTF style (module docstring).
+    """Membership inference against the method ``train`` runs, TSTF style (docs/design/audit-internals.md).
 
     ``train(training_graph, split)`` trains the audited method once and returns its ``RunResult``; it is called
     twice, for the target and the shadow, each with a Split(train=members, val=∅, test=non-members,

@@ -1,26 +1,7 @@
 """White-box audit of a NAP release: the noise a run's ledger records, on the graph where its sensitivity is reached.
 
-A node-level NAP release (GAP and ProGAP's hop aggregations, DPDGC's DP-Emb) adds Gaussian noise of std σ to
-S = clip_R(Σ_{j→i} x_j/‖x_j‖), the rows summed over in-neighbours and clipped to R, out-degrees bounded to D.
-Removing a node v moves each of its ≤ D out-neighbours' rows by its unit message and removes its own row, of norm
-up to R: Δ = √(D + R²). The papers' public code takes Δ = √D, which omits the own row; on a graph whose nodes
-have many in-neighbours and a large R that under-report is large.
-
-The black-box audit (``nodedp.audit.run``) sees this release only through the trained model. This one reads the
-release itself, as an adversary who sees the noisy aggregations would, with canaries built to reach Δ:
-
-* every canary c has its own D receivers (c → t, each t receiving from c alone) and ⌈R⌉ feeders (f → c, each
-  feeder sending to c alone), so every out-degree is at most D (feeders and canaries send ≤ D messages);
-* messages: feeders send e₀, canaries e₁, receivers nothing (a zero row), so an included canary's own row is
-  clip_R(⌈R⌉·e₀) = R·e₀ and each receiver's row is e₁;
-* an excluded canary has no edges: its own row is noise alone (the convention under which NAP is DP for
-  add/remove: the removed node's row counts as 0), its receivers read nothing from it;
-* score: Σ_t H̃[t, 1] + R·H̃[c, 0], the Neyman–Pearson statistic of the shift (1, …, 1, R): it separates the
-  two cases by √(D + R²)/σ = Δ/σ standard deviations, 1/z for a release whose noise is z·Δ.
-
-The noise is the ledger's own NAP record (std σ, R, D), drawn by ``nodedp.mechanisms.NAP``; the release is
-audited once (one of its K queries), a lower bound on the whole run's ε. The bound is taken against the ε the
-run states: its ledger's, or for a reference run its paper's claim, at that claim's δ.
+Canaries with D receivers and ⌈R⌉ feeders each shift the release by Δ = √(D + R²); the Neyman–Pearson score of
+that shift gives a lower bound on the release's ε. Design and canary graph: docs/design/audit-internals.md.
 """
 
 from __future__ import annotations
@@ -47,7 +28,7 @@ def nap_record(ledger: Any) -> Any | None:
 def nap_release_scores(
     *, noise_std: float, row_clip: float, max_degree: int, m: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Release one NAP query with noise std ``noise_std`` over the canary graph of the module docstring (m
+    """Release one NAP query with noise std ``noise_std`` over the canary graph of docs/design/audit-internals.md (m
     canaries, each included with probability ½) and score every canary; returns (scores [m], included [m])."""
     if isinstance(m, bool) or not isinstance(m, int) or m < 2:
         raise ValueError(f"m must be an integer >= 2, got {m!r}")

@@ -1,19 +1,8 @@
 """One audited training run: plant canaries, train the method once on the private graph, score every canary,
-and turn the scores into empirical lower bounds on ε beside the ledger's ε.
+and turn the scores into empirical lower bounds on ε beside the ledger's (or a reference run's paper's) ε.
 
-A canary's score is the trained model's log-probability of the canary's (deliberately wrong) label, from its
-inference on the graph holding *every* canary (``RunResult.predict``): a model that memorised an included canary
-gives it more. With canaries in feature columns of their own (the default), the score is taken against the same
-canary as the zero input, which removes what the model predicts for an input it never saw. The lower bounds
-(``nodedp.audit.statistics``) are taken at the ledger's δ, so for a correct method and a correct ledger the one-run
-bound must stay at or below the ledger's ε with the stated confidence.
-
-Methods that read structure artifacts (degree-bounded edges, DPAR's DP-APPR matrix) get them built here, on the
-private graph, exactly as the workflow's structure rules build them for a cell (``method_trainer``): the public
-bounds of the dataset (or the method's own), the cell's seed. Canaries are wired within the identity bound of
-every bounding the method runs (``canary_degree_bound``), so the bounding keeps their edges and the audit measures
-the neighbouring relation the accountant assumes. A reference run (``<method>@paper``) is audited against the ε
-its paper claims (the ledger's ``claim``), at the paper's δ: a lower bound above it refutes the claim.
+Structure artifacts are built on the private graph as the workflow builds them for a cell; canaries are wired
+within the identity bound of every bounding the method runs. Design: docs/design/audit-internals.md.
 """
 
 from __future__ import annotations

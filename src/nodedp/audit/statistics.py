@@ -1,17 +1,8 @@
 """Statistics of an empirical privacy audit: from canary scores to lower bounds on ε.
 
-The audit plants ``m`` canaries, each included in the training input independently
-with probability 1/2, trains once, and gives every canary a score (higher = "more
-likely included"). From the scores and the true inclusion bits this module computes
-
-* :func:`epsilon_one_run` — a rigorous lower bound on ε at a given δ from the
-  one-run audit of Steinke, Nasr & Jagielski (2023, "Privacy Auditing with One (1)
-  Training Run", NeurIPS; arXiv:2305.08846), valid for a single training run;
-* :func:`clopper_pearson_epsilon` — the classic threshold bound
-  ε ≥ log((TPR − δ)/FPR) with Clopper–Pearson intervals (i.i.d. trials assumed);
-* :func:`attack_auc` and :func:`tpr_at_fpr` — descriptive attack metrics.
-
-Everything here is numpy/scipy only: no torch, no jax.
+``epsilon_one_run`` (the one-run bound of Steinke, Nasr & Jagielski 2023), ``clopper_pearson_epsilon`` (the
+threshold bound over i.i.d. trials), ``attack_auc`` and ``tpr_at_fpr``; numpy/scipy only.
+Design: docs/design/audit-internals.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """DP-APPR: DPAR's differentially private top-K APPR rows (Algorithms 1 and 3) and their post-processing.
 
-Input: a dense [M, N] tensor of APPR vectors of M source nodes over a fixed,
-public column universe of N nodes. Output: [M, N] with K non-zeros per row.
-Negative inputs are clamped to 0 first: APPR is non-negative, and the
-sensitivities in ``nodedp.accounting.dpar`` rely on it, so it is enforced.
-
-* ``dp_appr_em`` (Algorithm 1): entries clipped to [0, C2], Gumbel(C2/ε) noise
-  on every entry, the K largest; option em0 sets them to 1/K, em1 to the
-  clipped value + Laplace(K·C2/ε2). Noisy em1 values may be negative; they are
-  kept (not clamped) so that the support stays the K selected nodes.
-* ``dp_appr_gm`` (Algorithm 3): rows ℓ2-clipped to C1, Gaussian noise of std
-  z·√2·C1, the K largest noisy entries keep their noisy values.
-* ``cap_row_occurrences`` and ``clip_columns_l1`` only read the released
-  matrix (and fresh randomness): post-processing, free of privacy cost.
+``dp_appr_em`` (exponential mechanism by Gumbel noise, options em0/em1) and ``dp_appr_gm`` (Gaussian) release K
+entries per row of non-negative APPR vectors; ``cap_row_occurrences`` and ``clip_columns_l1`` post-process the
+release. Sensitivities: ``nodedp.accounting.dpar``; details: docs/design/appr.md.
 """
 
 from __future__ import annotations

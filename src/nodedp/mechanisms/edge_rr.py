@@ -1,16 +1,7 @@
 """Randomized response on the adjacency matrix (EdgeRand, Wu et al. 2022 "LinkTeller").
 
-Every node pair's entry is flipped independently with probability
-p = 1/(1 + e^ε): an edge survives with probability 1 − p, a non-edge becomes
-an edge with probability p. The likelihood ratio of any output between two
-graphs that differ in one pair's entry is (1 − p)/p = e^ε, so the released
-adjacency is ε-edge-DP (pure) for that pair, and everything computed from it
-afterwards is post-processing. On an undirected graph a pair is the unordered
-{i, j} (both directions flip together); on a directed one, each ordered pair.
-
-The flips are drawn for all N(N−1)/2 pairs, block of rows by block of rows,
-so time is O(N²) and the output has about p·N²/2 edges: practical for graphs
-of a few thousand nodes, which is where the baseline is used.
+Every pair's entry flips with probability 1/(1 + e^ε): ε-edge-DP for that pair, O(N²) time.
+Details: docs/design/mechanisms.md.
 """
 
 from __future__ import annotations

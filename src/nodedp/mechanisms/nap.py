@@ -1,22 +1,7 @@
 """NAP, the normalized aggregation perturbation of GAP/ProGAP (ProGAP Eq. 7).
 
-As the suite implements it: X̂_j = X_j/‖X_j‖ (a zero row stays zero),
-S_i = Σ_{j: j->i} X̂_j over the (degree-bounded) edges, every row of S clipped
-to ℓ2 ≤ R (R public), then N(0, σ²) added to every entry, σ = z·Δ.
-
-Sensitivity of the whole matrix S (ℓ2 over all entries):
-
-* node level (G' = G with one node v's features, label and all its edges
-  removed, v kept as an isolated zero row), out-degrees bounded to D: v's ≤ D
-  out-neighbours each lose X̂_v (norm ≤ 1, and clipping is 1-Lipschitz) and
-  v's own row goes to 0 (norm ≤ R), so Δ_node = √(D + R²). The public GAP and
-  ProGAP code uses √D, ignoring v's own row: an under-report.
-* edge level (one undirected edge removed): one directed edge changes one row
-  by ≤ 1, so Δ_edge = 1 on a directed graph and √2 on an undirected one,
-  whose edge is two directed edges.
-
-The node-level bound holds for a fixed kept-edge set (G's degree-bounded
-edges minus v's); see ``nodedp.data.degree.bound_out_degree``.
+Rows normalised, summed over in-edges, clipped to R, then N(0, σ²) per entry with σ = z·Δ; node level
+Δ = √(D + R²) with out-degrees bounded to D. Sensitivity arguments: docs/design/mechanisms.md.
 """
 
 from __future__ import annotations

@@ -1,45 +1,8 @@
 """The privacy building blocks of NIP-GNN (NIP-GNN Sections 4.2-4.3, Eq. 9-13).
 
-Graphs are ``edge_index`` [2, E] tensors, messages flowing src -> dst: node u
-aggregates over the columns (j, u), i.e. row u of A is u's in-edges. The
-functions that need an undirected graph (both directions stored) say so.
-The privacy analysis and its ledger records live in ``nodedp.accounting.nip``.
-
-* ``nip_budget_weights``: NAP's per-node budget weights β (Eq. 10-11), so
-  that ε_u = ε_A·β_u; ``theorem3_ratio`` checks Theorem 3's constraint on a
-  graph and ``worst_case_theorem3_ratio`` over every graph with degrees ≤ D;
-  ``scale_budgets_to_worst_case`` divides β by the latter, which is what
-  makes budgets computed on a released graph cost ≤ ε_A on the private one.
-* ``laplace_sum_aggregate``: the perturbed first aggregation (Eq. 9).
-* ``degree_preserving_randomization`` and ``sample_randomized_edges`` with
-  ``unbiased_sampling_probability``: the edge release of Section 4.3 (drawn
-  without the dense intermediate by ``nodedp.mechanisms.nip_sparse``).
-* ``randomize_labels``: M-ary randomized response (Eq. 13).
-
-Two places where the paper's formulas and its mechanism disagree:
-
-1. Eq. 11 as printed caps β_u by D_max/D_k for u's *neighbours* k, while
-   Theorem 3's proof needs β_k ≤ D_max/D_k for k *itself*. On a star whose
-   centre has D_max leaves Eq. 11 gives the centre β = D_max, and removing the
-   centre costs (D_max + 1)/2·ε_A. ``scheme="capped"`` adds the cap the proof
-   uses, and then ``theorem3_ratio`` ≤ 1 on the graph the budgets were computed
-   on. On any other graph (the private one, when they are computed on the
-   released one; or its neighbours) it can exceed 1: only
-   ``scale_budgets_to_worst_case`` bounds it on all of them.
-2. Eq. 12 is derived from Eq. 23, E[D̄_u] = (D_u + N − N·s + D_u·s)/2, which
-   is not the expected degree after keeping each pair w.p. 1 − s and
-   re-drawing it Bern(1/2) otherwise: that is D_u(1 − s/2) + (N − 1 − D_u)·s/2
-   = D_u(1 − s) + (N − 1)s/2 (N − 1 possible partners, no self-loops).
-   ``unbiased_sampling_probability`` inverts the correct expectation;
-   ``paper_sampling_probability`` is Eq. 12 as printed.
-
-Both sampling probabilities read D_u, the degree *before* randomization: a
-sampling step that uses the private degrees is not post-processing of the
-ε_B release (Theorem 4's proof leaves it out). ``debiased_degree`` estimates
-D_u from the released graph alone, which keeps the sampling free. A reference
-run (``nodedp.methods.nip_gnn``, `accounting: paper`) applies Eq. 12 as printed
-to the private degrees, an uncharged read with no finite ε: a node of degree 0
-has p_u = 0, so its randomized edges vanish, unlike in a neighbouring graph.
+Per-node budget weights (Eq. 10-11) and Theorem 3's check, the Laplace-perturbed first aggregation (Eq. 9), the
+degree-preserving edge randomization and sampling, and label randomized response. The privacy analysis and ledger
+records live in ``nodedp.accounting.nip``; conventions and details: docs/design/mechanisms.md.
 """
 
 from __future__ import annotations
@@ -167,7 +130,7 @@ def nip_budget_weights(
     ``scheme``: "paper" is Eq. 11 as printed; "capped" also caps β_u ≤ D/D_u,
     the bound Theorem 3's proof uses, which makes ``theorem3_ratio`` ≤ 1 on
     ``edge_index`` itself (any graph with degrees ≤ D), not on other graphs
-    (``scale_budgets_to_worst_case``; module docstring); "uniform" is β = 1. An
+    (``scale_budgets_to_worst_case``; docs/design/mechanisms.md); "uniform" is β = 1. An
     isolated node has no k to take the minimum over: β = 1, the uniform
     budget (its row is pure noise and its removal changes no row, so any β is
     private). Every β_u ≥ 1, since both terms are ≥ 1 when D_k ≤ D.
@@ -360,7 +323,7 @@ def unbiased_sampling_probability(degree: Tensor, *, num_nodes: int, s: float) -
     edge survives w.p. 1 − s/2, each of the N − 1 − D_u non-edges appears
     w.p. s/2), so keeping u's randomized edges w.p. p_u = D_u/E[D̄_u] restores
     E = D_u: Theorem 4's E[D̄'_u] = D_u for the mechanism as Section 4.3
-    describes it (Eq. 12 is not; module docstring). The clamp binds only if
+    describes it (Eq. 12 is not; docs/design/mechanisms.md). The clamp binds only if
     D_u > (N − 1)/2, where p_u = 1 and E = E[D̄_u] < D_u.
     """
     _check_num_nodes(num_nodes)

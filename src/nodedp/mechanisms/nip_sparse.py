@@ -1,40 +1,8 @@
 """NIP-GNN's edge release (Section 4.3) without the N×N intermediate, same output distribution.
 
-The release randomizes every unordered pair (kept w.p. 1 − s, else Bern(1/2):
-flipped w.p. s/2, ``degree_preserving_randomization``), then keeps each
-randomized edge {u, v} w.p. √(p_u·p_v) (``sample_randomized_edges``, rule
-"pair"). The randomized graph has ≈ s·N²/4 edges, the result O(N·D_max): the
-dense composition runs out of memory at a few 10⁴ nodes. ``randomize_and_resample``
-keeps the dense draws up to ``DENSE_MAX_PAIRS`` pairs (so small graphs give the
-results they always gave) and beyond draws the same distribution sparsely:
-
-* Candidates. Every pair is a candidate independently w.p. c ≥ max √(p_u·p_v)
-  (geometric gaps: O(c·N²) draws); a candidate is kept iff it is an edge of
-  the randomized graph and a fresh uniform is below √(p_u·p_v)/c. Given p,
-  each pair is then kept w.p. P(randomized edge)·√(p_u·p_v), independently,
-  as in the dense composition.
-* Fixed p (reference mode: Eq. 12 on the private degrees, known before the
-  randomization): a candidate's flip is a fresh Bern(s/2) draw, c = max p,
-  and nodes with p = 0 are left out. Time and memory O(E + c·N²), linear in
-  N for Eq. 12 (p_u ≈ 2D_u/(N(1 − s))) and within max D/mean D of the output.
-* p from the released degrees (the suite's: ``debiased_degree``, clamped to
-  [0, D_max], so c = p at D_max ≈ 2D_max/(N·s): ≈ N·D_max/s candidates): p_u
-  depends on u's randomized degree, a sum over all N − 1 of its pairs. One
-  pass over the N(N − 1)/2 pairs in row blocks draws every flip, counts each
-  node's randomized degree and records the flips at the candidates and at
-  the input's edges: Θ(N²) time, vectorised on the generator's device, in
-  O(N + block + candidates) memory.
-  Nothing sub-quadratic is exact that we know of: the output depends on the
-  randomized graph through its whole degree vector, whose law (that of the
-  degree sequence of an inhomogeneous random graph) has no product form; its
-  probabilities count the graphs with each degree sequence, for which only
-  asymptotic formulas are known, and an approximate degree vector would change
-  the mechanism.
-
-Flips compare a float32 uniform with s/2, as the dense path does; the sparse
-path draws from its own generator on ``device`` (seeded from the run's), so
-beyond the threshold the draws, not their distribution, differ from the dense
-path's and between devices.
+``randomize_and_resample`` keeps the dense draws up to ``DENSE_MAX_PAIRS`` pairs and beyond draws the same
+distribution by candidate pairs (geometric gaps) and thinning, in O(c·N²) draws and O(N·D_max) memory for the
+result. Why the distributions agree: docs/design/mechanisms.md.
 """
 
 from __future__ import annotations

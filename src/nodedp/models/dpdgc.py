@@ -1,25 +1,8 @@
 """DPDGC's models (Chien et al. 2023): the adjacency encoder MLP_A and the LINKX-style classifier.
 
-No privacy logic here (``nodedp.methods.dpdgc`` has it). Shapes follow the
-public code, with the two corrections its privacy analysis needs:
-
-* ``AdjacencyEncoder``: node u's input is its adjacency row a_u ∈ {0,1}^N
-  (its in-neighbours on the degree-bounded edges), given for a batch as
-  ``AdjacencyRows``: the rows on the columns they touch, so that a batch costs
-  its edges, not B·N. ``table`` holds a weight [h, N] (the layout and
-  initialisation of a bias-free Linear(N → h)) whose column j is node j's
-  embedding Ŵ_j; z_u = clip_R(a_u Ŵ) + b, then dropout, SeLU and a frozen
-  linear head (its weight the first K rows of a seeded random orthogonal h×h
-  matrix × √(6/h), no bias, as in the public code). ``normalize_()`` projects
-  every column of the weight onto the unit sphere (a zero column stays zero):
-  the column normalization the public code intends but never applies (it
-  assigns into a ``state_dict()`` copy). Called after every optimizer step and
-  before the release, it makes clip_R(a_u Ŵ) exactly one NAP aggregation
-  (``nodedp.mechanisms.nap_aggregate``) of the table ``embedding_table()``.
-* ``LinkxClassifier``: x_X = MLP_X(x_u) (``base_layers``), then
-  h = MLP_W(SeLU(cat(x_X, x̃_A))) + x_X + x̃_A (``mix_layers``, LINKX's
-  residual), then SeLU and a linear head. x̃_A (the released embedding) must
-  have width h for the residual.
+No privacy logic here (``nodedp.methods.dpdgc`` has it). ``AdjacencyEncoder`` embeds a node's adjacency row through
+a table with unit-norm columns, the row sum clipped; ``LinkxClassifier`` combines features and the released
+embedding. Shapes and the corrections to the public code: docs/design/models.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """GAP and ProGAP models: MLPs over cached (noisy) aggregations, with concatenation jumping knowledge.
 
-No privacy logic here. The graph enters these models only through the cached
-aggregations X̃^(k) (computed once per run by the NAP mechanism elsewhere), so
-every forward pass maps each node's own rows to its logits: examples are
-independent, as per-example DP-SGD needs, as long as the normalization is
-``"group"`` (one group: statistics of one example) or ``"none"``. ``"batch"``
-(BatchNorm1d, the papers' edge-level and non-private setting) mixes examples
-and is refused by ``PerSampleGradients``, so node-level models must not use it.
-
-Architectures follow the papers and their public code (hidden 16, SeLU,
-concatenation JK, L2-normalized JK output before the head):
-
-* GAP (Sajadmanesh et al. 2023): ``GAPEncoder`` is pre-trained on labels
-  (MLP -> head); its row-normalized MLP output X^(0) is aggregated K times.
-  ``GAPClassifier`` maps [X^(0), X̃^(1), ..., X̃^(K)] through one base MLP per
-  hop, concatenates, normalizes, and a head MLP gives logits.
-* ProGAP (progap.txt, Algorithms 1-2, Eqs. 8-10): stage s has inputs
-  [X̃^(0) = X, X̃^(1), ..., X̃^(s)]; base MLP_k maps X̃^(k) to X^(k) (k ≤ s),
-  JK^(s) concatenates X^(0..s), a 1-layer head^(s) gives logits. Stage s
-  trains only base_s and head^(s) (earlier bases frozen, as in the reference
-  code's ``layerwise`` mode); X^(s) is what stage s+1's NAP aggregates.
+No privacy logic here: the graph enters only through cached aggregations, so each node's logits read its own rows
+and examples stay independent (normalization "group" or "none"; BatchNorm is refused by ``PerSampleGradients``).
+Architectures: docs/design/models.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """NIP-GNN's adaptive calibrated aggregation (ACA, Eq. 14-15); no privacy logic.
 
-Inputs are already private: H̄⁰ (NAP's noisy first aggregation) and a released
-graph, normalized as Â = D̂^{-1/2}(Ā + I)D̂^{-1/2}. Each of K hops computes
-M = Â·H^{k−1} and, per node, γ_u = max(1 − τ_k/‖M_u − H̄⁰_u‖₂, 0), then
-H^k = (1 − γ)·H̄⁰ + γ·M. ``adaptive=False`` drops the residual (H^k = M, the
-"w/o A-r" ablation).
-
-τ. The paper learns τ; that needs the whole-graph propagation in every
-training step, which is out of reach for the dense graph of its own "w/o D-s"
-ablation (≈ N²/4 edges). Here τ_k = ``tau`` × the median of ‖M_u − H̄⁰_u‖₂ at
-hop k (scale-free, and a function of released data only), so H^K is computed
-once and the classifier (an MLP) trains on its rows.
+K hops over an already private graph and first aggregation, each mixing the propagated rows with the first
+aggregation by a per-node residual γ_u; τ is a fixed multiple of a median (released data only), so the hops run
+once and an MLP trains on their output. Details: docs/design/models.md.
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ def normalized_adjacency(edge_index: Tensor, *, num_nodes: int) -> tuple[Tensor,
 
 @torch.no_grad()
 def aca_propagate(h0: Tensor, edge_index: Tensor, *, hops: int, tau: float, adaptive: bool = True) -> Tensor:
-    """H^K of every node (module docstring)."""
+    """H^K of every node (docs/design/models.md)."""
     if hops < 0 or tau < 0:
         raise ValueError(f"hops and tau must be >= 0, got {hops} and {tau}")
     n = h0.size(0)

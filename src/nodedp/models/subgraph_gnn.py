@@ -1,19 +1,8 @@
 """DP-GNN's models (Daigavane et al.): encoder MLP, r message-passing layers, decoder MLP.
 
-Plain nn.Modules with no privacy logic. Two forward paths share the parameters:
-
-* ``forward(x_local, adj, mask)``: a batch of padded dense subgraphs, one
-  example (one root, row 0) per subgraph; returns the roots' logits. Every
-  op acts within one example, so per-example gradients are well defined, and
-  every parameter lives in an ``nn.Linear`` (or GIN's one-parameter ``ε``
-  module), which ``nodedp.train.per_sample`` handles.
-* ``forward_full(x, edge_index)``: the whole graph by sparse scatter, for
-  inference (the paper's test nodes use their full neighbourhood).
-
-Edges go src -> dst: a node aggregates over its in-neighbours. The dense
-``adj[b, a, c] = 1`` iff c -> a. ``edge_index`` must hold no duplicate edges
-(the dense path cannot represent them) and no self-loops (the layers add
-their own).
+Plain nn.Modules with no privacy logic: ``forward(x_local, adj, mask)`` on padded dense subgraphs (one example per
+root) for training, ``forward_full(x, edge_index)`` on the whole graph for inference; ``GraphReadout`` serves both.
+Layers, edge direction and conventions: docs/design/models.md.
 """
 
 from __future__ import annotations

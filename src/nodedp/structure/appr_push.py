@@ -1,77 +1,8 @@
 """APPR by compiled coordinate descent ("push"), to the same optimality conditions as ISTA.
 
-``appr_push`` solves the ℓ1-regularized PageRank problem of Fountoulakis et al.
-stated in ``nodedp.structure.appr``, for a source s,
-
-    minimize over q ≥ 0   F(q) = ½ qᵀQq − α (D^{-1/2} e_s)ᵀ q + ρα ‖D^{1/2} q‖₁,
-    Q = (1+α)/2 · I − (1−α)/2 · D^{-1/2} A D^{-1/2},
-
-with the same graph conventions (undirected union of both directions,
-duplicates and self-loops dropped, one self-loop on each isolated node) and
-returns p = D^{1/2} q. With c = α D^{-1/2} e_s − ρα√d and
-w = Qq − c = ∇f(q) + ρα√d, its entries are
-
-    Q_ii = (1+α)/2 − (1−α)/2 · A_ii/d_i  (= α on an isolated node, (1+α)/2 elsewhere),
-    Q_ij = −(1−α)/2 / √(d_i d_j)          for neighbours j ≠ i,
-
-and a node i is a *violator* when w_i < −tol·ρα√d_i.
-
-Algorithm (per source; Gauss–Seidel coordinate descent in the order of a FIFO
-queue). Start from q = 0, where w = −c: w_s = ρα√d_s − α/√d_s and w_i = ρα√d_i ≥ 0
-elsewhere, so the source is the only possible violator. While the queue of
-violators is not empty, pop i and minimize F exactly over q_i (an exact
-coordinate step; F restricted to a positive q_i is the quadratic ½Q_ii q_i² +
-(w_i − Q_ii q_i) q_i + const):
-
-    δ = −w_i / Q_ii > 0,   q_i ← q_i + δ,   w_i ← 0,   w_j ← w_j + Q_ji δ  (j a neighbour of i),
-
-and append each neighbour that has just become a violator. q and w live in
-dense length-N scratch arrays (w = ρα√d on untouched nodes), allocated once per
-chunk of sources and reused: after a source only the entries it touched (the
-source, the pushed nodes and their neighbours) are reset, so a source costs
-time proportional to its work (the degrees of its pushes), not to N.
-
-Why the result is an optimum to relative tolerance ``tol`` (the subsolution
-argument of ``nodedp.structure.appr``, with one coordinate per step). Let S be the
-set of nodes pushed so far (the support of q). Invariant: q ≥ 0 with w_S(q) ≤ 0
-(q is a subsolution) and q ≤ q*. It holds at q = 0. A push at i with w_i < 0
-(i ∈ S, or a violator i ∉ S) sets w_i = 0, increases q_i only (δ > 0), and
-changes any other w_j by Q_ji δ ≤ 0 (Q's off-diagonal is ≤ 0), so w stays
-≤ 0 on S ∪ {i}: the new q is again a subsolution, and larger. A violator i ∉ S
-lies in S* = supp q* (appr.py: were q*_i = 0, w_i(q*) ≤ w_i(q) < 0), so
-S ∪ {i} ⊆ S*, and a subsolution y supported in S' ⊆ S* has y ≤ Q_S'S'^{-1} c_S' ≤ q*
-(Q_S'S' is an M-matrix). Hence every iterate is a subsolution below q*, q only
-grows, and vol(supp q) ≤ vol(S*) ≤ 1/ρ. When the queue is empty no node has
-w_i < −tol·ρα√d_i (untouched ones keep w_i = ρα√d_i ≥ 0), so with g = ∇f(q) = w − ρα√d:
-
-    q_i > 0:  −(1+tol) ρα√d_i ≤ g_i ≤ −ρα√d_i    (−tol·ρα√d_i ≤ w_i ≤ 0),
-    q_i = 0:  |g_i| ≤ (1+tol) ρα√d_i             (g_i = Σ_j Q_ij q_j ≤ 0 for i ≠ s, and w_i ≥ −tol·ρα√d_i),
-
-the KKT conditions of ``nodedp.structure.appr`` that ISTA stops at. (A source
-whose unpushed w_s is already ≥ −tol·ρα√d_s, e.g. one with d_s ≥ 1/ρ, has the
-empty row, as there.) By the strong-convexity argument there (the subgradient
-of F at q closest to 0 has entries w_i on the support and at most tol·ρα√d_i
-elsewhere), ‖q − q*‖₂ ≤ tol·ρ‖√d‖₂, so ``appr_push`` and the ISTA loop
-``appr_ista_reference`` are within 2·tol·ρ‖√d‖₂ of each other in q.
-
-Termination. Each push raises q_i by δ > tol·ρα√d_i / Q_ii, i.e. √d_i q_i by more
-than tol·ρα d_i / Q_ii ≥ 2·tol·ρα/(1+α), and Σ_i √d_i q_i ≤ Σ_i √d_i q*_i ≤ 1 (q* lies
-below the ρ = 0 solution, a probability vector). So a source takes fewer than
-(1+α) / (2·tol·ρα) pushes whose degrees sum to less than that too: the
-work per source is bounded independently of N. In practice coordinate descent
-converges linearly (rate about (1−α)/(1+α) per sweep of the support) and far
-fewer pushes are needed. ``max_pushes`` caps the pushes of each source
-(default: that bound when tol·ρ > 0; with tol·ρ = 0 the loop still ends, once
-the updates underflow, but may take long).
-
-Parallelism: sources are split into chunks solved by ``num_threads`` Python
-threads, each calling the compiled kernel (which releases the GIL) with its own
-scratch arrays. Each row is computed by the same sequence of floating-point
-operations whichever thread or chunk it falls in, so the result is
-deterministic and identical to the serial one. (Threads rather than
-``numba.prange``: a source's output size is only known after solving it, which
-per-chunk output buffers handle simply.) The kernel is compiled on first use
-and cached on disk (``cache=True``), so later processes only load it.
+``appr_push`` solves every source's ℓ1-regularized PageRank problem by FIFO push in a numba kernel, returning the
+rows p = D^{1/2} q as a sparse CSR tensor; threads solve chunks of sources, with results independent of the
+thread count. Why it stops at ISTA's KKT conditions, the push bound and the kernel's layout: docs/design/appr.md.
 """
 
 from __future__ import annotations
@@ -109,10 +40,10 @@ def appr_push(
 
     Row r solves the problem of ``nodedp.structure.appr`` for ``sources[r]``
     to ISTA's KKT conditions stated there (relative tolerance ``tol``),
-    by the coordinate-descent push of this module's docstring; float64,
+    by the coordinate-descent push of docs/design/appr.md; float64,
     columns sorted within each row, only the positive entries stored, on
     ``sources``' device. ``max_pushes`` caps the pushes per source (default:
-    the bound (1+α)/(2·tol·ρα) proven in the module docstring; a RuntimeError
+    the bound (1+α)/(2·tol·ρα) proven in docs/design/appr.md; a RuntimeError
     names it when exceeded). ``num_threads`` threads (default
     ``torch.get_num_threads()``) solve chunks of sources in parallel; the
     result does not depend on it.

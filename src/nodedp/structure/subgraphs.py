@@ -1,29 +1,9 @@
 """DP-GNN's training subgraphs (Daigavane et al., Algorithms 2-3) as padded dense tensors.
 
-Direction. Algorithm 1 keeps edge (u, v) in v's incoming list RE_v and bounds
-|RE_v| <= K; Algorithm 2 expands v along E_v = {u : v ∈ RE_u}, i.e. along v's
-kept *out*-edges. So S_v holds d for every kept edge (v, d), and a node joins
-only the subgraphs of its <= K kept in-neighbours (and their ancestors): that
-is Lemma 1. Reading the kept edges the PyG way (v aggregating from its kept
-in-neighbours) would bound subgraph sizes instead, and a hub would occur in
-unboundedly many subgraphs. Inside S_v, x aggregates from y for every kept
-(x, y); on an undirected graph (both directions stored) these are x's
-sampled neighbours.
-
-Size. Algorithm 1 bounds in-degrees only, so a hub's kept out-degree (its
-subgraph's size) is unbounded: with K = 10 on a 20k-node power-law CSBM graph
-the kept out-degrees average 7 and reach 259. Subgraphs are padded to
-N(K, r) = 1 + K + ... + K^r, so the edges must also have out-degrees <= K
-(``nodedp.data.bound_out_degree``: a random K-subset of each node's kept
-out-edges). That only removes nodes from subgraphs, so Lemma 1 still holds,
-and removing a node still changes only the subgraphs that held it.
-
-Repeated nodes. S_v is a set (Algorithm 2's union): a node reached by several
-paths occurs once, at its shortest distance from the root, and the
-subgraph's edges are the union of the recursion's, every kept (x, y) with x
-fewer than r hops from v. These are exactly the edges an r-layer GNN's root
-output depends on, so the root's output on S_v equals its output on the
-whole kept graph. Lemma 1 counts a node once per subgraph, as here.
+``sample_subgraphs`` expands each root along its kept out-edges up to r hops, each node once at its shortest
+distance, so a node occurs only in the subgraphs of its ≤ K kept in-neighbours and their ancestors (Lemma 1); the
+edges' out-degrees must be bounded too (subgraphs are padded to 1 + K + ... + K^r). ``save_subgraphs`` and
+``load_subgraphs`` store them. Direction, size and repeated nodes: docs/design/models.md.
 """
 
 from __future__ import annotations
@@ -131,7 +111,7 @@ def sample_subgraphs(
     """SAMPLE-SUBGRAPHS (Algorithm 3): RECURSIVE-NEIGHBORHOOD(v, E, r) for every root v.
 
     ``edge_index`` holds the kept edges (src -> dst, every in- and out-degree
-    <= K, see the module docstring); row i of the result is ``roots[i]``'s
+    <= K, see docs/design/models.md); row i of the result is ``roots[i]``'s
     subgraph. Deterministic: the randomness was spent bounding the degrees.
     """
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:

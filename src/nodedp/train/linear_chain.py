@@ -1,14 +1,8 @@
 """The backward pass of a Linear–activation chain under cross-entropy, in closed form.
 
-A model that is a plain chain ``Linear → activation → … → Linear`` (an ``nn.Sequential`` of such layers, or
-a model whose ``as_sequential()`` returns one, as ``nodedp.models.MLP`` without normalization or dropout) needs neither forward hooks nor
-autograd to give each Linear's input rows a_i and output-gradient rows g_i, the two things the per-example
-norms and clipped sums of ``nodedp.train.per_sample`` are made of: the forward pass is a few matrix
-products, and the backward pass of cross-entropy, the activations and the Linears' inputs is written out
-with the very ATen kernels autograd would run (``nll_loss_backward``, ``_log_softmax_backward_data``,
-``threshold_backward``, ``tanh_backward``, ``grad @ W``), so every tensor is bit-for-bit what the hooks and
-autograd give (``tests/train/test_linear_chain.py`` checks it). On small models the hooks and the autograd
-engine cost more than the arithmetic: this is most of a DP-SGD step's overhead over a plain one.
+The per-example inputs and output gradients of every Linear of a plain MLP, computed with the ATen kernels autograd
+would run, bit for bit, without hooks or the autograd engine (most of a small DP-SGD step's overhead).
+Design: docs/design/engine.md.
 """
 
 from __future__ import annotations

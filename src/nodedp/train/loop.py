@@ -1,16 +1,8 @@
 """The one training loop: DP-SGD / DP-Adam, or plain minibatch training.
 
-A private step is the Gaussian mechanism on the sum of per-example clipped
-gradients: clip every example's whole gradient (all trainable parameters) to
-ℓ2 ≤ C, sum, add N(0, σ²) to every coordinate of the concatenated gradient,
-divide by the *expected* batch size, and hand the result to the optimizer
-(post-processing). σ is absolute (noise multiplier × sensitivity): the caller
-calibrates it with ``nodedp.accounting``; nothing here accounts privacy.
-
-Layer-wise clipping clips each example's gradient of layer l (a module owning
-trainable parameters) to C_l instead, so the whole clipped gradient has norm
-≤ C = √(Σ C_l²): the sensitivity is still C, and the noise is still one
-Gaussian over the whole vector with σ calibrated to C.
+A private step adds one Gaussian draw N(0, σ²) to the sum of per-example gradients clipped to C (or, layer-wise, to
+C_l with C = √(Σ C_l²)), divides by the expected batch size and steps the optimizer. σ is absolute and calibrated
+by the caller (``nodedp.accounting``); nothing here accounts privacy. Design: docs/design/engine.md.
 """
 
 from __future__ import annotations

@@ -1,43 +1,9 @@
 """Exact per-example gradient norms and clipped gradient sums, without a loop over examples.
 
-One DP-SGD step::
-
-    psg = PerSampleGradients(model)
-    with psg.capture():
-        out = model(x)                    # dim 0 of the model input indexes examples
-    psg.backward(per_example_losses(out, y))
-    norms = psg.norms()                   # ℓ2 norm of each example's whole gradient
-    psg.write_clipped_sum(clip_factors(norms, max_norm=C))   # p.grad = Σ_i c_i ∇_p ℓ_i
-
-Layer-wise clipping: a layer is a module that owns trainable parameters, named
-by its path in the model (``trainable_layer_names(model)``, the keys of
-``layer_norms()``, e.g. "encoder.0"); pass
-``write_clipped_sum`` a mapping layer name -> factors [B] instead of one [B].
-
-How: forward hooks record each module's inputs and where its output enters the
-autograd graph; ``backward`` differentiates the SUM of the per-example losses
-with respect to those outputs in one ``autograd.grad`` call (no Python hooks run
-during it), which computes only what flows between layers and never the
-unclipped parameter gradients (which DP-SGD would throw away). As no module
-mixes examples, row i of each output gradient is example i's.
-Closed forms per layer type then give the norms and clipped sums:
-for ``nn.Linear`` with input rows a_i and output gradient rows g_i the
-per-example gradient is g_i a_iᵀ, with squared norm ‖g_i‖²‖a_i‖², and the
-clipped sum is (c ⊙ G)ᵀA — the same matmul a plain backward pass would do.
-
-A model that is a Linear–activation chain trained on cross-entropy skips the hooks
-and autograd altogether: ``chain_backward(x, y)`` replaces the capture, forward,
-loss and ``backward`` with their closed form (``nodedp.train.linear_chain``),
-bit for bit.
-
-Supported: ``nn.Linear`` (any input [B, ..., in]), ``nn.LayerNorm``,
-``nn.GroupNorm``, ``nn.Embedding`` and, through ``torch.func``, any other module
-whose own parameters receive gradients only through its output (per-example
-``vmap(grad)`` of that module alone, replaying its forward; it must be
-deterministic, and every tensor in its inputs, top-level or inside tuples,
-lists and dicts, must hold the examples in dim 0: each is sliced per example,
-so no example's replay sees another's). Every parameter must be used only
-inside its owner's forward.
+``PerSampleGradients(model)``: ``capture()`` the forward pass, ``backward(per_example_losses)``, then ``norms()`` or
+``layer_norms()`` and ``write_clipped_sum(factors)``. Closed forms for Linear, LayerNorm, GroupNorm and Embedding,
+``torch.func`` for any other module; a Linear–activation chain skips hooks and autograd (``chain_backward``).
+What is supported and why it is exact: docs/design/engine.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Where a run's time and memory go: training, evaluation and everything else ("structure").
 
-``benchmarks/scaling.py`` installs a ``StageRecorder`` around a method's run;
-the training loop and the evaluator mark their work with ``stage(...)``.
-Without a recorder ``stage`` does nothing, so runs pay nothing for it.
-
-Everything between marked stages is the method's own structure work (degree
-sampling, cached aggregations, noise, budgets, encoders' inputs, calibration).
-A segment's peak memory is the process's resident high-water mark during it
-(Linux resets it per segment through /proc/self/clear_refs; elsewhere the
-process peak so far) and, on CUDA, the allocator's peak.
+``benchmarks/scaling.py`` installs a ``StageRecorder``; the training loop and the evaluator mark their work with
+``stage(...)``, which does nothing without a recorder. Design: docs/design/engine.md.
 """
 
 from __future__ import annotations
