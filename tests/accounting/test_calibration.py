@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -35,7 +36,7 @@ def test_epsilon_falls_strictly_as_noise_grows():
         epsilon_of(subsampled_gaussian_event(noise_multiplier=s, sampling_rate=0.05, steps=100), delta=DELTA)
         for s in sigmas
     ]
-    assert all(a > b for a, b in zip(spent, spent[1:]))
+    assert all(a > b for a, b in itertools.pairwise(spent))
 
 
 @pytest.mark.parametrize("accountant", ["rdp", "pld"])

@@ -1,4 +1,4 @@
-"""Argument checks shared by the accounting modules (clear errors that name the argument)."""
+"""Argument checks shared by the accounting modules (clear errors that name the argument), δ included."""
 
 from __future__ import annotations
 
@@ -24,3 +24,9 @@ def check_positive(value: Any, name: str) -> float:
     ):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_delta(delta: float, name: str = "delta") -> None:
+    """Refuse a δ outside (0, 1) (δ = 0 makes every Gaussian ε infinite)."""
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}")

@@ -1,33 +1,10 @@
 """A run's metrics.json against its ledger.json: every privacy figure a table reads must be the ledger's.
 
-``verify_ledger_dict`` checks that a ledger agrees with itself. Tables read metrics.json, so a metrics file
-that states another ε, δ, level or guarantee than its ledger would publish a figure no ledger backs (say
-ε = 0.5 at δ = 1e-5 beside a ledger at δ = 0.3, whose noise gives ε = 11.35 at 1e-5). ``check_run_agreement``
-refuses that, field by field, comparing with figures recomputed from the ledger's raw parameters
-(``Ledger.from_dict``), never with the ones it stores:
-
-* ``private``, ``level``, ``accountant``, ``target_epsilon``, ``target_delta``: the ledger's own;
-* ``epsilon``, ``delta``: the ledger's composition at its target δ (ε to the ledger's relative 1e-6), and that
-  ε within the target (the ledger's slack) unless the run is a reference run (its ``claim``);
-* ``guarantee``: ``Ledger.guarantee()`` of the ledger; ``claim``: the ledger's claim with its actual ε
-  recomputed;
-* δ < 1/N, N the dataset's private units (nodes at node level, edges at edge level, from the dataset's public
-  meta.json, ``private_units``). Where the caller cannot reach meta.json it passes ``num_private_units=None``
-  and this one check is skipped: N is never inferred from the ledger's records, whose sizes are of the
-  training set, not of the graph;
-* hyperparameters, where a record states them as the run's hyperparameters name them (``_HYPERPARAMETERS``):
-  a Poisson DP-SGD record's ``clip_norm``, ``expected_batch_size`` (the hyperparameter ``batch_size``) and
-  ``epochs`` (one of the run's epoch counts, ``epochs`` or ``*_epochs``: methods with several DP-SGD stages,
-  such as GAP's encoder and classifier, give each its own), and a DP-GNN record's ``batch_size``. The record's
-  sampling rate is then tied to them: ``check_record`` already refuses one that is not
-  expected_batch_size / num_examples.
-
-Not compared, as no one rule holds for every method: steps (each method derives them from epochs and the
-sampling rate by its own rule), noise multipliers (calibrated), training-set sizes (``num_examples``: not in
-meta.json; re-planning from the split checks them), DP-GNN's clip norm (a percentile of gradient norms
-under percentile clipping, the layers' clips rounded under layer-wise clipping), the occurrence records of
-DPAR and DPDGC (rates from q'·|train|), and the parameters of NAP, randomized response and Laplace records.
-Torch-free, like the rest of ``nodedp.accounting``.
+``check_run_agreement`` refuses a metrics file that states another ε, δ, level, accountant, target, guarantee,
+claim or DP-SGD hyperparameter than its ledger, field by field, comparing with figures recomputed from the
+ledger's raw parameters (``Ledger.from_dict``), never with the ones it stores; and a δ not below 1/N for the
+dataset's N private units (from its public meta.json). What is compared, and what is not and why, is in
+docs/design/accounting.md. Torch-free, like the rest of ``nodedp.accounting``.
 """
 
 from __future__ import annotations
@@ -92,7 +69,7 @@ def check_run_agreement(
     where: str,
 ) -> None:
     """Raise ``RunDisagreement`` naming ``where``, the field and both values unless ``metrics`` states what
-    ``ledger`` gives (module docstring). Run it after ``verify_ledger_dict``: a ledger that does not agree with
+    ``ledger`` gives (docs/design/accounting.md). Run it after ``verify_ledger_dict``: a ledger that does not agree with
     itself is that check's to refuse. ``num_private_units``: N, or None when the dataset's meta.json is out of
     reach (δ < 1/N is then not checked)."""
 

@@ -188,16 +188,16 @@ def calibrate_dp_gnn(
 ) -> float:
     """σ/C for ``steps`` DP-GNN steps (Theorem 1): noise std on the gradient sum over the clip norm."""
     check_delta(target_delta, "target_delta")
-    schedule = {"num_examples": num_examples, "max_occurrences": max_occurrences, "batch_size": batch_size}
+    n, d, m = num_examples, max_occurrences, batch_size
     # Validates the schedule before the search starts.
-    hypergeometric_gaussian_rdp(orders=(2.0,), noise_multiplier=1.0, **schedule)
-    return calibrate(
-        target_epsilon=target_epsilon,
-        epsilon_of_sigma=lambda sigma: hypergeometric_gaussian_epsilon(
-            noise_multiplier=sigma, steps=steps, delta=target_delta, **schedule
-        ),
-        tolerance=tolerance,
-    )
+    hypergeometric_gaussian_rdp(orders=(2.0,), noise_multiplier=1.0, num_examples=n, max_occurrences=d, batch_size=m)
+
+    def epsilon_of_sigma(sigma: float) -> float:
+        return hypergeometric_gaussian_epsilon(
+            noise_multiplier=sigma, steps=steps, delta=target_delta, num_examples=n, max_occurrences=d, batch_size=m
+        )
+
+    return calibrate(target_epsilon=target_epsilon, epsilon_of_sigma=epsilon_of_sigma, tolerance=tolerance)
 
 
 def calibrate_ledger(*, target_epsilon: float, ledger_of: Callable[[float], Any], tolerance: float = 0.005) -> float:

@@ -28,7 +28,7 @@ def resolve_delta(delta: float | str | None, *, num_private_units: int) -> float
     _check_units(num_private_units)
     if delta is None or delta == "auto":
         return default_delta(num_private_units)
-    if isinstance(delta, str) or isinstance(delta, bool) or not isinstance(delta, int | float):
+    if isinstance(delta, str | bool) or not isinstance(delta, int | float):
         raise ValueError(f"delta must be None, 'auto' or a number in (0, 1), got {delta!r}")
     if not (math.isfinite(delta) and 0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")

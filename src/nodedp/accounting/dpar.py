@@ -1,30 +1,10 @@
 """Privacy cost of DPAR's DP-APPR (Algorithms 1 and 3, Theorems 1 and 3) and of its node sampling.
 
-Neighbouring inputs: one node with all its edges added or removed. Its effect
-on the M released APPR rows (Algorithms 1 and 3 always release M rows, M
-public) is arbitrary, since APPR mass spreads through the graph and the node
-may even be one of the M sources, whose row is then replaced by another.
-What bounds it is clipping, which holds for *any* two rows:
-
-* EM (Algorithm 1): entries clipped to [0, C2], so every score changes by at
-  most Δ(u) = C2, and each of the K values released by option II too.
-* GM (Algorithm 3): rows non-negative and ℓ2-clipped to C1, so two rows p, p'
-  differ by ‖p − p'‖₂² = ‖p‖² + ‖p'‖² − 2⟨p, p'⟩ ≤ 2·C1² (⟨p, p'⟩ ≥ 0):
-  Δ₂ = √2·C1. The paper calibrates with C1, which holds only for rows that
-  are nested multiples of each other; √2·C1 is what non-negativity gives.
-
-One-shot Gumbel top-K (Durfee & Rogers 2019): Gumbel(C2/ε) noise on every
-score, then the K largest, is K peeling exponential mechanisms, each 2ε-DP
-and ε²/2-zCDP when scores may move either way by C2 (``nodedp.accounting.gumbel``).
-The ledger records the M·K selections as that RDP curve (kind "gumbel_topk"),
-composed with everything else by RDP; Corollary 1 / Theorem 1's (ε, δ) bounds
-are functions here, for reports and for ``claimed_epsilon``.
-
-Budget. A DPAR run spends a target (ε, δ) on the whole graph; its mechanisms
-run on a node sample of rate q', so on the sample they may spend
-``inner_budget``: ε_in = ln(1 + (e^ε − 1)/q'), δ_in = δ/q' (whose amplification
-is exactly the target). A ratio of ε_in goes to DP-APPR (``dp_appr_plan``),
-the rest to DP-SGD, which is calibrated on the whole ledger.
+EM (Algorithm 1) releases M·K Gumbel top-K selections of clipped APPR scores (an RDP curve of
+``nodedp.accounting.gumbel``) and, for option II, Laplace values; GM (Algorithm 3) releases M Gaussian rows at
+ℓ2 sensitivity √2·C1. A run's target (ε, δ) is for the whole graph while its mechanisms run on a node sample
+of rate q' (``inner_budget``); a share goes to DP-APPR (``dp_appr_plan``), the rest to DP-SGD. The
+sensitivity arguments and the budget split are in docs/design/accounting.md.
 """
 
 from __future__ import annotations
@@ -35,10 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 from dp_accounting import dp_event
-from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_poisson_subsampled_gaussian, compute_epsilon
+from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.optimize import brentq
 
 from nodedp.accounting._checks import check_int, check_positive
+from nodedp.accounting._dp_private import poisson_subsampled_gaussian_rdp
 from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
 from nodedp.accounting.constants import EM_VALUE_SHARE  # re-exported
 from nodedp.accounting.events import RDP_ORDERS, check_delta
@@ -141,7 +122,7 @@ def paper_composition_epsilon(*, epsilon_row: float, m: int, delta_total: float)
 
 
 def gm_sensitivity(*, clip: float) -> float:
-    """ℓ2 sensitivity of one non-negative, ℓ2-clipped (≤ C1) APPR row: √2·C1 (module docstring)."""
+    """ℓ2 sensitivity of one non-negative, ℓ2-clipped (≤ C1) APPR row: √2·C1 (docs/design/accounting.md)."""
     check_positive(clip, "clip")
     return math.sqrt(2) * clip
 
@@ -442,10 +423,7 @@ def paper_delta(dataset: str | None, *, num_train: int, sample_rate: float) -> f
     check_int(num_train, "num_train", minimum=1)
     if isinstance(sample_rate, bool) or not 0 < sample_rate <= 1:
         raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
-    if dataset in PAPER_DELTAS:
-        delta = PAPER_DELTAS[dataset]
-    else:
-        delta = 1.0 / math.ceil(sample_rate * num_train)
+    delta = PAPER_DELTAS[dataset] if dataset in PAPER_DELTAS else 1.0 / math.ceil(sample_rate * num_train)
     if not delta < sample_rate:
         raise ValueError(
             f"the paper's δ = {delta:g} must be below q' = {sample_rate:g} (the parts run at δ/q' on "
@@ -541,7 +519,7 @@ def reference_dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, st
     if isinstance(sampling_rate, bool) or not 0 < sampling_rate <= 1:
         raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}")
     orders = np.array(REFERENCE_SGD_ORDERS)
-    rdp = steps * np.asarray(_compute_rdp_poisson_subsampled_gaussian(sampling_rate, noise_multiplier, orders))
+    rdp = steps * np.asarray(poisson_subsampled_gaussian_rdp(sampling_rate, noise_multiplier, orders))
     return float(np.nanmin(rdp - math.log(delta) / (orders - 1)))
 
 

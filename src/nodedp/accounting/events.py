@@ -21,9 +21,11 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEventError
 from dp_accounting.rdp import RdpAccountant
 
-from nodedp.accounting._checks import check_positive
+from nodedp.accounting._checks import check_delta, check_positive  # check_delta re-exported
 from nodedp.accounting._memo import Memo
 from nodedp.accounting.constants import ACCOUNTANT_POLICIES, ACCOUNTANTS  # re-exported
+from nodedp.accounting.orders import RDP_ORDERS  # re-exported
+from nodedp.accounting.pld import epsilon_pld, pld_of_event
 
 __all__ = [
     "ACCOUNTANTS",
@@ -48,20 +50,6 @@ def _drop_nonconvergence_notice(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("absl").addFilter(_drop_nonconvergence_notice)
-
-# dp_accounting's default grid (1.1..10.9, 11..63; opacus' lacks only 11)
-# plus large orders up to 1024, denser below 256 where the subsampled
-# Gaussian's RDP turns from ~q²α/σ² to ~α/2σ² and the optimum usually sits.
-# Orders below 1.1 only matter for ε above ~100 (the RDP->DP conversion
-# refuses α ≤ 1.01); orders above 1024 only tighten ε below ~0.05, yet the
-# integer-order series costs O(α) per order and they would triple the cost
-# of every calibration step.
-RDP_ORDERS: tuple[float, ...] = tuple(
-    [1 + x / 10 for x in range(1, 100)]
-    + [float(a) for a in range(11, 64)]
-    + [64.0, 72.0, 80.0, 88.0, 96.0, 112.0, 128.0, 144.0, 160.0, 192.0, 224.0, 256.0]
-    + [320.0, 384.0, 448.0, 512.0, 640.0, 768.0, 1024.0]
-)
 
 # Every DpEvent class that dp_accounting defines can be written and read back.
 _EVENT_TYPES: dict[str, type[dp_event.DpEvent]] = {
@@ -161,16 +149,10 @@ def _make_accountant(accountant: str) -> PrivacyAccountant:
     raise ValueError(f"unknown accountant {accountant!r}; valid choices: {list(ACCOUNTANTS)}")
 
 
-def check_delta(delta: float, name: str = "delta") -> None:
-    """Refuse a δ outside (0, 1) (δ = 0 makes every Gaussian ε infinite)."""
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-        raise ValueError(f"{name} must be a number in (0, 1), got {delta!r}")
-
-
 def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp") -> float:
     """ε of ``event`` at ``delta`` under ``accountant`` ("rdp" or "pld"); ∞ for non-private events.
 
-    "pld" uses the suite's one discretisation grid (``nodedp.accounting.mixture_pld``), the same as the
+    "pld" uses the suite's one discretisation grid (``nodedp.accounting.pld``), the same as the
     ledger's PLD composition, so a noise calibrated here is accounted to the same ε there.
     """
     check_delta(delta)
@@ -180,8 +162,6 @@ def epsilon_of(event: dp_event.DpEvent, *, delta: float, accountant: str = "rdp"
 
 def _epsilon_of(event: dp_event.DpEvent, delta: float, accountant: str) -> float:
     if accountant == "pld":
-        from nodedp.accounting.mixture_pld import epsilon_pld, pld_of_event  # it imports this module
-
         return epsilon_pld([pld_of_event(event)], delta=delta)
     acct = _make_accountant(accountant)
     try:

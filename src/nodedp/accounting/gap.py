@@ -1,23 +1,10 @@
 """GAP and ProGAP accounting: K NAP queries composed with DP-SGD stages.
 
-Each NAP query (``nodedp.mechanisms.nap``) is a Gaussian mechanism with noise
-std z·Δ, Δ its ℓ2 sensitivity (node level √(D + R²), edge level 1 or √2),
-so it is ``gaussian_event(noise_multiplier=z)``; the caches make it run
-exactly K times per training run. At node level every DP-SGD stage (GAP:
-encoder + classifier; ProGAP: K + 1 stages) is a Poisson-subsampled Gaussian;
-at edge level features and labels are public and only NAP is charged. One
-noise multiplier z is shared by NAP and DP-SGD, as the reference code does.
-
-``progap_eq11_epsilon`` and ``progap_edge_epsilon`` evaluate ProGAP's
-Theorems 4.2 and 4.1 literally, as an independent check of the DpEvent route.
-
-Reference mode (node level). The papers and their public code calibrate the
-same shared z by RDP (autodp, the same conversion to (ε, δ) as dp_accounting's),
-at their own δ (``gap_paper_delta``), but draw NAP's noise with std z·√D:
-Lemma 3 of GAP, used in ProGAP's proof of Theorem 4.2 ("NAP is node-level
-(α, Dα/2σ_AP²)-RDP"), takes the sensitivity √D, omitting the removed node's own
-row. ``gap_paper_noise`` sizes the noise that way; ``gap_reference_epsilon``
-is the actual ε of that noise, NAP charged at its true Δ = √(D + R²).
+Each NAP query is ``gaussian_event(noise_multiplier=z)`` at sensitivity Δ (node level √(D + R²), edge level
+1 or √2); at node level every DP-SGD stage is a Poisson-subsampled Gaussian, sharing one z with NAP.
+``progap_eq11_epsilon`` and ``progap_edge_epsilon`` evaluate ProGAP's Theorems 4.2 and 4.1 literally;
+``gap_paper_noise`` and ``gap_reference_epsilon`` are the reference mode (the papers' noise, charged at the
+true Δ). Details in docs/design/accounting.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """RDP of one-shot Gumbel top-K selection (DPAR's DP-APPR-EM), as a ledger RDP curve.
 
-Gumbel(Δ/ε) noise on every score, then the K largest, is K peeling exponential
-mechanisms (Durfee & Rogers 2019), each choosing index j with probability
-∝ exp(ε·u_j/Δ). With scores that may move either way by Δ, each step is
-2ε-DP and 2ε-bounded-range, hence ε²/2-zCDP (Cesar & Rogers 2021: η-BR ⇒
-η²/8-zCDP). So ``selections`` steps, composed adaptively, have RDP at order α
-
-    selections · min(α·ε²/2, 2ε)
-
-(the zCDP bound, and the pure 2ε-DP bound, which also bounds RDP at every
-order). Torch-free and free of the ledger, which imports it.
+``selections`` peeling exponential-mechanism steps at ε have RDP selections · min(α·ε²/2, 2ε) at order α
+(why: docs/design/accounting.md). Torch-free and free of the ledger, which imports it.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ __all__ = ["gumbel_topk_rdp", "gumbel_topk_rdp_of_params"]
 
 
 def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float]) -> np.ndarray:
-    """RDP at ``orders`` of ``selections`` peeling steps of Gumbel(Δ/ε) selection (module docstring)."""
+    """RDP at ``orders`` of ``selections`` peeling steps of Gumbel(Δ/ε) selection (docs/design/accounting.md)."""
     check_positive(epsilon, "epsilon")
     check_int(selections, "selections", minimum=1)
     alphas = np.asarray(orders, dtype=float)

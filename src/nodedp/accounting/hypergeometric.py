@@ -1,29 +1,10 @@
-"""DP-GNN's amplification by fixed-size sampling of subgraphs (Daigavane et al., Theorem 1).
+"""RDP curves of DP-SGD steps in which one node changes up to d examples (DP-GNN's Theorem 1, DPAR, DPDGC).
 
-Each DP-GNN step draws a batch of exactly m of the N training subgraphs
-uniformly without replacement, clips every per-subgraph gradient to norm C and
-adds N(0, σ²I) to their sum. One node occurs in at most N(K, r) subgraphs, so
-the gradient sum moves by at most 2Cρ, where ρ ~ Hypergeometric(N, N(K, r), m)
-counts the batch's subgraphs that hold the node. Mixing the Gaussian
-mechanism's RDP over ρ (the paper's Lemma 5) makes every step (α, γ(α))-RDP:
-
-    γ(α) = 1/(α − 1) · ln E_ρ[exp(α(α − 1) · 2ρ²C²/σ²)],
-
-and T steps (α, T·γ(α))-RDP. The argument (joint convexity of e^{(α−1)D_α}
-over the batch, which both graphs draw alike) holds for any batch
-distribution: with Poisson batches, each example kept independently with
-probability γ, ρ ~ Binomial(d, γ) instead (``poisson_occurrence_gaussian_rdp``).
-There d follows from ``max_rows`` by the record's ``occurrence_rule``
-(``occurrence_bound``): "own_plus_rows", d = max_rows + 1 (the node's own
-example and the ≤ max_rows examples holding it; DPDGC's encoder), or
-"ranked_sources", d = max_rows + 2 (DPAR: the same, plus the one sampled node
-that takes a removed source's DP-APPR row; ``nodedp.methods.dpar`` proves
-it), or "self_only", d = 1 with max_rows = 0 (every example is its own node
-alone, so no example holds another node: DPAR's "Features" baseline, Algorithm
-2 with one-hot APPR rows). A removed node's own example then counts as one whose gradient became 0,
-so the number of examples never enters, unlike fixed-size batches. The curve
-is not a dp_accounting DpEvent, so it is computed here and converted to
-(ε, δ) with dp_accounting's RDP conversion.
+Fixed-size batches of m of N subgraphs (DP-GNN): ρ ~ Hypergeometric(N, d, m) of the node's examples are in
+the batch and each step is (α, γ(α))-RDP, γ(α) = 1/(α − 1) · ln E_ρ[exp(α(α − 1) · 2ρ²C²/σ²)]; Poisson
+batches: ρ ~ Binomial(d, γ) (``poisson_occurrence_gaussian_rdp``), d from ``max_rows`` by the record's
+``occurrence_rule`` (``occurrence_bound``). The curves are not DpEvents; they are converted to (ε, δ) with
+dp_accounting's RDP conversion. The argument and the occurrence rules are in docs/design/accounting.md.
 """
 
 from __future__ import annotations
@@ -37,8 +18,8 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 from scipy.stats import binom, hypergeom
 
-from nodedp.accounting._checks import check_int, check_positive
-from nodedp.accounting.events import RDP_ORDERS, check_delta
+from nodedp.accounting._checks import check_delta, check_int, check_positive
+from nodedp.accounting.orders import RDP_ORDERS
 
 __all__ = [
     "OCCURRENCE_RULES",
@@ -165,7 +146,7 @@ def poisson_occurrence_gaussian_rdp(
     *, orders: Sequence[float], sampling_rate: float, max_occurrences: int, noise_multiplier: float
 ) -> np.ndarray:
     """Per-step RDP when each example joins the batch independently with probability γ = ``sampling_rate``
-    and one node changes at most d = ``max_occurrences`` examples: ρ ~ Binomial(d, γ) (module docstring).
+    and one node changes at most d = ``max_occurrences`` examples: ρ ~ Binomial(d, γ) (docs/design/accounting.md).
     ``noise_multiplier`` is σ/C, as for ``hypergeometric_gaussian_rdp``."""
     if isinstance(sampling_rate, bool) or not isinstance(sampling_rate, int | float) or not 0 < sampling_rate <= 1:
         raise ValueError(f"sampling_rate must be a number in (0, 1], got {sampling_rate!r}")

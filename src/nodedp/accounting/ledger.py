@@ -1,61 +1,10 @@
 """The privacy ledger: every mechanism a run applied to private data, and its total cost.
 
-Each run writes its ledger next to its metrics. The ledger is data: the
-composed ε is recomputed from the recorded mechanisms (``verify_ledger_dict``),
-never trusted from the stored number, and a ledger over its target fails.
-
-Composition. DpEvents are composed by the ledger's accountant at the target δ.
-Mechanisms whose bound is an RDP curve of their own (``RDP_CURVES``: kind ->
-curve of the record's params): under "rdp" their curves add to the DpEvents'
-RDP at every order, and the sum is converted to ε once; under "pld" the
-occurrence mixtures have privacy loss distributions of their own
-(``nodedp.accounting.mixture_pld``, with the dominating-pair argument), composed
-with the DpEvents' on one grid; Gumbel top-K has none and needs "rdp".
-Pure-ε mechanisms (Laplace, randomized response, exponential mechanism, as
-bounded by their own analysis) add their ε on top by basic composition:
-(ε₁, δ)-DP followed by ε₂-DP is (ε₁ + ε₂, δ)-DP, δ unchanged.
-
-Node sampling. A method that runs on a random node sample of the graph (each
-node kept independently with probability q, as DPAR's training graph) sets
-``node_sample_rate`` = q. Its mechanisms are then composed, as above, to
-(ε_in, δ_in) with δ_in = target δ/q, on the sample; amplification by Poisson
-sampling under adding or removing one node makes that (ln(1 + q(e^ε_in − 1)),
-q·δ_in) on the whole graph. (Multiplying ε by q, as some reference code does,
-understates it.)
-
-Uncharged reads. A run may read private data without charging it (e.g.
-clipping thresholds from a percentile of gradient norms, as some papers do).
-Such reads are recorded as ``UnchargedRead``s; the ledger then says
-``fully_accounted: false``: its ε does not cover them.
-
-Guarantee. Every private ledger states what its ε is a guarantee of
-(``Ledger.guarantee``): the neighbouring relation with what it takes as public
-(the node count and the training-set size, from which noise, sampling rates,
-step counts and sizes are planned), and for methods that bound degrees by
-sampling edges, the public bound. Re-running that sampling without a node can
-change other nodes' kept edges, so the accountants' sensitivities hold for
-neighbouring graphs compared on the same sampled edge list. On graphs whose
-degrees are all within the public bound the sampling keeps every edge (it is
-the identity), and there ε is node-level DP for every neighbouring pair;
-elsewhere it holds conditionally on the sampled edge list, as in the papers.
-The guarantee is a function of the plan (level, degree bound, uncharged reads),
-never of the data: no count of the input's nodes decides or joins it (such
-counts are analysis of the dataset, in its stability report).
-``guarantee_class`` is "conditional" for every degree-bounded method and for
-every ledger with uncharged reads (its ε does not cover them), "unconditional"
-only for a node-level ledger with neither.
-
-Reference mode. A run that sizes its noise by a paper's own accounting
-(method ids ending in ``@paper``) carries a ``Claim``: the ε and δ the paper
-states for that noise, and the rule behind it. Its ledger records the same
-mechanisms as any run, so its ε is the suite's honest figure for that noise
-(at the suite's δ, and at the paper's δ as ``claim.actual_epsilon``); it is
-exempt from the target check only in that this ε may exceed the claimed one.
-
-Verification. ``check`` and ``verify_ledger_dict`` rebuild every record's
-sensitivity and cost from its raw params (``nodedp.accounting.rebuild``) and
-refuse a record whose stored cost disagrees; the composed ε is then computed
-from the rebuilt records, never read.
+Each run writes its ledger next to its metrics. The composed ε is recomputed from the recorded mechanisms
+(DpEvents, RDP curves of ``RDP_CURVES`` kinds, pure-ε terms; under "rdp" or "pld"), amplified for a node
+sample, never trusted from the stored number, and a ledger over its target fails. ``check`` and
+``verify_ledger_dict`` rebuild every record's cost from its raw params (``nodedp.accounting.rebuild``) first.
+Composition, node sampling, uncharged reads, guarantee classes and reference mode: docs/design/accounting.md.
 """
 
 from __future__ import annotations
@@ -89,6 +38,8 @@ from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
     poisson_occurrence_gaussian_rdp_of_params,
 )
+from nodedp.accounting.mixture_pld import MIXTURE_PLD_KINDS, mixture_pld_of_params
+from nodedp.accounting.pld import epsilon_pld, pld_of_event
 from nodedp.accounting.rebuild import check_record
 
 __all__ = [
@@ -136,7 +87,7 @@ LEVELS: tuple[str, ...] = ("node", "edge", "none")
 # How a method bounds degrees by sampling edges: in-degree (DP-GNN), out-degree (GAP, ProGAP, DPDGC),
 # every incident edge (NIP-GNN's undirected bound).
 DEGREE_BOUND_KINDS: tuple[str, ...] = ("in-degree", "out-degree", "degree")
-# What a run's ε guarantees (module docstring), from strongest to weakest; "none": not private.
+# What a run's ε guarantees (docs/design/accounting.md), from strongest to weakest; "none": not private.
 GUARANTEE_CLASSES: tuple[str, ...] = ("unconditional", "conditional", "edge", "none")
 
 # A composed ε above target·(1 + this) is an overrun, not floating-point noise.
@@ -296,7 +247,7 @@ class DegreeBound:
 
 @dataclass(frozen=True)
 class Claim:
-    """What a paper's own accounting states for a reference-mode run's noise (module docstring)."""
+    """What a paper's own accounting states for a reference-mode run's noise (docs/design/accounting.md)."""
 
     epsilon: float  # the ε the paper's rule gives this noise (the grid's ε of the run)
     delta: float  # the paper's δ (0 where it claims pure ε-DP)
@@ -369,9 +320,11 @@ class Ledger:
     mechanisms: tuple[MechanismRecord, ...]
     accountant: str = "rdp"
     uncharged: tuple[UnchargedRead, ...] = ()
-    node_sample_rate: float = 1.0  # q: the mechanisms ran on a Poisson node sample of rate q (module docstring)
+    node_sample_rate: float = (
+        1.0  # q: the mechanisms ran on a Poisson node sample of rate q (docs/design/accounting.md)
+    )
     degree_bound: DegreeBound | None = None  # the degree bound the mechanisms' sensitivities rest on, if any
-    claim: Claim | None = None  # reference mode: the paper's own figure for this noise (module docstring)
+    claim: Claim | None = None  # reference mode: the paper's own figure for this noise (docs/design/accounting.md)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -442,7 +395,7 @@ class Ledger:
 
     @property
     def guarantee_class(self) -> str:
-        """One of ``GUARANTEE_CLASSES`` (module docstring): a function of the plan, never of the data."""
+        """One of ``GUARANTEE_CLASSES`` (docs/design/accounting.md): a function of the plan, never of the data."""
         if not self.private:
             return "none"
         if self.level == "edge":
@@ -488,7 +441,7 @@ class Ledger:
         events' RDP before the one conversion. Pure-ε terms add to ε with δ
         unchanged (basic composition). δ is 0 when every mechanism is pure-ε.
         With a ``node_sample_rate`` q < 1 that is done at δ/q and amplified
-        (module docstring).
+        (docs/design/accounting.md).
         """
         return self.composed_at(self.target_delta)
 
@@ -529,13 +482,6 @@ class Ledger:
         if target_delta <= 0:
             raise ValueError("this ledger holds DpEvents or RDP curves, which need a target_delta in (0, 1); it is 0")
         if self.accountant == "pld":
-            from nodedp.accounting.mixture_pld import (  # it imports this module's dependencies
-                MIXTURE_PLD_KINDS,
-                epsilon_pld,
-                mixture_pld_of_params,
-                pld_of_event,
-            )
-
             kinds = sorted({r.kind for r in curves} - set(MIXTURE_PLD_KINDS))
             if kinds:
                 raise ValueError(
@@ -586,7 +532,7 @@ class Ledger:
             "guarantee": self.guarantee(),
             "claim": None
             if self.claim is None
-            else {**self.claim.to_dict(), "actual_epsilon": _float_to_json(self.actual_claim_epsilon())},
+            else {**self.claim.to_dict(), "actual_epsilon": _float_to_json(self.composed_at(self.claim.delta)[0])},
         }
 
     @classmethod
@@ -664,7 +610,7 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
             f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}"
         )
     if ledger.claim is not None:
-        actual, stored = ledger.actual_claim_epsilon(), _float_from_json(d["claim"]["actual_epsilon"])
+        actual, stored = ledger.composed_at(ledger.claim.delta)[0], _float_from_json(d["claim"]["actual_epsilon"])
         if not (actual == stored or math.isclose(actual, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)):
             raise PrivacyBudgetExceeded(
                 f"stored ε at the claimed δ = {stored!r} does not match the ε recomputed "
@@ -678,7 +624,7 @@ def write_ledger(ledger: Ledger, path: str | os.PathLike[str]) -> Path:
     from nodedp.io import atomic_write
 
     text = json.dumps(ledger.to_dict(), indent=2, allow_nan=False) + "\n"
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return atomic_write(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def read_ledger(path: str | os.PathLike[str]) -> Ledger:

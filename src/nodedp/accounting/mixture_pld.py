@@ -1,117 +1,40 @@
 """PLD accounting of the mixture mechanisms ("hypergeometric_gaussian", "poisson_occurrence_gaussian").
 
-Both kinds are DP-SGD steps in which one node changes up to d training
-examples: each step adds N(0, σ²I) to the sum of a random batch's clipped
-gradients (clip norm C, z = σ/C). ``nodedp.accounting.hypergeometric``
-accounts them by an RDP curve, 1/(α − 1)·ln E_ρ[exp(α(α − 1)·2ρ²/z²)], which
-is exactly the Rényi divergence of the pair in which ρ is revealed. This
-module builds privacy loss distributions (dp_accounting's
-``PrivacyLossDistribution``) of dominating pairs instead: composed with PLD
-arithmetic they give ε at δ without the RDP -> (ε, δ) conversion's slack.
-
-Facts the arguments use (hockey-stick divergence H_ε(P‖Q) = sup_S P(S) − e^ε Q(S)):
-
-(F1) Post-processing: a mechanism whose output is a function of another's
-     output is dominated by it (H_ε can only shrink), in both directions.
-(F2) Revealed labels: if a label L has the same law π under both datasets and
-     does not depend on the data, the pair ((L, X) ~ P_L, (L, X) ~ Q_L) has
-     H_ε = Σ_l π(l)·H_ε(P_l‖Q_l), so it is dominated by (L, A_l) vs (L, B_l)
-     whenever each (A_l, B_l) dominates (P_l, Q_l); its privacy loss at (l, x)
-     is component l's, so its PLD is the π-mixture of the components' PLDs
-     (``PrivacyLossDistribution.compute_mixture``), separately for the remove
-     (P over Q) and add (Q over P) directions.
-(F3) Gaussian shifts: N(u, σ²I) vs N(0, σ²I) with ‖u‖ ≤ s is dominated by the
-     1-D N(s, σ²) vs N(0, σ²) (rotate, then scale u down by the kernel
-     y ↦ (‖u‖/s)·y + N(0, σ²(1 − ‖u‖²/s²))), symmetric in the two directions.
-(F4) Poisson-subsampled Gaussian: (1 − γ)N(u, σ²I) + γN(u + w, σ²I) vs N(u, σ²I)
-     with ‖w‖ ≤ c is dominated, remove and add, by dp_accounting's subsampled
-     Gaussian PLD at sensitivity c (shift by −u, rotate, F3 for ‖w‖ < c; the
-     Poisson-subsampling dominating pairs of Zhu, Dong & Wang 2022, "Optimal
-     accounting of differential privacy via characteristic function", which
-     dp_accounting implements for ``PoissonSampledDpEvent``).
-(F5) Adaptive composition: if every step is dominated by a fixed pair whatever
-     the earlier outputs, T steps are dominated by the T-fold product, whose PLD
-     is the T-fold convolution (Zhu et al. 2022); ``self_compose``.
-
-Conditioned on the batch B, a step's output is N(Σ_{i∈B} g_i, σ²I) under one
-dataset and N(Σ_{i∈B} g'_i, σ²I) under the other. B's law is the same under
-both datasets (Poisson: each example's coin is independent of the data, the
-removed node's own coin exists in one dataset only; fixed-size: the
-hypothesis of Daigavane et al.'s Theorem 1 that the RDP curve already uses).
-
-"hypergeometric_gaussian" (DP-GNN; ``hypergeometric_step_pld``): revealed ρ.
-    Reveal B (F1). Given B, the means differ by ≤ 2Cρ(B), ρ(B) the number of
-    the node's ≤ d = N(K, r) subgraphs in B, ρ ~ Hypergeometric(N, d, m). By
-    F3 and F2 the step is dominated by the revealed pair (ρ, N(2ρ/z, 1)) vs
-    (ρ, N(0, 1)): its PLD is Σ_ρ P(ρ)·PLD_Gauss(2ρ/z), symmetric. This is the
-    very pair whose Rényi divergence the RDP curve is, so its ε is never above
-    the RDP curve's ε (PLD conversion is exact for a pair, up to the
-    pessimistic discretisation, which adds at most T·interval).
-
-"poisson_occurrence_gaussian" (DPAR, DPDGC; ``poisson_occurrence_step_pld``):
-    hybrid, own coin hidden only where it is the whole difference. The ledger's
-    d counts the node's OWN example, present only in the dataset that holds
-    the node (removed by the removal, clipped gradient g_0 with ‖g_0‖ ≤ C),
-    plus at most d − 1 OTHER examples present in both datasets with different
-    content (each ‖g_i − g'_i‖ ≤ 2C). Reveal every coin but the own one (F1):
-    k ~ Binomial(d − 1, γ) of the others are in B, and after subtracting the
-    known Σ_{i∈B, i≠0} g'_i (and the untouched examples), the remove pair is
-        P = (1 − γ)·N(u, σ²I) + γ·N(u + g_0, σ²I)   vs   Q = N(0, σ²I),
-    ‖u‖ ≤ 2kC; the add pair is (Q, P). Label the outcome by k (F2):
-      * k = 0: u = 0 and (P, Q) is the Poisson-subsampled Gaussian at
-        sensitivity C, dominated remove and add by its PLD (F4). This is the
-        amplification the RDP curve misses: at d = 1 the step IS DP-SGD at
-        sensitivity C (``PoissonSampledDpEvent(γ, GaussianDpEvent(z))``).
-      * k ≥ 1: reveal the own coin b_0 too (F1); given it the means differ by
-        ‖u + b_0 g_0‖ ≤ (2k + b_0)C, so by F3 and F2 the component is
-        (1 − γ)·PLD_Gauss(2k/z) + γ·PLD_Gauss((2k + 1)/z).
-    A node without an own example (the data holds none for it) fits too: its
-    k = 0 pair is N(0) vs N(0) and its k ≥ 1 components shift by ≤ 2k. The
-    hypothesis needed is exactly: a removal removes at most one example (the
-    node's own, moving the sum by ≤ C) and modifies at most d − 1 others (each
-    by ≤ 2C). It is tighter than the RDP curve's pair (which charges 2C to the
-    own example and reveals its coin), which dominates it by F1.
-    NOT claimed: hiding the other examples' coins as well (the mixture of
-    Gaussians Σ_ρ P(ρ)·N(2ρC) vs N(0) of dp_accounting's
-    ``MixtureOfGaussiansDpEvent``, Choquette-Choo et al. 2023). That theorem is
-    about one record's contributions (removal); with modified examples the
-    true pair is a mixture against a mixture, and for k ≥ 1 the means u and
-    u + g_0 need not be aligned, so neither the hidden mixture nor the aligned
-    1-D mixture (1 − γ)N(2k) + γN(2k + 1) vs N(0) is proven to dominate here.
-
-Discretisation (speed with soundness). Every PLD here is built with
-``pessimistic_estimate=True`` (connect-the-dots, losses rounded up), tails
-beyond ``LOG_MASS_TRUNCATION_BOUND`` and convolution tails are moved to the
-infinity mass, and components lighter than ``_NEGLIGIBLE`` are charged as
-infinite loss: every approximation can only raise ε. The grid interval is
-``VALUE_DISCRETIZATION_INTERVAL``, fixed so that a ledger's ε is reproducible
-from its params (the verifier must use the same interval); rounding each
-step's loss up by < interval makes T steps overstate ε by at most
-T·interval in the worst case; measured, far less (connect-the-dots).
+Both are DP-SGD steps in which one node changes up to d training examples. ``nodedp.accounting.hypergeometric``
+accounts them by an RDP curve; this module builds privacy loss distributions of dominating pairs instead, on the
+grid of ``nodedp.accounting.pld``, so that composed with the ledger's other PLDs they give ε at δ without the RDP
+-> (ε, δ) conversion's slack. The dominating-pair arguments (facts F1-F5, revealed ρ for DP-GNN, the hybrid pair
+with the own coin hidden for DPAR and DPDGC, the connect-the-dots grid) are in docs/design/accounting.md.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from dp_accounting import dp_event
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
-from dp_accounting.privacy_accountant import UnsupportedEventError
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import log_ndtr, ndtr
 from scipy.stats import binom, hypergeom
 
-from nodedp.accounting._checks import check_int, check_positive
+from nodedp.accounting._checks import check_delta, check_int, check_positive
 from nodedp.accounting.calibration import calibrate
-from nodedp.accounting.events import RDP_ORDERS, check_delta
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
     poisson_occurrence_gaussian_rdp_of_params,
+)
+from nodedp.accounting.orders import RDP_ORDERS
+from nodedp.accounting.pld import (  # the grid and the DpEvents' PLDs, re-exported
+    _TAIL_MASS_TRUNCATION,
+    LOG_MASS_TRUNCATION_BOUND,
+    VALUE_DISCRETIZATION_INTERVAL,
+    _check_interval,
+    _infinite_loss_pld,
+    epsilon_pld,
+    pld_of_event,
 )
 
 __all__ = [
@@ -128,33 +51,13 @@ __all__ = [
     "revealed_gaussian_mixture_pld",
 ]
 
-# One grid for every PLD of a ledger (PLDs compose only on equal grids). At
-# 1e-3 one ε of T ≤ 1000 steps, d ≤ 30 takes ≤ 0.2 s, and connect-the-dots
-# rounding raised ε by ≤ 1e-3 (absolute) over 1e-4 in the benchmark's cases.
-VALUE_DISCRETIZATION_INTERVAL = 1e-3
-# ln of the noise mass each Gaussian PLD may drop (moved to infinite loss).
-LOG_MASS_TRUNCATION_BOUND = -50.0
 # Mixture components lighter than this are charged as infinite loss (δ += weight
 # per step): far below any δ a run asks for, and it skips their wide grids.
 _NEGLIGIBLE = 1e-18
 # Half-width of a Gaussian PLD's grid, in stds of its loss.
 _TAIL_SDS = 10.0
-# Convolution tails moved to the infinity mass (dp_accounting's default).
-_TAIL_MASS_TRUNCATION = 1e-15
 
 MIXTURE_PLD_KINDS: tuple[str, ...] = ("hypergeometric_gaussian", "poisson_occurrence_gaussian")
-
-
-def _check_interval(value_discretization_interval: float) -> float:
-    interval = check_positive(value_discretization_interval, "value_discretization_interval")
-    if interval > 0.1:
-        raise ValueError(f"value_discretization_interval = {interval} is too coarse to be useful (> 0.1)")
-    return interval
-
-
-def _infinite_loss_pld(interval: float) -> pld_lib.PrivacyLossDistribution:
-    """All mass at infinite loss: dominates every pair (δ = 1 at every ε)."""
-    return pld_lib.PrivacyLossDistribution.create_from_rounded_probability({}, 1.0, interval)
 
 
 def _mix(
@@ -207,7 +110,10 @@ def _gaussian_pld(shift: float, interval: float) -> pld_lib.PrivacyLossDistribut
 
 
 def revealed_gaussian_mixture_pld(
-    *, shifts: Sequence[float], weights: Sequence[float], value_discretization_interval: float
+    *,
+    shifts: Sequence[float] | np.ndarray,
+    weights: Sequence[float] | np.ndarray,
+    value_discretization_interval: float,
 ) -> pld_lib.PrivacyLossDistribution:
     """PLD of one step of the revealed pair (l, N(shift_l, 1)) vs (l, N(0, 1)), l ~ weights (F2, F3).
 
@@ -232,7 +138,7 @@ def hypergeometric_step_pld(
     noise_multiplier: float,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> pld_lib.PrivacyLossDistribution:
-    """One DP-GNN step: Σ_ρ P(ρ)·PLD_Gauss(2ρ/z), ρ ~ Hypergeometric(N, d, m) (module docstring).
+    """One DP-GNN step: Σ_ρ P(ρ)·PLD_Gauss(2ρ/z), ρ ~ Hypergeometric(N, d, m) (docs/design/accounting.md).
 
     Arguments as ``hypergeometric_gaussian_rdp``: ``noise_multiplier`` is σ/C.
     """
@@ -256,7 +162,7 @@ def poisson_occurrence_step_pld(
     noise_multiplier: float,
     value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL,
 ) -> pld_lib.PrivacyLossDistribution:
-    """One Poisson step where a node removes its own example and modifies ≤ d − 1 others (module docstring).
+    """One Poisson step where a node removes its own example and modifies ≤ d − 1 others (docs/design/accounting.md).
 
     k ~ Binomial(d − 1, γ) other examples in the batch; k = 0: the subsampled
     Gaussian at sensitivity C (own coin hidden); k ≥ 1: (1 − γ)·PLD_Gauss(2k/z)
@@ -298,7 +204,7 @@ def _read_params(kind: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], 
     return step, check_int(params["steps"], "steps", minimum=1)
 
 
-_STEP_PLD = {
+_STEP_PLD: dict[str, Callable[..., pld_lib.PrivacyLossDistribution]] = {
     "hypergeometric_gaussian": hypergeometric_step_pld,
     "poisson_occurrence_gaussian": poisson_occurrence_step_pld,
 }
@@ -316,38 +222,6 @@ def mixture_pld_of_params(
     step, steps = _read_params(kind, params)
     one = _STEP_PLD[kind](value_discretization_interval=value_discretization_interval, **step)
     return one.self_compose(steps, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
-
-
-def pld_of_event(
-    event: dp_event.DpEvent, *, value_discretization_interval: float = VALUE_DISCRETIZATION_INTERVAL
-) -> pld_lib.PrivacyLossDistribution:
-    """The PLD dp_accounting's ``PLDAccountant`` builds for ``event`` (add/remove adjacency), on this grid.
-
-    Reads the accountant's PLD (a private attribute of dp_accounting 0.6's
-    ``PLDAccountant``: the public API returns only ε and δ). Non-private events
-    give infinite loss.
-    """
-    interval = _check_interval(value_discretization_interval)
-    accountant = PLDAccountant(value_discretization_interval=interval)
-    try:
-        accountant.compose(event)
-    except UnsupportedEventError as err:
-        raise ValueError(f"the 'pld' accountant cannot account {type(event).__name__}: {err}") from err
-    if accountant._contains_non_dp_event:
-        return _infinite_loss_pld(interval)
-    return accountant._pld
-
-
-def epsilon_pld(plds: Sequence[pld_lib.PrivacyLossDistribution], *, delta: float) -> float:
-    """ε at ``delta`` of the composition of ``plds`` (all on one grid); max over remove and add."""
-    check_delta(delta)
-    plds = list(plds)
-    if not plds:
-        raise ValueError("epsilon_pld needs at least one PLD")
-    composed = plds[0]
-    for other in plds[1:]:
-        composed = composed.compose(other, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
-    return float(composed.get_epsilon_for_delta(delta))
 
 
 def mixture_epsilon_of_params(

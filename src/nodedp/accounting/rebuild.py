@@ -1,20 +1,9 @@
 """Rebuild every ledger record's cost from its raw parameters, never trusting a stored cost.
 
-A record holds raw parameters (noise std, the inputs of its sensitivity,
-sampling rate and scheme, steps, flip/keep probabilities, Laplace scales,
-selection counts) and a cost: a DpEvent, a pure ε, or (for ``RDP_CURVES``
-kinds) a curve computed from the params themselves. ``check_record`` recomputes
-the sensitivity from its inputs by the mechanism's own rule, then the cost from
-the noise and the sensitivity, and refuses a record whose stored sensitivity,
-noise multiplier, DpEvent or pure ε disagrees, naming the field. A forged
-ledger (say a DP-SGD record whose params give q = 1 and 10⁵ steps while its
-event says q = 0.001 and 10 steps) thus fails verification instead of being
-composed as stored.
-
-Which rule applies is ``params["mechanism"]``; kinds with one mechanism only
-(DP-SGD, the occurrence mixtures, Gumbel top-K) may leave it out. A record
-with no rule is refused: a cost nobody can rebuild is not a cost.
-Torch-free, like the rest of ``nodedp.accounting``.
+``check_record`` recomputes a record's sensitivity from its inputs by the mechanism's own rule
+(``params["mechanism"]``, ``MECHANISMS``), then its cost, and refuses a record whose stored sensitivity, noise
+multiplier, DpEvent or pure ε disagrees, naming the field; a record with no rule is refused. Why:
+docs/design/accounting.md. Torch-free, like the rest of ``nodedp.accounting``.
 """
 
 from __future__ import annotations
@@ -28,6 +17,7 @@ from dp_accounting import dp_event
 
 from nodedp.accounting.events import event_to_dict
 from nodedp.accounting.hypergeometric import POISSON
+from nodedp.accounting.nip_bounds import worst_case_budget_ratio
 
 __all__ = ["MECHANISMS", "RecordMismatch", "check_record", "rebuilt_cost"]
 
@@ -211,9 +201,7 @@ def _nip_label_rr(params: Mapping[str, Any], name: str) -> Rebuilt:
 def _nip_aggregation(params: Mapping[str, Any], name: str) -> Rebuilt:
     """NIP-GNN's Laplace NAP (Eq. 9): ‖ΔH‖₁ ≤ 2·D_max; row u gets Laplace(2·D_max/ε_u) with ε_u = ε_A·β_u.
     Removing or adding a node costs ≤ ratio·ε_A on any graph with degrees ≤ D_max, the ratio rebuilt from
-    the D_max + 1 largest budget weights (``nodedp.accounting.nip.worst_case_budget_ratio``, Theorem 3)."""
-    from nodedp.accounting.nip import worst_case_budget_ratio  # nip imports the ledger, which imports this
-
+    the D_max + 1 largest budget weights (``nodedp.accounting.nip_bounds.worst_case_budget_ratio``, Theorem 3)."""
     degree = _count(params, "max_degree", name)
     sensitivity = 2.0 * degree
     epsilon_a = sensitivity / _positive(params, "laplace_scale_at_epsilon_a", name)
