@@ -4,6 +4,7 @@ pay seconds of torch, torch_geometric, dp_accounting or scipy imports (nor, when
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -19,7 +20,7 @@ HEAVY = ("torch", "torch_geometric", "dp_accounting", "scipy")
 PLANNING_HEAVY = (*HEAVY, "polars")
 
 # What planning does (workflow/rules/common.smk, nodedp.config, the CLI's list and check verbs), then which of
-# PLANNING_HEAVY it imported.
+# the modules named after the config (PLANNING_HEAVY) it imported.
 PLANNING = r"""
 import json, math, sys, tempfile
 
@@ -70,8 +71,8 @@ for study, spec in config["studies"].items():
             get_protocol(get_dataset(dataset).protocol).split.setting
 for method in config.get("methods") or {}:
     resolve_method(config, method)
-print(json.dumps([m for m in %r if m in sys.modules]))
-""" % (PLANNING_HEAVY,)
+print(json.dumps([m for m in sys.argv[2:] if m in sys.modules]))
+"""
 
 
 def _import_chain(importtime: str, module: str) -> list[str]:
@@ -96,7 +97,7 @@ def _import_chain(importtime: str, module: str) -> list[str]:
 def test_planning_imports_no_torch_torch_geometric_dp_accounting_scipy_or_polars():
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", PLANNING, str(REPO / "config.yaml")],
+        [sys.executable, "-X", "importtime", "-c", PLANNING, str(REPO / "config.yaml"), *PLANNING_HEAVY],
         capture_output=True,
         text=True,
         env=env,
@@ -314,3 +315,257 @@ def test_the_dp_appr_verb_imports_no_torch_geometric_and_builds_what_the_full_gr
         if key == "appr_seconds":
             continue
         assert torch.equal(written[key], value) if isinstance(value, torch.Tensor) else written[key] == value, key
+
+
+# --- the import graph: no circles, and every module imports on its own ------------------------------------------
+
+PACKAGE_DIR = REPO / "src" / "nodedp"
+
+
+def _module_files(package_dir: Path) -> dict[str, Path]:
+    """Every module of the package in ``package_dir``, by dotted name (a package by its ``__init__.py``)."""
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_statements(tree: ast.AST):
+    """Every import statement in ``tree``, those inside functions and classes included; not the body of an
+    ``if TYPE_CHECKING:`` block, which never runs (its ``else`` does)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _lazy_homes(init: Path) -> dict[str, str]:
+    """A lazy package's names -> the submodule that provides each (its ``_SUBMODULES``, ``nodedp._lazy``)."""
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "_SUBMODULES" and node.value is not None:
+            return {name: sub for sub, names in ast.literal_eval(node.value).items() for name in names}
+    return {}
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """module -> the package's modules it imports, wherever the import statement is (functions included).
+
+    Relative imports are resolved; ``from package import name`` imports the submodule ``package.name`` where
+    one exists, the submodule that provides ``name`` where the package exports it lazily, else the package.
+    ``import a.b.c`` counts as importing ``a.b.c`` (its parents' ``__init__`` run first, and cannot import it
+    back without a circle of their own).
+    """
+    modules = _module_files(package_dir)
+    lazy = {name: _lazy_homes(path) for name, path in modules.items() if path.name == "__init__.py"}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _import_statements(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join([*parts[: len(parts) - node.level + 1], *([node.module] if node.module else [])])
+                targets = []
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in modules:
+                        targets.append(f"{base}.{alias.name}")
+                    elif alias.name in lazy.get(base, {}):
+                        targets.append(f"{base}.{lazy[base][alias.name]}")
+                    else:
+                        targets.append(base)
+            for target in targets:
+                while target and target not in modules:  # an attribute path, or outside the package
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The circles of ``graph``: its strongly connected groups of two or more modules."""
+    # Tarjan's strongly connected components, iteratively.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    groups: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(group)
+    return groups
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle through each circle of ``graph``, from its first module back to it, as [m, ..., m];
+    empty when there is none."""
+    cycles = []
+    for group in import_circles(graph):
+        start = min(group)
+        paths = {start: [start]}  # breadth first, inside the group, back to start
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            if start in graph[node]:
+                cycles.append([*paths[node], start])
+                break
+            for child in sorted(graph[node] & group):
+                if child not in paths:
+                    paths[child] = [*paths[node], child]
+                    queue.append(child)
+    return sorted(cycles)
+
+
+def test_no_module_of_nodedp_is_in_an_import_circle():
+    graph = import_graph(PACKAGE_DIR)
+    circles = sorted(sorted(group) for group in import_circles(graph))
+    assert not circles, "import circles (function-level imports included):\n" + "\n".join(
+        [" -> ".join(cycle) for cycle in import_cycles(graph)]
+        + [f"circle of {len(group)} modules: {', '.join(group)}" for group in circles]
+    )
+
+
+def _write_package(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / next(iter(files)).split("/")[0]
+
+
+def test_the_walker_finds_circles_through_function_level_relative_and_lazy_imports(tmp_path):
+    """A package with two circles: one closed by a function-level import, one through ``from package import
+    submodule``, a relative import and a lazily exported name; and imports that close no circle."""
+    package = _write_package(
+        tmp_path,
+        {
+            "pkg/__init__.py": '_SUBMODULES = {"lazy": ("NAME",)}\n',
+            "pkg/a.py": "from pkg import b\nimport os\n",
+            "pkg/b.py": "def f():\n    from pkg.c import g\n",
+            "pkg/c.py": "import pkg.a.attribute_path\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/x.py": "from . import y\n",
+            "pkg/sub/y.py": "from ..lazy_user import z\n",
+            "pkg/lazy_user.py": "from pkg import NAME\n",
+            "pkg/lazy.py": "from .sub.x import w\n",
+            "pkg/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import typed_back\n",
+            "pkg/typed_back.py": "from pkg import typed\n",
+            "pkg/leaf.py": "from pkg.a import thing\nfrom pkg.sub import x\n",
+        },
+    )
+    graph = import_graph(package)
+    assert graph["pkg.leaf"] == {"pkg.a", "pkg.sub.x"} and graph["pkg.typed"] == set()
+    assert import_cycles(graph) == [
+        ["pkg.a", "pkg.b", "pkg.c", "pkg.a"],
+        ["pkg.lazy", "pkg.sub.x", "pkg.sub.y", "pkg.lazy_user", "pkg.lazy"],
+    ]
+    assert sorted(sorted(group) for group in import_circles(graph)) == [
+        ["pkg.a", "pkg.b", "pkg.c"],
+        ["pkg.lazy", "pkg.lazy_user", "pkg.sub.x", "pkg.sub.y"],
+    ]
+
+
+# Removes every module of the package from sys.modules (third-party ones stay loaded), imports one module fresh,
+# and reports each module that failed.
+_IMPORT_ALONE = r"""
+import importlib, json, sys, traceback
+
+package, modules = sys.argv[1], sys.argv[2:]
+failed = {}
+for module in modules:
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    try:
+        importlib.import_module(module)
+    except BaseException as err:
+        failed[module] = "".join(traceback.format_exception_only(type(err), err)).strip()
+print(json.dumps(failed))
+"""
+
+
+def _modules_failing_alone(package_dir: Path) -> dict[str, str]:
+    # __main__ modules are scripts (importing nodedp.__main__ runs the CLI); ``python -m`` runs them elsewhere.
+    modules = [name for name in _module_files(package_dir) if name.rpartition(".")[2] != "__main__"]
+    env = {**os.environ, "PYTHONPATH": str(package_dir.parent)}
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALONE, package_dir.name, *modules],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=package_dir.parent,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_every_module_of_nodedp_imports_on_its_own():
+    failed = _modules_failing_alone(PACKAGE_DIR)
+    assert not failed, "modules that fail to import on their own:\n" + "\n".join(
+        f"{module}: {error}" for module, error in failed.items()
+    )
+
+
+def test_a_module_that_imports_only_after_another_is_reported(tmp_path):
+    package = _write_package(
+        tmp_path,
+        {
+            "alone/__init__.py": "",
+            "alone/first.py": "import alone\nalone.SHARED = 1\n",
+            "alone/second.py": "import alone\nVALUE = alone.SHARED\n",  # works only after alone.first
+            "alone/broken.py": "from alone.first import missing_name\n",
+        },
+    )
+    failed = _modules_failing_alone(package)
+    assert sorted(failed) == ["alone.broken", "alone.second"]
+    assert "missing_name" in failed["alone.broken"] and "SHARED" in failed["alone.second"]
