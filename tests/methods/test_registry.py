@@ -279,5 +279,8 @@ def test_nodedp_plugins_names_modules_and_an_unknown_name_says_how_to_register(t
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
     done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "mine, nope"})
     assert "$NODEDP_PLUGINS: cannot import the plugin module 'nope'" in done.stderr
-    with pytest.raises(UnknownMethodError, match=r"unknown method 'my-mlp'; valid choices: .*`plugins:` in config"):
+    with pytest.raises(
+        UnknownMethodError,
+        match=r"unknown method 'my-mlp' \(from a plugin\?.*\$NODEDP_PLUGINS.*valid choices: .*dp-mlp",
+    ):
         get_method("my-mlp")

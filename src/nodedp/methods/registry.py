@@ -59,7 +59,11 @@ def get_method(name: str) -> MethodInfo:
     try:
         return _METHODS[name]
     except KeyError:
-        raise UnknownMethodError(f"unknown method {name!r}; valid choices: {method_names()}{_plugins_note()}") from None
+        raise UnknownMethodError(
+            f"unknown method {name!r} (from a plugin? import its spec module: `plugins:` in the config, "
+            f"${PLUGINS_ENV} or an entry point; docs/adding-a-method.md); valid choices: {method_names()}"
+            + (f"; plugins loaded: {', '.join(sorted(_LOADED))}" if _LOADED else "")
+        ) from None
 
 
 def method_names() -> list[str]:
@@ -107,9 +111,3 @@ def _discover() -> None:
         load_plugins([point.module], source=where, search_cwd=False)
     names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
     load_plugins(names, source=f"${PLUGINS_ENV}")
-
-
-def _plugins_note() -> str:
-    if _LOADED:
-        return f" (plugins loaded: {', '.join(sorted(_LOADED))}); {HOW_PLUGINS_ARE_FOUND}"
-    return f"; {HOW_PLUGINS_ARE_FOUND}"
