@@ -169,6 +169,7 @@ def _schedule(
     plan: ApPlan, *, stage: int, epochs: int, num_train: int, generator: torch.Generator
 ) -> tuple[Iterator[Tensor], int]:
     if plan.privacy is not None:
+        assert plan.sampling_rate is not None  # a private plan samples its stages
         steps = plan.stage_steps[stage]
         return poisson_batches(num_train, sampling_rate=plan.sampling_rate, steps=steps, generator=generator), steps
     everything = torch.arange(num_train, device=generator.device)

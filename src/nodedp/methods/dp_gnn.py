@@ -10,6 +10,8 @@ Clip thresholds, inference and reference mode: docs/design/methods.md, section `
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -52,35 +54,8 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
     planned = None if hp.clip_percentile > 0 else plan_dp_gnn(public, spec, hp, layer=layer)
     max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["in-degree"])
     bounded = inputs.structure["in-degree"]
-    if int(bounded["bound"]) != max_degree:
-        public_k = (
-            f"in_degree_bound is {hp.in_degree_bound}"
-            if hp.in_degree_bound
-            else f"{spec.dataset}'s public in-degree bound is K={max_degree}"
-        )
-        raise ValueError(
-            f"{public_k} but the in-degree artifact was bounded to K={int(bounded['bound'])}; "
-            f"build it with `bound-degree --bound {max_degree}` (the workflow does)"
-        )
-    degree_bound = degree_bound_of(bounded)
-    if degree_bound.identity_bound != max_degree // 2:  # the plan's (Algorithm 1 keeps every edge up to ⌊K/2⌋)
-        raise ValueError(
-            f"the in-degree artifact states identity bound {degree_bound.identity_bound}, the plan "
-            f"{max_degree // 2} for K={max_degree}; rebuild it with `bound-degree`"
-        )
-    # Algorithm 1 bounds in-degrees (how many subgraphs a node joins); padding every
-    # subgraph to N(K,r) nodes also needs its root's kept out-edges bounded to K. Dropping
-    # edges only shrinks subgraphs, so Lemma 1's occurrence bound still holds.
-    kept = bound_out_degree(
-        bounded["edge_index"], num_nodes=graph.num_nodes, max_degree=max_degree, seed=int(bounded["seed"])
-    )
-    subgraphs = sample_subgraphs(
-        kept,
-        roots=split.train,
-        num_nodes=graph.num_nodes,
-        num_layers=hp.num_layers,
-        max_degree=max_degree,
-    )
+    degree_bound = _check_artifact(bounded, spec, hp, max_degree=max_degree)
+    subgraphs = _training_subgraphs(bounded, inputs, hp, max_degree=max_degree)
     num_examples = split.train.numel()
 
     x, y = graph.x.to(device), graph.y.to(device)
@@ -131,4 +106,46 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         generator=generator,
         device=device,
         predict=full_graph_predict(gnn, split, device),  # the evaluation's full-graph pass (docs/design/methods.md)
+    )
+
+
+def _check_artifact(bounded: Mapping[str, Any], spec: RunSpec, hp: DpGnnHparams, *, max_degree: int) -> Any:
+    """The in-degree artifact's ``DegreeBound``, once checked to be bounded to the plan's public K and to state the
+    plan's identity bound ⌊K/2⌋."""
+    if int(bounded["bound"]) != max_degree:
+        public_k = (
+            f"in_degree_bound is {hp.in_degree_bound}"
+            if hp.in_degree_bound
+            else f"{spec.dataset}'s public in-degree bound is K={max_degree}"
+        )
+        raise ValueError(
+            f"{public_k} but the in-degree artifact was bounded to K={int(bounded['bound'])}; "
+            f"build it with `bound-degree --bound {max_degree}` (the workflow does)"
+        )
+    degree_bound = degree_bound_of(bounded)
+    if degree_bound.identity_bound != max_degree // 2:  # the plan's (Algorithm 1 keeps every edge up to ⌊K/2⌋)
+        raise ValueError(
+            f"the in-degree artifact states identity bound {degree_bound.identity_bound}, the plan "
+            f"{max_degree // 2} for K={max_degree}; rebuild it with `bound-degree`"
+        )
+    return degree_bound
+
+
+def _training_subgraphs(bounded: Mapping[str, Any], inputs: RunInputs, hp: DpGnnHparams, *, max_degree: int) -> Any:
+    """Every training node's r-hop subgraph (Algorithms 2-3) on the in-degree-bounded edges.
+
+    Algorithm 1 bounds in-degrees (how many subgraphs a node joins); padding every subgraph to N(K,r) nodes also
+    needs its root's kept out-edges bounded to K. Dropping edges only shrinks subgraphs, so Lemma 1's occurrence
+    bound still holds.
+    """
+    graph = inputs.graph
+    kept = bound_out_degree(
+        bounded["edge_index"], num_nodes=graph.num_nodes, max_degree=max_degree, seed=int(bounded["seed"])
+    )
+    return sample_subgraphs(
+        kept,
+        roots=inputs.split.train,
+        num_nodes=graph.num_nodes,
+        num_layers=hp.num_layers,
+        max_degree=max_degree,
     )

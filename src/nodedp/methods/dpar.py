@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -145,17 +146,9 @@ def build_dp_appr(
             num_classes=0,
             setting=getattr(split, "setting", "transductive"),
         )
-    run = RunSpec(
-        dataset=public.dataset,
-        method=method,
-        seed=seed,
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-    )
+    run = RunSpec(public.dataset, method, seed, target_epsilon, target_delta, accountant)
     plan = plan_dp_appr(public, run, hp, method=method)  # before any private data is read
     ledger, spec, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
-    noise, num_rows, clip = plan.parts["noise"], plan.parts["num_rows"], plan.parts["clip"]
     generator = make_generator(seed + _ARTIFACT_STREAM)
     num_train = train.numel()
     priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
@@ -173,7 +166,7 @@ def build_dp_appr(
             "accountant": accountant,
             "sample": sample,
             **released,
-            "noise": noise,
+            "noise": plan.parts["noise"],
             "claimed_epsilon_on_sample": plan.parts["claimed_epsilon_on_sample"],
             "ledger": json.dumps(ledger.to_dict()),
         }
@@ -188,19 +181,51 @@ def build_dp_appr(
             value=torch.zeros(0, width),
             appr_seconds=0.0,
         )
+    sources = rank_sources(sample_priority, num_rows=plan.parts["num_rows"])
+    scores, appr_seconds = _appr_scores(graph, train, kept, sample, sources, hp, num_rows=plan.parts["num_rows"])
+    rows = _release_rows(scores, option, hp, noise=plan.parts["noise"], clip=plan.parts["clip"], generator=generator)
+    columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
+    # the sources are ``rank_sources`` of ``source_priority``, in row order
+    return artifact(
+        source_priority=sample_priority,
+        source_rule=SOURCE_RULE,
+        sources=sample[sources],
+        index=train[columns],
+        value=rows.gather(1, columns).float(),
+        appr_seconds=appr_seconds,
+    )
+
+
+def _appr_scores(
+    graph: Any, train: Tensor, kept: Tensor, sample: Tensor, sources: Tensor, hp: DparHparams, *, num_rows: int
+) -> tuple[Tensor, float]:
+    """APPR of each source on the sample's induced graph, as M × |train| scores over the public column universe
+    (the training ids, in order; nodes outside the sample score 0, rows beyond the sources are empty), and the
+    seconds APPR took."""
     position = torch.full((graph.num_nodes,), -1, dtype=torch.long)
     position[sample] = torch.arange(sample.numel())
     src, dst = graph.edge_index
     inside = (position[src] >= 0) & (position[dst] >= 0)
     local_edges = torch.stack([position[src[inside]], position[dst[inside]]])
-    sources = rank_sources(sample_priority, num_rows=num_rows)
-
     start = time.perf_counter()
     appr = appr_push(local_edges, num_nodes=sample.numel(), sources=sources, alpha=hp.alpha, rho=hp.rho, tol=hp.tol)
     appr_seconds = time.perf_counter() - start
-    scores = torch.zeros(num_rows, num_train, dtype=torch.float64)  # columns: the training ids, in order
+    scores = torch.zeros(num_rows, train.numel(), dtype=torch.float64)  # columns: the training ids, in order
     scores[: sources.numel(), kept.nonzero().squeeze(1)] = appr.to_dense()
+    return scores, appr_seconds
 
+
+def _release_rows(
+    scores: Tensor,
+    option: str,
+    hp: DparHparams,
+    *,
+    noise: Mapping[str, Any],
+    clip: Any,
+    generator: torch.Generator,
+) -> Tensor:
+    """DP-APPR of the option (Gaussian, or the exponential mechanism's top-K; the exact top-K without privacy),
+    then every column capped to ``max_rows`` rows (post-processing)."""
     if option == "gm":
         rows = dp_appr_gm(scores, k=hp.k, noise_multiplier=noise["noise_multiplier"], clip=clip, generator=generator)
     elif option != "nodp":
@@ -216,17 +241,7 @@ def build_dp_appr(
     else:
         top = scores.topk(hp.k, dim=1)
         rows = torch.zeros_like(scores).scatter_(1, top.indices, top.values)
-    rows = cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
-    columns = rows.abs().topk(hp.k, dim=1).indices  # the K released entries (zeros where the cap dropped one)
-    # the sources are ``rank_sources`` of ``source_priority``, in row order
-    return artifact(
-        source_priority=sample_priority,
-        source_rule=SOURCE_RULE,
-        sources=sample[sources],
-        index=train[columns],
-        value=rows.gather(1, columns).float(),
-        appr_seconds=appr_seconds,
-    )
+    return cap_row_occurrences(rows, max_rows=hp.max_rows, generator=generator)
 
 
 def training_examples(
@@ -256,14 +271,16 @@ def training_examples(
     return nbr, weight
 
 
-def _training_rows(artifact: dict[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
+def _training_rows(artifact: Mapping[str, Any], *, num_nodes: int, k: int, tau: float) -> tuple[Tensor, Tensor]:
     """``training_examples`` of an artifact."""
     return training_examples(
         artifact["sample"], artifact["sources"], artifact["index"], artifact["value"], num_nodes=num_nodes, k=k, tau=tau
     )
 
 
-def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams) -> dict[str, Any]:
+def _check_artifact(
+    artifact: Mapping[str, Any] | None, spec: RunSpec, method: str, hp: DparHparams
+) -> Mapping[str, Any]:
     if artifact is None:
         raise ValueError(
             f"{spec.method} needs its {ARTIFACT_KIND} structure artifact; build it with "
@@ -284,7 +301,7 @@ def _check_artifact(artifact: dict[str, Any] | None, spec: RunSpec, method: str,
     return artifact
 
 
-def _check_artifact_ledger(artifact: dict[str, Any], planned: Ledger, spec: RunSpec) -> None:
+def _check_artifact_ledger(artifact: Mapping[str, Any], planned: Ledger, spec: RunSpec) -> None:
     """The artifact's ledger must be the one its plan gives (``plan_dp_appr``), field for field."""
     stated = json.loads(artifact["ledger"])
     expected = json.loads(json.dumps(planned.to_dict()))
@@ -300,17 +317,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     artifact = _check_artifact(inputs.structure.get(ARTIFACT_KIND), spec, method, hp)
     option = OPTIONS[method]
     graph, split = inputs.graph, inputs.split
-    privacy, details = None, {}
-    if option != "nodp":
-        # The plan first, from public inputs alone; the artifact must hold the ledger the plan expects of it.
-        plan = plan_dpar(PublicInputs.from_run(inputs, spec), spec, hp, method=method)
-        _check_artifact_ledger(artifact, plan.parts["appr"].ledger, spec)
-        ledger, rate, steps = plan.ledger, plan.parts["sampling_rate"], plan.parts["steps"]
-        privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
-        details = dict(plan.parts["details"])
-    else:
-        ledger = Ledger.non_private()
-        rate, steps = sgd_schedule(hp, split.train.numel())
+    ledger, rate, steps, privacy, details = _run_plan(inputs, spec, hp, artifact, method=method)
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     sample = artifact["sample"]
@@ -323,19 +330,7 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
     from nodedp.models import PPRGo  # here: the dp-appr verb, which builds artifacts only, skips torch_geometric
 
     model = PPRGo(graph.num_features, hp.hidden_dim, inputs.num_classes, dropout=hp.dropout).to(device)
-
-    def predict(other: Any, parts: Any = None) -> Tensor:
-        """§4's inference on ``other``: f(X) for every node, then P power-iteration steps over its edges; the
-        evaluation below is this on the input graph. Inductive splits keep each part's own edges, by ``parts``
-        (``other``'s split; default the run's (public) split: nodes it does not cover, as the extra nodes of a
-        larger graph, keep none, so they read their features alone). Reads ``other``, the weights and public
-        settings only."""
-        parts = split if parts is None else parts
-        edges = other.edge_index
-        if parts.setting == "inductive":
-            edges = remove_cross_split_edges(edges, parts)
-        return model.propagate(other.x.to(device), edges.to(device), alpha=hp.alpha, steps=hp.power_steps)
-
+    predict = _inference(model, hp, split=split, device=device)
     logits: list[Tensor] = []
 
     def logits_of(nodes: Tensor) -> Tensor:
@@ -374,3 +369,36 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         details={**result.details, **details},
         predict=result.predict,
     )
+
+
+def _run_plan(
+    inputs: RunInputs, spec: RunSpec, hp: DparHparams, artifact: Mapping[str, Any], *, method: str
+) -> tuple[Ledger, float, int, Any, dict[str, Any]]:
+    """(ledger, Poisson rate, steps, DP-SGD's privacy config or None, details): the plan first, from public inputs
+    alone; the artifact must hold the ledger the plan expects of it. ``dpar-nodp``: the empty ledger."""
+    if OPTIONS[method] == "nodp":
+        rate, steps = sgd_schedule(hp, inputs.split.train.numel())
+        return Ledger.non_private(), rate, steps, None, {}
+    plan = plan_dpar(PublicInputs.from_run(inputs, spec), spec, hp, method=method)
+    _check_artifact_ledger(artifact, plan.parts["appr"].ledger, spec)
+    ledger, rate, steps = plan.ledger, plan.parts["sampling_rate"], plan.parts["steps"]
+    privacy = privacy_from_record(ledger.mechanisms[-1], expected_batch_size=hp.batch_size)
+    return ledger, rate, steps, privacy, dict(plan.parts["details"])
+
+
+def _inference(model: Any, hp: DparHparams, *, split: Any, device: torch.device) -> Callable[..., Tensor]:
+    """``RunResult.predict``: §4's inference with the trained model on a given graph."""
+
+    def predict(other: Any, parts: Any = None) -> Tensor:
+        """§4's inference on ``other``: f(X) for every node, then P power-iteration steps over its edges; the
+        evaluation is this on the input graph. Inductive splits keep each part's own edges, by ``parts``
+        (``other``'s split; default the run's (public) split: nodes it does not cover, as the extra nodes of a
+        larger graph, keep none, so they read their features alone). Reads ``other``, the weights and public
+        settings only."""
+        parts = split if parts is None else parts
+        edges = other.edge_index
+        if parts.setting == "inductive":
+            edges = remove_cross_split_edges(edges, parts)
+        return model.propagate(other.x.to(device), edges.to(device), alpha=hp.alpha, steps=hp.power_steps)
+
+    return predict

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -153,7 +155,7 @@ class DpdgcPlan:
     noise: dict[str, float]
 
 
-def _structure(inputs: RunInputs) -> tuple[dict, Tensor]:
+def _structure(inputs: RunInputs) -> tuple[Mapping[str, Any], Tensor]:
     """The out-degree artifact and the edges the run reads (inductive: each part's own)."""
     split = inputs.split
     bounded = inputs.structure["out-degree"]
@@ -163,7 +165,7 @@ def _structure(inputs: RunInputs) -> tuple[dict, Tensor]:
     return bounded, edges
 
 
-def _executable(plan, bounded: dict, edges: Tensor, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
+def _executable(plan, bounded: Mapping[str, Any], edges: Tensor, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
     """The ``DpdgcPlan`` that executes a privacy plan (``nodedp.plans.dpdgc``) on the bounded edges; checks that
     the artifact was bounded to the plan's D and keeps every edge within it, as the ledger's degree bound says."""
     schedule = plan.parts["schedule"] if private else plan
@@ -242,25 +244,14 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
 
 
 def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:
-    # plan, then run: the plan from public sizes and the dataset's public bound D, the artifact checked against it
-    public = PublicInputs.from_run(inputs, spec)
-    bounded, edges = _structure(inputs)
-    if private:
-        plan = _executable(plan_dpdgc_public(public, spec, hp), bounded, edges, hp, private=True)
-    else:
-        max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["out-degree"])
-        plan = _executable(
-            dpdgc_schedule(num_train=public.num_train, max_degree=max_degree, hp=hp), bounded, edges, hp, private=False
-        )
+    plan = _run_plan(inputs, spec, hp, private=private)
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
-    graph, split = inputs.graph, inputs.split
-    num_nodes = graph.num_nodes
+    graph = inputs.graph
     y = graph.y.to(device)
     edges = plan.edges.to(device)
-    train_nodes = split.train.to(device)
     encoder = AdjacencyEncoder(
-        num_nodes,
+        graph.num_nodes,
         inputs.num_classes,
         hidden_dim=hp.hidden_dim,
         row_clip=plan.row_clip,
@@ -269,63 +260,143 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     ).to(device)
     start = time.perf_counter()
     if plan.encoder_steps:
-        csr = in_neighbours(edges, num_nodes=num_nodes)
-
-        def encoder_batch(idx: Tensor) -> tuple[AdjacencyRows, Tensor]:
-            nodes = train_nodes[idx.to(device)]
-            return adjacency_rows(edges, nodes, num_nodes=num_nodes, csr=csr), y[nodes]
-
-        batches = poisson_batches(
-            split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps, generator=generator
-        )
-        progress = spec.progress and f"{spec.method} {spec.dataset} encoder"
-        if plan.encoder_privacy is None:
-            train_model(
-                encoder,
-                batch_fn=encoder_batch,
-                optim=hp.encoder_optim(),
-                privacy=None,
-                batches=batches,
-                generator=generator,
-                device=device,
-                total=plan.encoder_steps,
-                progress=progress,
-                on_step=lambda _step: encoder.normalize_(),
-            )
-        else:
-            noise_generator = (
-                generator
-                if generator.device == device
-                else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device)
-            )
-            clip = plan.encoder_privacy.clip_norm
-            table, shift = encoder.table.weight, encoder.shift.bias
-            train_model(
-                encoder,
-                batch_fn=encoder_batch,
-                optim=hp.encoder_optim(),
-                privacy=plan.encoder_privacy,
-                batches=batches,
-                generator=noise_generator,
-                device=device,
-                total=plan.encoder_steps,
-                progress=progress,
-                on_step=lambda _step: encoder.normalize_(),
-                clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
-                    encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]
-                ),
-            )
+        _train_encoder(encoder, plan, inputs, spec, hp, y=y, edges=edges, generator=generator, device=device)
     encoder.normalize_()  # the release needs it whatever happened before
     table, bias = encoder.embedding_table(), encoder.shift.bias.detach()
+    embedding = _embedding_of(bias, plan, hp)
+    released = embedding(plan.nap(table, edges, generator=generator))  # M2, DP-Emb: the one NAP query
+    if plan.nap.calls != 1:
+        raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
+    result = _train_classifier(
+        plan,
+        inputs,
+        spec,
+        hp,
+        y=y,
+        table=table,
+        released=released,
+        embedding=embedding,
+        generator=generator,
+        device=device,
+    )
+    return dataclasses.replace(
+        result,
+        train_seconds=time.perf_counter() - start,
+        details={
+            **result.details,
+            **plan.noise,
+            "encoder_steps": plan.encoder_steps,
+            "max_degree": plan.max_degree,
+            "row_clip": plan.row_clip,
+            "emb_queries": plan.nap.calls,
+            "ledger_accountant": plan.ledger.accountant,
+        },
+    )
+
+
+def _run_plan(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> DpdgcPlan:
+    """Plan, then run: the plan from public sizes and the dataset's public bound D, the artifact checked against
+    it."""
+    public = PublicInputs.from_run(inputs, spec)
+    bounded, edges = _structure(inputs)
+    if private:
+        return _executable(plan_dpdgc_public(public, spec, hp), bounded, edges, hp, private=True)
+    max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["out-degree"])
+    return _executable(
+        dpdgc_schedule(num_train=public.num_train, max_degree=max_degree, hp=hp), bounded, edges, hp, private=False
+    )
+
+
+def _train_encoder(
+    encoder: AdjacencyEncoder,
+    plan: DpdgcPlan,
+    inputs: RunInputs,
+    spec: RunSpec,
+    hp: DpdgcHparams,
+    *,
+    y: Tensor,
+    edges: Tensor,
+    generator: torch.Generator,
+    device: torch.device,
+) -> None:
+    """M1: the adjacency encoder on the training nodes' adjacency rows, Poisson batches, the table projected onto
+    the unit sphere after every step; DP-Adam with closed-form per-example gradients when private."""
+    num_nodes, split = inputs.graph.num_nodes, inputs.split
+    train_nodes = split.train.to(device)
+    csr = in_neighbours(edges, num_nodes=num_nodes)
+
+    def encoder_batch(idx: Tensor) -> tuple[AdjacencyRows, Tensor]:
+        nodes = train_nodes[idx.to(device)]
+        return adjacency_rows(edges, nodes, num_nodes=num_nodes, csr=csr), y[nodes]
+
+    batches = poisson_batches(
+        split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps, generator=generator
+    )
+    progress = spec.progress and f"{spec.method} {spec.dataset} encoder"
+    if plan.encoder_privacy is None:
+        train_model(
+            encoder,
+            batch_fn=encoder_batch,
+            optim=hp.encoder_optim(),
+            privacy=None,
+            batches=batches,
+            generator=generator,
+            device=device,
+            total=plan.encoder_steps,
+            progress=progress,
+            on_step=lambda _step: encoder.normalize_(),
+        )
+        return
+    noise_generator = (
+        generator if generator.device == device else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device)
+    )
+    clip = plan.encoder_privacy.clip_norm
+    table, shift = encoder.table.weight, encoder.shift.bias
+    train_model(
+        encoder,
+        batch_fn=encoder_batch,
+        optim=hp.encoder_optim(),
+        privacy=plan.encoder_privacy,
+        batches=batches,
+        generator=noise_generator,
+        device=device,
+        total=plan.encoder_steps,
+        progress=progress,
+        on_step=lambda _step: encoder.normalize_(),
+        clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
+            encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]
+        ),
+    )
+
+
+def _embedding_of(bias: Tensor, plan: DpdgcPlan, hp: DpdgcHparams) -> Callable[[Tensor], Tensor]:
+    """The classifier's x̃_A from an aggregation of the table (post-processing): the encoder's bias added, and
+    with ``standardize_embedding`` divided by DP-Emb's noise std."""
 
     def embedding(aggregated: Tensor) -> Tensor:
-        """The classifier's x̃_A from an aggregation of the table (post-processing)."""
         shifted = aggregated + bias
         return shifted / plan.nap.noise_std if hp.standardize_embedding and plan.nap.noise_std > 0 else shifted
 
-    released = embedding(plan.nap(table, edges, generator=generator))
-    if plan.nap.calls != 1:
-        raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
+    return embedding
+
+
+def _train_classifier(
+    plan: DpdgcPlan,
+    inputs: RunInputs,
+    spec: RunSpec,
+    hp: DpdgcHparams,
+    *,
+    y: Tensor,
+    table: Tensor,
+    released: Tensor,
+    embedding: Callable[[Tensor], Tensor],
+    generator: torch.Generator,
+    device: torch.device,
+) -> RunResult:
+    """M3: the LINKX classifier on (x_u, x̃_A[u]), Poisson batches, evaluated; ``predict`` recomputes X_A
+    noise-free on a given graph (docs/design/methods.md)."""
+    graph, split = inputs.graph, inputs.split
+    num_nodes = graph.num_nodes
     x = graph.x.to(device)
     classifier = LinkxClassifier(
         graph.num_features,
@@ -337,9 +408,7 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     ).to(device)
     bounded = inputs.structure["out-degree"]
 
-    def predict(
-        other, parts=None
-    ) -> Tensor:  # docs/design/methods.md: noise-free X_A of the given graph (parts: its split)
+    def predict(other, parts=None) -> Tensor:  # noise-free X_A of the given graph (parts: its split)
         other_edges = inference_edges(
             other, split=split if parts is None else parts, num_nodes=num_nodes, bounded=bounded
         ).to(device)
@@ -347,7 +416,7 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
         aggregated = nap_aggregate(extended, other_edges, num_nodes=other.num_nodes, row_clip=plan.row_clip)
         return classifier((other.x.to(device), embedding(aggregated)))
 
-    result = fit_node_classifier(
+    return fit_node_classifier(
         classifier,
         inputs_of=lambda nodes: (x[nodes], released[nodes]),
         y=y,
@@ -363,17 +432,4 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
         generator=generator,
         device=device,
         predict=predict,
-    )
-    return dataclasses.replace(
-        result,
-        train_seconds=time.perf_counter() - start,
-        details={
-            **result.details,
-            **plan.noise,
-            "encoder_steps": plan.encoder_steps,
-            "max_degree": plan.max_degree,
-            "row_clip": plan.row_clip,
-            "emb_queries": plan.nap.calls,
-            "ledger_accountant": plan.ledger.accountant,
-        },
     )

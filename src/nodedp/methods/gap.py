@@ -53,9 +53,19 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
         normalization=norm,
         dropout=hp.dropout,
     ).to(device)
-    common = {"plan": plan, "inputs": inputs, "spec": spec, "hp": hp, "generator": generator, "device": device}
     start = time.perf_counter()
-    train_stage(encoder, lambda nodes: x[nodes], stage=0, epochs=hp.encoder_epochs, **common)
+    train_stage(
+        encoder,
+        lambda nodes: x[nodes],
+        plan=plan,
+        stage=0,
+        epochs=hp.encoder_epochs,
+        inputs=inputs,
+        spec=spec,
+        hp=hp,
+        generator=generator,
+        device=device,
+    )
 
     def caches_of(features: Tensor, nap: NAP, edges: Tensor) -> list[Tensor]:
         return hop_caches(encoder.embed(features), nap, edges, hops=hp.hops, generator=generator)
@@ -77,11 +87,16 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
     result = train_stage(
         classifier,
         lambda nodes: tuple(t[nodes] for t in caches),
+        plan=plan,
         stage=1,
         epochs=hp.epochs,
+        inputs=inputs,
+        spec=spec,
+        hp=hp,
+        generator=generator,
+        device=device,
         final=True,
         predict=predict,
-        **common,
     )
     assert result is not None
     return finish(result, plan, started=start)

@@ -63,11 +63,11 @@ def run_gnn(
     graph, split = inputs.graph, inputs.split
     # On a released adjacency (EdgeRand) inference reads that release, not a given graph's raw edges: no predict.
     released = edges is not None
-    edges = graph.edge_index if edges is None else edges(generator)
+    read = graph.edge_index if edges is None else edges(generator)
     if split.setting == "inductive":  # train, val and test nodes each see only their own part
-        edges = remove_cross_split_edges(edges, split)
+        read = remove_cross_split_edges(read, split)
     gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
-    model = GraphReadout(gnn, graph.x, edges).to(device)
+    model = GraphReadout(gnn, graph.x, read).to(device)
     everything = torch.arange(split.train.numel())
     return fit_node_classifier(
         model,

@@ -27,14 +27,13 @@ from nodedp.train import (
 
 
 def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
-    private = isinstance(hp, DpMlpHparams)
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph, split = inputs.graph, inputs.split
     x, y = graph.x.to(device), graph.y.to(device)
     model = MLP(x.size(1), hp.hidden_dim, inputs.num_classes, num_layers=hp.num_layers, dropout=hp.dropout).to(device)
     n = split.train.numel()
-    if private:
+    if isinstance(hp, DpMlpHparams):
         public = PublicInputs.from_run(inputs, spec)
         planned = plan_mlp(public, spec, hp)  # before spending any time on training
         ledger, plan = planned.ledger, planned.parts["dpsgd"]

@@ -130,42 +130,12 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     artifact = inputs.structure["degree"]
     paper = hp.accounting == "paper"
     bounded = artifact["edge_index"]
-    # the paper's D_max (reference mode): the private (bounded) graph's maximum degree, an uncharged read
-    paper_max_degree = (
-        (max(1, int(torch.bincount(bounded[0], minlength=n).max())) if bounded.numel() else 1) if paper else None
-    )
-    # the plan's noise (nodedp.plans.nip_gnn): public but for D_p; its budgets come from step 1's release
-    noise = nip_noise(public, spec, hp, paper_max_degree=paper_max_degree)
+    noise, paper_max_degree = _noise(public, spec, hp, artifact, num_nodes=n)
     max_degree, noise_degree = noise.max_degree, noise.noise_degree
-    if int(artifact["bound"]) != max_degree:
-        raise ValueError(
-            f"max_degree is {max_degree} (the plan's public D_max: the hyperparameter's, else the "
-            f"dataset's) but the degree artifact was bounded to {artifact['bound']}; build it with "
-            f"`bound-degree --kind degree --bound {max_degree}` (the workflow does)"
-        )
-    eps_a, eps_c, s = noise.epsilon_a, noise.epsilon_c, noise.s
+    eps_a = noise.epsilon_a
 
     exact = exact_parts(hp.exact)
-    # 1. Edges (ε_B), then post-processing only (in reference mode, Eq. 12 reads the private degrees).
-    if "edges" in exact:
-        released = bounded
-    elif not hp.resample:  # "w/o D-s": the randomized graph itself, ≈ s·N²/4 edges
-        released = degree_preserving_randomization(bounded, num_nodes=n, s=s, generator=generator)
-    elif paper:
-        private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
-        released = randomize_and_resample_with_probabilities(
-            bounded,
-            paper_sampling_probability(private_degree, num_nodes=n, s=s),
-            num_nodes=n,
-            s=s,
-            generator=generator,
-            device=device,
-        )
-    else:
-        # unbiased but noisy degree estimates, clamped to [0, D_max], where every true (bounded) degree lies
-        released = randomize_and_resample(
-            bounded, num_nodes=n, s=s, max_degree=max_degree, generator=generator, device=device
-        )
+    released = _release_edges(bounded, noise, hp, exact=exact, num_nodes=n, generator=generator, device=device)
     # 2. Budgets from the released graph, scaled to hold on every graph with degrees ≤ D_max (the paper's: unscaled).
     if paper:
         rebounded, budgets = paper_budgets(
@@ -173,7 +143,138 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         )
     else:
         rebounded, budgets = nap_budgets(released, num_nodes=n, max_degree=max_degree, hp=hp, seed=spec.seed)
-    # The plan, complete: every record from public inputs, the budgets and D_p as released and read.
+    planned = _complete_plan(public, spec, hp, noise, budgets, paper_max_degree=paper_max_degree, artifact=artifact)
+    ledger, actual = planned.ledger, planned.parts["actual"]
+    epsilons = eps_a * budgets.weights
+    released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a, max_degree=noise_degree)
+    h0, noisy_y = _release_features_and_labels(
+        inputs, bounded, noise, epsilons=epsilons, exact=exact, generator=generator
+    )
+
+    # 5. ACA over the released graph, then the MLP, trained without further noise (post-processing).
+    features = aca_propagate(
+        h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau, adaptive=hp.aggregation == "aca"
+    )
+    model = MLP(features.size(1), hp.hidden_dim, inputs.num_classes, num_layers=2).to(device)
+    predict = _inference(model, hp, split=split, max_degree=max_degree, bound_seed=int(artifact["seed"]), device=device)
+    num_train = split.train.numel()
+    batches = shuffled_epochs(num_train, batch_size=hp.batch_size, epochs=hp.epochs, generator=generator)
+    result = fit_node_classifier(
+        model,
+        inputs_of=lambda nodes: features[nodes],
+        y=graph.y.to(device),
+        train_labels=noisy_y.to(device),
+        split=split,
+        spec=spec,
+        optim=hp.optim_config(),
+        batches=batches,
+        total=hp.epochs * math.ceil(num_train / hp.batch_size),
+        privacy=None,  # every input is already private: training is post-processing
+        ledger=ledger,
+        generator=generator,
+        device=device,
+        predict=predict,
+    )
+    details = _details(noise, budgets, actual, exact=exact, released=released, released_ratio=released_ratio)
+    return RunResult(
+        val=result.val,
+        test=result.test,
+        ledger=ledger,
+        train_seconds=result.train_seconds,
+        details={**result.details, **details},
+        predict=result.predict,
+    )
+
+
+def _noise(
+    public: PublicInputs, spec: RunSpec, hp: NipHparams, artifact: Any, *, num_nodes: int
+) -> tuple[Any, int | None]:
+    """The plan's noise (``nip_noise``: public but for D_p; its budgets come from step 1's release) and, in
+    reference mode, the paper's D_max = D_p, the private (bounded) graph's maximum degree (an uncharged read);
+    checks that the degree artifact was bounded to the plan's public D_max."""
+    bounded = artifact["edge_index"]
+    paper_max_degree = (
+        (max(1, int(torch.bincount(bounded[0], minlength=num_nodes).max())) if bounded.numel() else 1)
+        if hp.accounting == "paper"
+        else None
+    )
+    noise = nip_noise(public, spec, hp, paper_max_degree=paper_max_degree)
+    max_degree = noise.max_degree
+    if int(artifact["bound"]) != max_degree:
+        raise ValueError(
+            f"max_degree is {max_degree} (the plan's public D_max: the hyperparameter's, else the "
+            f"dataset's) but the degree artifact was bounded to {artifact['bound']}; build it with "
+            f"`bound-degree --kind degree --bound {max_degree}` (the workflow does)"
+        )
+    return noise, paper_max_degree
+
+
+def _release_features_and_labels(
+    inputs: RunInputs, bounded: Tensor, noise: Any, *, epsilons: Tensor, exact: Any, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Steps 3 and 4: NAP (ε_A) on the private bounded graph, Laplace 2·D/ε_u on row u (D the paper's D_p in
+    reference mode), then M-ary randomized response on the labels (ε_C); the ``exact`` parts released as they
+    are."""
+    graph = inputs.graph
+    if "features" in exact:
+        h0 = sum_aggregate(graph.x, bounded)
+    else:
+        h0 = laplace_sum_aggregate(
+            graph.x, bounded, epsilons=epsilons, max_degree=noise.noise_degree, generator=generator
+        )
+    noisy_y = (
+        graph.y
+        if "labels" in exact
+        else randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=noise.epsilon_c, generator=generator)
+    )
+    return h0, noisy_y
+
+
+def _release_edges(
+    bounded: Tensor,
+    noise: Any,
+    hp: NipHparams,
+    *,
+    exact: Any,
+    num_nodes: int,
+    generator: torch.Generator,
+    device: torch.device,
+) -> Tensor:
+    """Step 1, edges (ε_B): the bounded graph randomized with keep parameter s, then resampled (post-processing;
+    in reference mode Eq. 12 reads the private degrees). With ``exact`` "edges", the bounded graph itself."""
+    n, s = num_nodes, noise.s
+    if "edges" in exact:
+        return bounded
+    if not hp.resample:  # "w/o D-s": the randomized graph itself, ≈ s·N²/4 edges
+        return degree_preserving_randomization(bounded, num_nodes=n, s=s, generator=generator)
+    if hp.accounting == "paper":
+        private_degree = torch.bincount(bounded[1], minlength=n).to(torch.float64)
+        return randomize_and_resample_with_probabilities(
+            bounded,
+            paper_sampling_probability(private_degree, num_nodes=n, s=s),
+            num_nodes=n,
+            s=s,
+            generator=generator,
+            device=device,
+        )
+    # unbiased but noisy degree estimates, clamped to [0, D_max], where every true (bounded) degree lies
+    return randomize_and_resample(
+        bounded, num_nodes=n, s=s, max_degree=noise.max_degree, generator=generator, device=device
+    )
+
+
+def _complete_plan(
+    public: PublicInputs,
+    spec: RunSpec,
+    hp: NipHparams,
+    noise: Any,
+    budgets: ScaledBudgets,
+    *,
+    paper_max_degree: int | None,
+    artifact: Any,
+) -> Any:
+    """The plan, complete: every record from public inputs, the budgets and D_p as released and read; checked
+    against the noise step 1 drew and the degree artifact's identity bound."""
     planned = plan_nip_gnn(
         public,
         spec,
@@ -185,7 +286,7 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
             paper_max_degree=paper_max_degree,
         ),
     )
-    ledger, actual = planned.ledger, planned.parts["actual"]
+    ledger = planned.ledger
     if planned.parts["noise"] != noise:
         raise AssertionError("the plan's noise is not the noise step 1 drew")
     if int(artifact.get("identity_bound", -1)) != ledger.degree_bound.identity_bound:
@@ -194,24 +295,13 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
             f"plan's {ledger.degree_bound.identity_bound}; rebuild it with `python -m nodedp "
             "bound-degree` (the workflow's bound_degree rule)"
         )
-    epsilons = eps_a * budgets.weights
-    released_ratio = theorem3_ratio(rebounded, num_nodes=n, epsilons=epsilons, epsilon_a=eps_a, max_degree=noise_degree)
-    # 3. NAP (ε_A) on the private bounded graph, Laplace 2·D/ε_u (D the paper's D_p in reference mode); 4. labels.
-    if "features" in exact:
-        h0 = sum_aggregate(graph.x, bounded)
-    else:
-        h0 = laplace_sum_aggregate(graph.x, bounded, epsilons=epsilons, max_degree=noise_degree, generator=generator)
-    noisy_y = (
-        graph.y
-        if "labels" in exact
-        else randomize_labels(graph.y, num_classes=inputs.num_classes, epsilon=eps_c, generator=generator)
-    )
+    return planned
 
-    features = aca_propagate(
-        h0.to(device), released.to(device), hops=hp.hops, tau=hp.tau, adaptive=hp.aggregation == "aca"
-    )
-    model = MLP(features.size(1), hp.hidden_dim, inputs.num_classes, num_layers=2).to(device)
-    bound_seed = int(artifact["seed"])  # public, as the bound: the bounding's own seed
+
+def _inference(
+    model: torch.nn.Module, hp: NipHparams, *, split: Any, max_degree: int, bound_seed: int, device: torch.device
+) -> Any:
+    """``RunResult.predict``: the trained MLP on ACA features recomputed on a given graph."""
 
     def predict(other: Any, parts: Any = None) -> Tensor:
         """The MLP on ACA features recomputed on ``other`` (docs/design/methods.md, "Inference on another graph"):
@@ -234,27 +324,17 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         )
         return model(inputs)
 
-    num_train = split.train.numel()
-    batches = shuffled_epochs(num_train, batch_size=hp.batch_size, epochs=hp.epochs, generator=generator)
-    result = fit_node_classifier(
-        model,
-        inputs_of=lambda nodes: features[nodes],
-        y=graph.y.to(device),
-        train_labels=noisy_y.to(device),
-        split=split,
-        spec=spec,
-        optim=hp.optim_config(),
-        batches=batches,
-        total=hp.epochs * math.ceil(num_train / hp.batch_size),
-        privacy=None,  # every input is already private: training is post-processing
-        ledger=ledger,
-        generator=generator,
-        device=device,
-        predict=predict,
-    )
-    details = {
-        "epsilon_parts": {"nap": eps_a, "edges": noise.epsilon_b, "labels": eps_c},
-        "keep_parameter_s": s,
+    return predict
+
+
+def _details(
+    noise: Any, budgets: ScaledBudgets, actual: Any, *, exact: Any, released: Tensor, released_ratio: float
+) -> dict[str, Any]:
+    """The run's details, all from released data: the private graph's own ratio (or edge count) would be an
+    unaccounted release; reference runs add D_p (an uncharged read) and the actual ε's parts."""
+    details: dict[str, Any] = {
+        "epsilon_parts": {"nap": noise.epsilon_a, "edges": noise.epsilon_b, "labels": noise.epsilon_c},
+        "keep_parameter_s": noise.s,
         # all from released data: the private graph's own ratio (or edge count) would be an unaccounted release
         "theorem3_ratio_released": released_ratio,
         "worst_case_ratio_before_scaling": budgets.worst_case_ratio_before_scaling,
@@ -266,16 +346,9 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
     if actual is not None:
         details.update(
             {
-                "paper_max_degree": noise_degree,  # D_p, a private statistic: reference runs only (uncharged read)
+                "paper_max_degree": noise.noise_degree,  # D_p, a private statistic: reference runs only
                 "actual_epsilon_parts": {"nap": actual.nap, "edges": actual.edges, "labels": actual.labels},
                 "charged_ratio": actual.charged_ratio,
             }
         )
-    return RunResult(
-        val=result.val,
-        test=result.test,
-        ledger=ledger,
-        train_seconds=result.train_seconds,
-        details={**result.details, **details},
-        predict=result.predict,
-    )
+    return details

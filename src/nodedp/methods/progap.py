@@ -62,9 +62,13 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
         if s > 0:  # the one NAP query of stage s, cached for training and inference
             aggregate(caches, plan.nap, edges)
         stages.append(model.stage(s))
+
+        def features(nodes: Tensor, c: tuple[Tensor, ...] = tuple(caches)) -> tuple[Tensor, ...]:
+            return tuple(t[nodes] for t in c)
+
         result = train_stage(
             stages[s],
-            lambda nodes, c=tuple(caches): tuple(t[nodes] for t in c),
+            features,
             plan=plan,
             stage=s,
             epochs=hp.epochs,

@@ -36,6 +36,7 @@ def nap_sensitivity_of(*, level: str, max_degree: int | None, row_clip: float, u
     """NAP's ℓ2 sensitivity as the plan charges it: √(D + R²) at node level, √2 (undirected) or 1 at edge level.
     The run's ``NAP`` (``nodedp.mechanisms.nap_sensitivity``) must give the same number; it checks."""
     if level == "node":
+        assert max_degree is not None, "node level needs the out-degree bound D"
         return math.sqrt(max_degree + row_clip**2)
     return math.sqrt(2.0) if undirected else 1.0
 
@@ -56,7 +57,7 @@ def plan_aggregation_perturbation(
         max_degree = int(public.degree_bounds(dataclasses.asdict(hp))[OUT_DEGREE])
         # Out-degree sampling keeps every edge of a node within D (``nodedp.data.degree.identity_bound``).
         degree_bound = DegreeBound(kind=OUT_DEGREE, bound=max_degree, identity_bound=max_degree)
-    row_clip = hp.row_clip or (math.sqrt(max_degree) if level == "node" else math.inf)
+    row_clip = hp.row_clip or (math.sqrt(max_degree) if max_degree is not None else math.inf)
     parts: dict[str, Any] = {
         "level": level,
         "row_clip": row_clip,
@@ -70,27 +71,98 @@ def plan_aggregation_perturbation(
     if level == "none":
         return Plan(Ledger.non_private(), parts)
 
-    n = public.num_train
-    stage_steps: tuple[int, ...] = ()
-    q = None
-    if level == "node":
-        if not 1 <= hp.batch_size <= n:
-            raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
-        q = hp.batch_size / n
-        stage_steps = tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
+    q, stage_steps = _stage_schedule(public, hp, level=level, stage_epochs=stage_epochs)
     paper = getattr(hp, "accounting", "suite") == "paper"
     sensitivity = nap_sensitivity_of(level=level, max_degree=max_degree, row_clip=row_clip, undirected=undirected)
+    z, nap_z, claim = _noise(
+        public,
+        spec,
+        hp,
+        level=level,
+        name=name,
+        paper=paper,
+        sampling_rate=q,
+        stage_steps=stage_steps,
+        max_degree=max_degree,
+        sensitivity=sensitivity,
+    )
+    records = [
+        _nap_record(
+            hp,
+            level=level,
+            name=name,
+            paper=paper,
+            nap_z=nap_z,
+            sensitivity=sensitivity,
+            row_clip=row_clip,
+            max_degree=max_degree,
+            undirected=undirected,
+        )
+    ]
+    if q is not None:
+        records += _stage_records(
+            hp,
+            name=name,
+            z=z,
+            sampling_rate=q,
+            num_train=public.num_train,
+            stage_steps=stage_steps,
+            stage_epochs=stage_epochs,
+        )
+    ledger = Ledger(
+        level=level,
+        target_epsilon=spec.target_epsilon,
+        target_delta=spec.target_delta,
+        mechanisms=tuple(records),
+        accountant=spec.accountant,
+        degree_bound=degree_bound,
+        claim=claim,
+    )
+    ledger.check()
+    parts.update(nap_noise_multiplier=nap_z, sampling_rate=q, stage_steps=stage_steps)
+    return Plan(ledger, parts)
+
+
+def _stage_schedule(
+    public: PublicInputs, hp: Any, *, level: str, stage_epochs: Sequence[int]
+) -> tuple[float | None, tuple[int, ...]]:
+    """The DP-SGD stages' Poisson rate q = B/|train| and steps per stage at node level; (None, ()) elsewhere."""
+    if level != "node":
+        return None, ()
+    n = public.num_train
+    if not 1 <= hp.batch_size <= n:
+        raise ValueError(f"batch_size {hp.batch_size} must be in [1, {n}] (training nodes)")
+    q = hp.batch_size / n
+    return q, tuple(max(1, math.ceil(e / q)) for e in stage_epochs)
+
+
+def _noise(
+    public: PublicInputs,
+    spec: RunSpec,
+    hp: Any,
+    *,
+    level: str,
+    name: str,
+    paper: bool,
+    sampling_rate: float | None,
+    stage_steps: tuple[int, ...],
+    max_degree: int | None,
+    sensitivity: float,
+) -> tuple[float, float, Claim | None]:
+    """(z, NAP's noise multiplier at the charged Δ, the papers' claim or None): calibrated to the target by the
+    suite's accountant, or in reference mode the papers' z with NAP drawing std z·√D."""
     claim = None
     if paper:
         if level != "node":
             raise ValueError(f"{name}: the papers' accounting (reference mode) is implemented at node level only")
+        assert sampling_rate is not None and max_degree is not None  # node level
         claim_delta = gap_paper_delta(public.num_nodes)
         noise = gap_paper_noise(
             target_epsilon=spec.target_epsilon,
             delta=claim_delta,
             hops=hp.hops,
             stage_steps=stage_steps,
-            sampling_rate=q,
+            sampling_rate=sampling_rate,
             max_degree=max_degree,
         )
         z = noise.noise_multiplier
@@ -116,12 +188,28 @@ def plan_aggregation_perturbation(
             target_delta=spec.target_delta,
             hops=hp.hops,
             stage_steps=stage_steps,
-            sampling_rate=q,
+            sampling_rate=sampling_rate,
             accountant=spec.accountant,
         )
         nap_z = z
     if not (math.isfinite(nap_z) and nap_z > 0):
         raise ValueError(f"{name}: a {level}-level NAP needs a noise multiplier > 0, got {nap_z!r}")
+    return z, nap_z, claim
+
+
+def _nap_record(
+    hp: Any,
+    *,
+    level: str,
+    name: str,
+    paper: bool,
+    nap_z: float,
+    sensitivity: float,
+    row_clip: float,
+    max_degree: int | None,
+    undirected: bool,
+) -> MechanismRecord:
+    """The K NAP queries' record, with why Δ holds at this level."""
     noise_std = nap_z * sensitivity  # what the run's NAP draws (``NAP.noise_std``)
     if level == "node":
         reason = (
@@ -142,57 +230,56 @@ def plan_aggregation_perturbation(
             f"one aggregated row by ≤ 1 (a unit vector): Δ = {sensitivity:.6g} per query"
         )
         caveat = None
-    records = [
-        MechanismRecord(
-            name=f"nap:{name}",
-            kind="gaussian",
-            touches=("features", "edges") if level == "node" else ("edges",),
-            params={
-                "mechanism": "nap",
-                "level": level,
-                "noise_multiplier": nap_z,
-                "noise_std": noise_std,
-                "queries": hp.hops,
-                "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
-                "max_degree": max_degree,
-                "undirected": undirected,
-            },
-            sensitivity=sensitivity,
-            sensitivity_reason=reason,
-            dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
-            caveat=caveat,
-        )
-    ]
-    for i, steps in enumerate(stage_steps):
-        records.append(
-            dpsgd_record(
-                name=f"dp-sgd:{name}:stage{i}",
-                touches=("features", "labels"),
-                noise_multiplier=z,
-                clip_norm=hp.clip_norm,
-                sampling_rate=q,
-                num_examples=n,
-                batch_size=hp.batch_size,
-                steps=steps,
-                epochs=stage_epochs[i],
-                sensitivity_reason=(
-                    "each training node is one example: its own features, label and cached NAP rows "
-                    "(already private releases); adding or removing it changes the clipped sum by ≤ C"
-                ),
-            )
-        )
-    ledger = Ledger(
-        level=level,
-        target_epsilon=spec.target_epsilon,
-        target_delta=spec.target_delta,
-        mechanisms=tuple(records),
-        accountant=spec.accountant,
-        degree_bound=degree_bound,
-        claim=claim,
+    return MechanismRecord(
+        name=f"nap:{name}",
+        kind="gaussian",
+        touches=("features", "edges") if level == "node" else ("edges",),
+        params={
+            "mechanism": "nap",
+            "level": level,
+            "noise_multiplier": nap_z,
+            "noise_std": noise_std,
+            "queries": hp.hops,
+            "row_clip": row_clip if math.isfinite(row_clip) else None,  # None: rows not clipped
+            "max_degree": max_degree,
+            "undirected": undirected,
+        },
+        sensitivity=sensitivity,
+        sensitivity_reason=reason,
+        dp_event=nap_event(noise_multiplier=nap_z, hops=hp.hops),
+        caveat=caveat,
     )
-    ledger.check()
-    parts.update(nap_noise_multiplier=nap_z, sampling_rate=q, stage_steps=stage_steps)
-    return Plan(ledger, parts)
+
+
+def _stage_records(
+    hp: Any,
+    *,
+    name: str,
+    z: float,
+    sampling_rate: float,
+    num_train: int,
+    stage_steps: tuple[int, ...],
+    stage_epochs: Sequence[int],
+) -> list[MechanismRecord]:
+    """One Poisson-sampled DP-SGD record per node-level stage, all at the shared noise multiplier z."""
+    return [
+        dpsgd_record(
+            name=f"dp-sgd:{name}:stage{i}",
+            touches=("features", "labels"),
+            noise_multiplier=z,
+            clip_norm=hp.clip_norm,
+            sampling_rate=sampling_rate,
+            num_examples=num_train,
+            batch_size=hp.batch_size,
+            steps=steps,
+            epochs=stage_epochs[i],
+            sensitivity_reason=(
+                "each training node is one example: its own features, label and cached NAP rows "
+                "(already private releases); adding or removing it changes the clipped sum by ≤ C"
+            ),
+        )
+        for i, steps in enumerate(stage_steps)
+    ]
 
 
 def plan_gap(public: PublicInputs, spec: RunSpec, hp: Any, *, level: str = "node") -> Plan:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from nodedp.accounting import (
     Claim,
@@ -212,83 +212,20 @@ def plan_dp_gnn(
         raise ValueError(f"batch_size {hp.batch_size} must be in [1, {num_examples}] (training nodes)")
     max_degree = int(public.degree_bounds(dataclasses.asdict(hp))["in-degree"])
     steps = max(1, math.ceil(hp.epochs * num_examples / hp.batch_size))
-    occurrences = max_occurrences(max_degree=max_degree, num_layers=hp.num_layers)
     layerwise = hp.clipping == "layerwise" or hp.accounting == "paper"
     names = layer_names(layer, hp.num_layers) if layerwise else None
-
-    uncharged: tuple[UnchargedRead, ...] = ()
-    layer_clips: dict[str, float] | None = None
-    if hp.clip_percentile > 0:
-        if thresholds is None:
-            raise ValueError(
-                f"clip_percentile {hp.clip_percentile:g}: the clipping thresholds are a percentile of gradient norms "
-                "on the private data (an uncharged read), which no public input gives; the run measures them "
-                "(plan_dp_gnn's `thresholds`)"
-            )
-        if hp.clipping == "layerwise":
-            if not isinstance(thresholds, Mapping) or sorted(thresholds) != sorted(names or ()):
-                raise ValueError(
-                    f"layer-wise thresholds must name the model's layers {list(names or ())}, got {thresholds!r}"
-                )
-            layer_clips = dict(thresholds)
-            clip = _total_clip_norm(layer_clips)
-        else:
-            if isinstance(thresholds, Mapping):
-                raise ValueError(f"flat clipping takes one threshold, got {thresholds!r}")
-            clip = thresholds
-        uncharged = (
-            UnchargedRead(
-                name=f"clip-thresholds:{spec.method}",
-                touches=("features", "labels", "edges"),
-                reason=(
-                    f"{hp.clipping} clipping thresholds are the {hp.clip_percentile:g}th percentile of per-subgraph "
-                    f"gradient norms at initialization on {hp.batch_size} training subgraphs, read without noise "
-                    "(the paper's recipe); the thresholds are not covered by the recorded ε"
-                ),
-            ),
-        )
-    else:
-        if thresholds is not None:
-            raise ValueError("thresholds are the run's only where clip_percentile > 0; here they are clip_norm's")
-        clip = hp.clip_norm
-        # A public choice: C split equally over the L layers (reference mode always clips layer-wise).
-        if names is not None:
-            layer_clips = {name: clip / math.sqrt(len(names)) for name in names}
-            clip = _total_clip_norm(layer_clips)  # = clip_norm up to rounding
-
-    clipped = "each per-subgraph gradient is clipped to C"
-    if layer_clips is not None:
-        clipped = "each layer l of a per-subgraph gradient is clipped to C_l, so the whole gradient to C = √(Σ C_l²)"
+    clip, layer_clips, uncharged = _clip_norms(spec, hp, names, thresholds)
 
     def record_of(z: float) -> MechanismRecord:
-        params = hypergeometric_gaussian_params(
+        return _dpsgd_record(
+            spec,
+            hp,
+            noise_multiplier=z,
+            clip=clip,
+            layer_clips=layer_clips,
             num_examples=num_examples,
             max_degree=max_degree,
-            num_layers=hp.num_layers,
-            batch_size=hp.batch_size,
-            noise_multiplier=z,
-            clip_norm=clip,
             steps=steps,
-        )
-        if layer_clips is not None:
-            params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
-        return MechanismRecord(
-            name=f"dp-sgd:{spec.method}",
-            kind="hypergeometric_gaussian",
-            touches=("features", "labels", "edges"),
-            params=params,
-            sensitivity=2 * clip * occurrences,
-            sensitivity_reason=(
-                f"in-degree bounded to K={max_degree} by sampling edges (Algorithm 1), so one node is in at most "
-                f"N(K,r)={occurrences} of the {num_examples} r={hp.num_layers} training subgraphs (Lemma 1); "
-                f"{clipped}, so a node changes the sum by at most 2·C·ρ, "
-                "ρ ~ Hypergeometric(N, N(K,r), m) of them in a batch (Theorem 1)"
-            ),
-            dp_event=None,
-            caveat=(
-                "as in the paper's proof, neighbouring graphs are compared on the same sampled edge lists: "
-                "re-running Algorithm 1 without a node changes its out-neighbours' keep probabilities K/(2|RE_v|)"
-            ),
         )
 
     # Algorithm 1 is the identity for train in-degrees ≤ ⌊K/2⌋ (``nodedp.data.identity_bound``), the out-degree
@@ -343,6 +280,103 @@ def plan_dp_gnn(
     )
 
 
+def _clip_norms(
+    spec: RunSpec,
+    hp: DpGnnHparams,
+    names: tuple[str, ...] | None,
+    thresholds: Mapping[str, float] | float | None,
+) -> tuple[float, dict[str, float] | None, tuple[UnchargedRead, ...]]:
+    """(C, the per-layer C_l or None for flat clipping, the uncharged read of measured thresholds): the run's
+    ``thresholds`` where ``clip_percentile`` > 0, else ``clip_norm`` (split equally over ``names``, if any)."""
+    uncharged: tuple[UnchargedRead, ...] = ()
+    layer_clips: dict[str, float] | None = None
+    if hp.clip_percentile > 0:
+        if thresholds is None:
+            raise ValueError(
+                f"clip_percentile {hp.clip_percentile:g}: the clipping thresholds are a percentile of gradient norms "
+                "on the private data (an uncharged read), which no public input gives; the run measures them "
+                "(plan_dp_gnn's `thresholds`)"
+            )
+        if hp.clipping == "layerwise":
+            if not isinstance(thresholds, Mapping) or sorted(thresholds) != sorted(names or ()):
+                raise ValueError(
+                    f"layer-wise thresholds must name the model's layers {list(names or ())}, got {thresholds!r}"
+                )
+            layer_clips = dict(thresholds)
+            clip = _total_clip_norm(layer_clips)
+        else:
+            if isinstance(thresholds, Mapping):
+                raise ValueError(f"flat clipping takes one threshold, got {thresholds!r}")
+            clip = thresholds
+        uncharged = (
+            UnchargedRead(
+                name=f"clip-thresholds:{spec.method}",
+                touches=("features", "labels", "edges"),
+                reason=(
+                    f"{hp.clipping} clipping thresholds are the {hp.clip_percentile:g}th percentile of per-subgraph "
+                    f"gradient norms at initialization on {hp.batch_size} training subgraphs, read without noise "
+                    "(the paper's recipe); the thresholds are not covered by the recorded ε"
+                ),
+            ),
+        )
+    else:
+        if thresholds is not None:
+            raise ValueError("thresholds are the run's only where clip_percentile > 0; here they are clip_norm's")
+        clip = hp.clip_norm
+        # A public choice: C split equally over the L layers (reference mode always clips layer-wise).
+        if names is not None:
+            layer_clips = {name: clip / math.sqrt(len(names)) for name in names}
+            clip = _total_clip_norm(layer_clips)  # = clip_norm up to rounding
+    return clip, layer_clips, uncharged
+
+
+def _dpsgd_record(
+    spec: RunSpec,
+    hp: DpGnnHparams,
+    *,
+    noise_multiplier: float,
+    clip: float,
+    layer_clips: dict[str, float] | None,
+    num_examples: int,
+    max_degree: int,
+    steps: int,
+) -> MechanismRecord:
+    """Theorem 1's record of DP-SGD on the r-hop subgraphs at noise multiplier z."""
+    occurrences = max_occurrences(max_degree=max_degree, num_layers=hp.num_layers)
+    clipped = "each per-subgraph gradient is clipped to C"
+    if layer_clips is not None:
+        clipped = "each layer l of a per-subgraph gradient is clipped to C_l, so the whole gradient to C = √(Σ C_l²)"
+    params = hypergeometric_gaussian_params(
+        num_examples=num_examples,
+        max_degree=max_degree,
+        num_layers=hp.num_layers,
+        batch_size=hp.batch_size,
+        noise_multiplier=noise_multiplier,
+        clip_norm=clip,
+        steps=steps,
+    )
+    if layer_clips is not None:
+        params["layer_clip_norms"] = layer_clips  # C = √(Σ C_l²) is params["clip_norm"]
+    return MechanismRecord(
+        name=f"dp-sgd:{spec.method}",
+        kind="hypergeometric_gaussian",
+        touches=("features", "labels", "edges"),
+        params=params,
+        sensitivity=2 * clip * occurrences,
+        sensitivity_reason=(
+            f"in-degree bounded to K={max_degree} by sampling edges (Algorithm 1), so one node is in at most "
+            f"N(K,r)={occurrences} of the {num_examples} r={hp.num_layers} training subgraphs (Lemma 1); "
+            f"{clipped}, so a node changes the sum by at most 2·C·ρ, "
+            "ρ ~ Hypergeometric(N, N(K,r), m) of them in a batch (Theorem 1)"
+        ),
+        dp_event=None,
+        caveat=(
+            "as in the paper's proof, neighbouring graphs are compared on the same sampled edge lists: "
+            "re-running Algorithm 1 without a node changes its out-neighbours' keep probabilities K/(2|RE_v|)"
+        ),
+    )
+
+
 # What a verifier must take from the stated ledger to re-plan a run (none unless clip_percentile > 0): keyword
 # -> reader of a stated ledger (``Ledger.to_dict``).
 def _stated_thresholds(ledger: Mapping[str, Any], *_: Any) -> dict[str, float] | float:
@@ -350,7 +384,8 @@ def _stated_thresholds(ledger: Mapping[str, Any], *_: Any) -> dict[str, float] |
     return stated_thresholds(ledger)
 
 
-plan_dp_gnn.run_supplied = {"thresholds": _stated_thresholds}
+_RUN_SUPPLIED = {"thresholds": _stated_thresholds}
+cast(Any, plan_dp_gnn).run_supplied = _RUN_SUPPLIED
 
 
 def _planner(layer: str):
@@ -361,7 +396,7 @@ def _planner(layer: str):
 
     plan.__name__ = plan.__qualname__ = f"plan_dp_{layer}"
     plan.__doc__ = f"DP-GNN's plan with {layer.upper()} layers (``plan_dp_gnn``)."
-    plan.run_supplied = plan_dp_gnn.run_supplied
+    cast(Any, plan).run_supplied = _RUN_SUPPLIED
     return plan
 
 

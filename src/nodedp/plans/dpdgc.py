@@ -239,82 +239,18 @@ def dpdgc_ledger_plan(*, num_train: int, max_degree: int, spec: RunSpec, hp: Dpd
     noise). ``parts``: "schedule" (``DpdgcSchedule``), "emb_noise_multiplier" (DP-Emb's z) and "noise" (the
     noise figures the run reports)."""
     schedule = dpdgc_schedule(num_train=num_train, max_degree=max_degree, hp=hp)
-    q, encoder_steps, classifier_steps = schedule.sampling_rate, schedule.encoder_steps, schedule.classifier_steps
-    row_clip, n = schedule.row_clip, num_train
+    encoder_steps, row_clip, n = schedule.encoder_steps, schedule.row_clip, num_train
     # out-degree bounding keeps every edge of a node within D (nodedp.data.degree.identity_bound)
     degree_bound = DegreeBound(kind="out-degree", bound=max_degree, identity_bound=max_degree)
-    occurrences = max_degree + 1
-    c = hp.clip_norm
 
     def encoder_record(z: float) -> MechanismRecord:
-        return MechanismRecord(
-            name=f"dp-sgd:{spec.method}:encoder",
-            kind="poisson_occurrence_gaussian",
-            touches=("edges", "labels"),
-            params=poisson_occurrence_gaussian_params(
-                sampling_rate=q,
-                max_rows=max_degree,
-                noise_multiplier=z,
-                clip_norm=c,
-                steps=encoder_steps,
-                occurrence_rule=OWN_PLUS_ROWS,
-            ),
-            sensitivity=2 * c * occurrences,
-            sensitivity_reason=(
-                f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
-                f"removes its own example and changes the rows of its ≤ D = {max_degree} out-neighbours, "
-                f"d = D + 1 = {occurrences} examples each clipped to C, so the gradient sum moves by ≤ 2·C·ρ, "
-                "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
-                "amplification under-counts)"
-            ),
-            dp_event=None,
-            caveat=_SAME_EDGE_LISTS,
-        )
+        return _encoder_record(spec, hp, schedule, max_degree=max_degree, noise_multiplier=z)
 
     def emb_record(z: float) -> MechanismRecord:
-        sensitivity = math.sqrt(max_degree + row_clip**2)
-        return MechanismRecord(
-            name=f"dp-emb:{spec.method}",
-            kind="gaussian",
-            touches=("edges",),
-            params={
-                "mechanism": "nap",
-                "level": "node",
-                "noise_multiplier": z,
-                "noise_std": z * sensitivity,
-                "queries": 1,
-                "row_clip": row_clip,
-                "max_degree": max_degree,
-                "embedding_norm": 1.0,
-            },
-            sensitivity=sensitivity,
-            sensitivity_reason=(
-                f"X_A = clip_R(A Ŵ) with every embedding Ŵ_j of norm ≤ 1 (normalized before the release) and "
-                f"rows clipped to R = {row_clip:g}: removing a node moves its ≤ D = {max_degree} out-neighbours' "
-                f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
-                "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"
-            ),
-            dp_event=nap_event(noise_multiplier=z, hops=1),
-            caveat=_SAME_EDGE_LISTS,
-        )
+        return _emb_record(spec, row_clip=row_clip, max_degree=max_degree, noise_multiplier=z)
 
     def classifier_record(z: float) -> MechanismRecord:
-        return dpsgd_record(
-            name=f"dp-sgd:{spec.method}:classifier",
-            touches=("features", "labels"),
-            noise_multiplier=z,
-            clip_norm=c,
-            sampling_rate=q,
-            num_examples=n,
-            batch_size=hp.batch_size,
-            steps=classifier_steps,
-            epochs=hp.epochs,
-            sensitivity_reason=(
-                "each training node is one example: its own features, label and released "
-                "embedding row (already private); adding or removing it changes the clipped "
-                "sum by ≤ C"
-            ),
-        )
+        return _classifier_record(spec, hp, schedule, num_train=n, noise_multiplier=z)
 
     def ledger_of(*records: MechanismRecord, accountant: str = spec.accountant, claim: Claim | None = None) -> Ledger:
         return Ledger(
@@ -362,3 +298,86 @@ def dpdgc_ledger_plan(*, num_train: int, max_degree: int, spec: RunSpec, hp: Dpd
         ledger = ledger_of(*first, classifier_record(z_c))
     ledger.check()
     return Plan(ledger, {"schedule": schedule, "emb_noise_multiplier": z_e, "noise": noise})
+
+
+def _encoder_record(
+    spec: RunSpec, hp: DpdgcHparams, schedule: DpdgcSchedule, *, max_degree: int, noise_multiplier: float
+) -> MechanismRecord:
+    """M1's record: Poisson DP-Adam on adjacency rows, d = D + 1 occurrences of a node."""
+    occurrences = max_degree + 1
+    c = hp.clip_norm
+    return MechanismRecord(
+        name=f"dp-sgd:{spec.method}:encoder",
+        kind="poisson_occurrence_gaussian",
+        touches=("edges", "labels"),
+        params=poisson_occurrence_gaussian_params(
+            sampling_rate=schedule.sampling_rate,
+            max_rows=max_degree,
+            noise_multiplier=noise_multiplier,
+            clip_norm=c,
+            steps=schedule.encoder_steps,
+            occurrence_rule=OWN_PLUS_ROWS,
+        ),
+        sensitivity=2 * c * occurrences,
+        sensitivity_reason=(
+            f"a training example is a node's adjacency row (its in-neighbours) and label; removing a node "
+            f"removes its own example and changes the rows of its ≤ D = {max_degree} out-neighbours, "
+            f"d = D + 1 = {occurrences} examples each clipped to C, so the gradient sum moves by ≤ 2·C·ρ, "
+            "ρ ~ Binomial(d, γ) of them in a Poisson batch (the public code's 2C√(D+1) with single-record "
+            "amplification under-counts)"
+        ),
+        dp_event=None,
+        caveat=_SAME_EDGE_LISTS,
+    )
+
+
+def _emb_record(spec: RunSpec, *, row_clip: float, max_degree: int, noise_multiplier: float) -> MechanismRecord:
+    """M2's record, DP-Emb: one NAP query on the unit-norm table, Δ = √(D + R²)."""
+    z = noise_multiplier
+    sensitivity = math.sqrt(max_degree + row_clip**2)
+    return MechanismRecord(
+        name=f"dp-emb:{spec.method}",
+        kind="gaussian",
+        touches=("edges",),
+        params={
+            "mechanism": "nap",
+            "level": "node",
+            "noise_multiplier": z,
+            "noise_std": z * sensitivity,
+            "queries": 1,
+            "row_clip": row_clip,
+            "max_degree": max_degree,
+            "embedding_norm": 1.0,
+        },
+        sensitivity=sensitivity,
+        sensitivity_reason=(
+            f"X_A = clip_R(A Ŵ) with every embedding Ŵ_j of norm ≤ 1 (normalized before the release) and "
+            f"rows clipped to R = {row_clip:g}: removing a node moves its ≤ D = {max_degree} out-neighbours' "
+            f"rows by ≤ 1 each and its own row by ≤ R, so Δ = √(D + R²) = {sensitivity:.6g} (the public "
+            "code sizes the noise for embeddings of norm 1e-8 it never enforces, and omits the node's own row)"
+        ),
+        dp_event=nap_event(noise_multiplier=z, hops=1),
+        caveat=_SAME_EDGE_LISTS,
+    )
+
+
+def _classifier_record(
+    spec: RunSpec, hp: DpdgcHparams, schedule: DpdgcSchedule, *, num_train: int, noise_multiplier: float
+) -> MechanismRecord:
+    """M3's record: Poisson DP-Adam, one example per training node (Δ = C)."""
+    return dpsgd_record(
+        name=f"dp-sgd:{spec.method}:classifier",
+        touches=("features", "labels"),
+        noise_multiplier=noise_multiplier,
+        clip_norm=hp.clip_norm,
+        sampling_rate=schedule.sampling_rate,
+        num_examples=num_train,
+        batch_size=hp.batch_size,
+        steps=schedule.classifier_steps,
+        epochs=hp.epochs,
+        sensitivity_reason=(
+            "each training node is one example: its own features, label and released "
+            "embedding row (already private); adding or removing it changes the clipped "
+            "sum by ≤ C"
+        ),
+    )

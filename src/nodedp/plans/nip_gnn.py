@@ -13,12 +13,13 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from nodedp.accounting import (
     Claim,
     DegreeBound,
     Ledger,
+    MechanismRecord,
     UnchargedRead,
     min_keep_parameter,
     nip_aggregation_record,
@@ -208,7 +209,9 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
         if "features" not in exact
         else _uniform_budgets(public.num_nodes, max_degree)
     )
-    claim, uncharged, actual = None, (), None
+    claim: Claim | None = None
+    uncharged: tuple[UnchargedRead, ...] = ()
+    actual = None
     if paper:
         # what ran, costed over every graph with degrees ≤ the enforced bound (given D_p)
         actual = nip_reference_epsilon(
@@ -218,52 +221,14 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
             enforced_bound=max_degree,
             largest_budget_weights=budgets.largest_budget_weights,
         )
-        records = (
-            nip_edge_record(
-                epsilon_b=actual.edges, s=noise.s, max_degree=max_degree, method=spec.method, caveat=_BOUND_CAVEAT
-            ),
-            nip_aggregation_record(
-                epsilon_a=actual.epsilon_a_at_bound,
-                max_degree=max_degree,
-                budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
-                largest_budget_weights=budgets.largest_budget_weights,
-                worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                budget_scale=budgets.budget_scale,
-                method=spec.method,
-                caveat=_BOUND_CAVEAT,
-                reference=True,
-            ),
-        )
+        records = _reference_records(spec, hp, noise, budgets, actual)
         claim = Claim(epsilon=spec.target_epsilon, delta=0.0, rule=_REFERENCE_RULE, source=_REFERENCE_SOURCE)
         uncharged = reference_reads(spec.method, resample=hp.resample)
     else:
-        records = (
-            nip_edge_record(
-                epsilon_b=eps_b, s=noise.s, max_degree=max_degree, method=spec.method, caveat=_BOUND_CAVEAT
-            ),
-            nip_aggregation_record(
-                epsilon_a=eps_a,
-                max_degree=max_degree,
-                budget_scheme=hp.budgets,
-                largest_budget_weights=budgets.largest_budget_weights,
-                worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-                budget_scale=budgets.budget_scale,
-                method=spec.method,
-                caveat=_BOUND_CAVEAT,
-            ),
-        )
+        records = _suite_records(spec, hp, noise, budgets)
     records = (*records, nip_label_record(epsilon_c=eps_c, num_classes=public.num_classes, method=spec.method))
     if exact:  # diagnosis: the parts released exactly spend nothing and are read uncharged
-        parts = dict(zip(("edges", "features", "labels"), records, strict=True))  # the order built above
-        records = tuple(record for part, record in parts.items() if part not in exact)
-        uncharged = tuple(
-            UnchargedRead(
-                name=f"exact-{part}:{spec.method}",
-                touches=(part,),
-                reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}",
-            )
-            for part in exact
-        )
+        records, uncharged = _drop_exact_parts(records, exact, method=spec.method)
     ledger = Ledger(
         level="node",
         target_epsilon=spec.target_epsilon,
@@ -284,6 +249,65 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
     if not math.isclose(ledger.composed()[0], expected, rel_tol=1e-12):
         raise AssertionError("NIP-GNN's parts must add up to the target ε (reference mode: the actual ε) exactly")
     return Plan(ledger, {"noise": noise, "actual": actual, "exact": exact})
+
+
+def _suite_records(spec: RunSpec, hp: NipHparams, noise: Any, budgets: Any) -> tuple[MechanismRecord, ...]:
+    """The edge release's and NAP's records at ε_B and ε_A of the target."""
+    return (
+        nip_edge_record(
+            epsilon_b=noise.epsilon_b, s=noise.s, max_degree=noise.max_degree, method=spec.method, caveat=_BOUND_CAVEAT
+        ),
+        nip_aggregation_record(
+            epsilon_a=noise.epsilon_a,
+            max_degree=noise.max_degree,
+            budget_scheme=hp.budgets,
+            largest_budget_weights=budgets.largest_budget_weights,
+            worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+            budget_scale=budgets.budget_scale,
+            method=spec.method,
+            caveat=_BOUND_CAVEAT,
+        ),
+    )
+
+
+def _reference_records(
+    spec: RunSpec, hp: NipHparams, noise: Any, budgets: Any, actual: Any
+) -> tuple[MechanismRecord, ...]:
+    """Reference mode: the edge release's and NAP's records at what the paper's noise spends at the enforced bound."""
+    return (
+        nip_edge_record(
+            epsilon_b=actual.edges, s=noise.s, max_degree=noise.max_degree, method=spec.method, caveat=_BOUND_CAVEAT
+        ),
+        nip_aggregation_record(
+            epsilon_a=actual.epsilon_a_at_bound,
+            max_degree=noise.max_degree,
+            budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
+            largest_budget_weights=budgets.largest_budget_weights,
+            worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
+            budget_scale=budgets.budget_scale,
+            method=spec.method,
+            caveat=_BOUND_CAVEAT,
+            reference=True,
+        ),
+    )
+
+
+def _drop_exact_parts(
+    records: tuple[MechanismRecord, ...], exact: Any, *, method: str
+) -> tuple[tuple[MechanismRecord, ...], tuple[UnchargedRead, ...]]:
+    """Diagnosis: the records of the parts not in ``exact`` (edges, features, labels: the order built), and an
+    uncharged read for each part released exactly."""
+    parts = dict(zip(("edges", "features", "labels"), records, strict=True))  # the order built above
+    kept = tuple(record for part, record in parts.items() if part not in exact)
+    uncharged = tuple(
+        UnchargedRead(
+            name=f"exact-{part}:{method}",
+            touches=(part,),
+            reason=f"diagnosis run (`exact`): {EXACT_PARTS[part]}",
+        )
+        for part in exact
+    )
+    return kept, uncharged
 
 
 def released_inputs(
@@ -309,4 +333,4 @@ def released_inputs(
 
 
 # What a verifier reads off a stated ledger and passes back (nodedp.verify): name -> reader(ledger, public, spec, hp).
-plan_nip_gnn.run_supplied = {"released": released_inputs}
+cast(Any, plan_nip_gnn).run_supplied = {"released": released_inputs}
