@@ -235,27 +235,30 @@ def test_a_config_without_the_declaration_withdraws_it(tmp_path):
         get_dataset("mine")
 
 
-def test_a_job_finds_the_declaration_in_its_environment(tmp_path):
+def test_a_job_finds_the_declaration_in_its_environment_and_a_command_by_hand_in_the_built_graph(tmp_path):
     """What a workflow job does: a fresh process with the exported declarations, no config, reads the dataset's
-    bounds and protocol and builds its graph."""
+    bounds and protocol and builds its graph; then a command run by hand in the workspace, without them, finds the
+    declaration its graph's meta.json records."""
     path = write_npz(tmp_path / "mine.npz")
-    check_config(
-        grid({"mine": declaration(path, split={"kind": "random", "train": 0.5, "val": 0.25, "test": 0.25})}, ["mine"])
-    )
+    split = {"kind": "random", "train": 0.5, "val": 0.25, "test": 0.25}
+    check_config(grid({"mine": declaration(path, split=split)}, ["mine"]))
     script = (
         "import sys; from nodedp.data import build_dataset, get_dataset, make_split\n"
         "info = get_dataset('mine'); print(info.kind, info.in_degree_bound, info.out_degree_bound)\n"
-        "build_dataset('mine', sys.argv[1]); s = make_split(sys.argv[1], seed=0)\n"
-        "print(s.train.numel(), s.val.numel(), s.test.numel())\n"
+        "if sys.argv[1] == 'build': build_dataset('mine', 'resources/graphs/mine')\n"
+        "s = make_split('resources/graphs/mine', seed=0); print(s.train.numel(), s.val.numel(), s.test.numel())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "graphs/mine")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ),
-    ).stdout.split()
-    assert out == ["file", "5", "8", "20", "10", "10"]
+
+    def run(*args: str, env: dict) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", script, *args], cwd=tmp_path, capture_output=True, text=True, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    assert run("build", env=dict(os.environ)) == ["file", "5", "8", "20", "10", "10"]
+    by_hand = {k: v for k, v in os.environ.items() if k != ENV}
+    assert run("read", env=by_hand) == ["file", "5", "8", "20", "10", "10"]
 
 
 def test_a_file_broken_after_the_check_leaves_no_graph(tmp_path):

@@ -156,7 +156,7 @@ def graph_raw_option(wildcards):
 
 
 # A dataset declared in the config (`datasets:`) is built from its file(s), and rebuilt when they or its
-# declaration (format, direction, split) change; for every other dataset both are empty (nodedp.data.user).
+# declaration (format, direction, split, degree bounds) change; for any other dataset both are empty (nodedp.data.user).
 def declared_graph_files(wildcards):
     from nodedp.data.user import declared_files
 

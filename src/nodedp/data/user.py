@@ -42,6 +42,7 @@ __all__ = [
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")  # as the config schema's dataset names
 ENV = "NODEDP_DATASETS"  # the declarations (JSON), for the jobs the workflow starts
+GRAPHS_DIR = Path("resources/graphs")  # where the workflow builds graphs, relative to its workspace
 FORMATS = ("npz", "csv")
 KEYS = ("path", "format", "directed", "split", "in_degree_bound", "out_degree_bound", "description")
 REQUIRED = ("path", "format", "in_degree_bound", "out_degree_bound")
@@ -84,12 +85,15 @@ class UserDataset:
         return f"file:{self.name}"
 
     def graph_params(self) -> dict[str, Any]:
-        """What the graph stage's output depends on (not the degree bounds: they name their own artifacts)."""
+        """The declaration as the graph's ``meta.json`` records it (its public metadata, degree bounds included),
+        and what the graph is rebuilt on."""
         return {
             "path": self.path,
             "format": self.format,
             "directed": self.directed,
             "split": dict(self.split),
+            "in_degree_bound": self.in_degree_bound,
+            "out_degree_bound": self.out_degree_bound,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -589,9 +593,28 @@ def _declared_in_environment() -> dict[str, UserDataset]:
         raise DeclarationError(f"${ENV}: not the declarations nodedp exports ({error})") from None
 
 
+def _declared_in_workspace(name: str) -> UserDataset | None:
+    """A declared dataset's graph built in this workspace (the working directory): its ``meta.json`` records the
+    declaration, for a command run by hand (``python -m nodedp verify``) without the config's environment."""
+    from nodedp.io import read_json
+
+    meta_path = GRAPHS_DIR / name / "meta.json"
+    if not NAME.fullmatch(name) or not meta_path.is_file():
+        return None
+    try:
+        source = read_json(meta_path)["source"]
+        if source.get("kind") != "file":
+            return None
+        dataset = parse_declaration(name, {k: source[k] for k in KEYS if k in source})
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DeclarationError(f"{meta_path}: not a declared dataset's meta.json ({error})") from None
+    return dataset
+
+
 def _resolve_dataset(name: str) -> bool:
-    """The registry's fallback for an unknown id: a declaration exported by the process that read the config."""
-    dataset = _declared_in_environment().get(name)
+    """The registry's fallback for an unknown id: a declaration exported by the process that read the config, else
+    one recorded by the graph built in this workspace."""
+    dataset = _declared_in_environment().get(name) or _declared_in_workspace(name)
     if dataset is None:
         return False
     _register(dataset)
@@ -599,11 +622,7 @@ def _resolve_dataset(name: str) -> bool:
 
 
 def _resolve_protocol(name: str) -> bool:
-    for dataset in _declared_in_environment().values():
-        if dataset.protocol == name:
-            _register(dataset)
-            return True
-    return False
+    return name.startswith("file:") and _resolve_dataset(name.removeprefix("file:"))
 
 
 add_dataset_resolver(_resolve_dataset)
