@@ -286,3 +286,51 @@ def test_the_registrys_npz_datasets_still_binarize_their_features(tmp_path):
     )
     raw = get_dataset("cora-ml").reader(tmp_path)
     assert raw.data.x.tolist() == [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+
+
+def write_graph2gauss(path: Path, *, labels: np.ndarray | None = None) -> None:
+    """The graph2gauss / gnn-benchmark layout: CSR adjacency and features, Gaussian feature values."""
+    import scipy.sparse as sp
+
+    arrays = graph_arrays(2)
+    adjacency = sp.csr_matrix((np.ones(120), tuple(arrays["edge_index"])), shape=(NUM_NODES, NUM_NODES))
+    features = sp.csr_matrix(np.where(np.abs(arrays["x"]) > 1, arrays["x"], 0))
+    np.savez(
+        path,
+        **{f"adj_{k}": getattr(adjacency, k) for k in ("data", "indices", "indptr", "shape")},
+        **{f"attr_{k}": getattr(features, k) for k in ("data", "indices", "indptr", "shape")},
+        labels=arrays["y"] if labels is None else labels,
+        class_names=np.array(["a", "b", "c"]),  # metadata the layout carries: not read
+    )
+
+
+def test_a_graph2gauss_npz_is_read_as_read_npz_graph_reads_it_without_binarizing(tmp_path):
+    from nodedp.data.formats import read_npz_graph
+
+    path = tmp_path / "g2g.npz"
+    write_graph2gauss(path)
+    check_config(grid({"g2g": declaration(path, directed=True)}, ["g2g"]))
+    build_dataset("g2g", tmp_path / "graphs/g2g")
+    graph, raw = load_graph(tmp_path / "graphs/g2g"), read_npz_graph(path).data
+    assert torch.equal(graph.x, raw.x) and not set(graph.x.unique().tolist()) <= {0.0, 1.0}
+    assert torch.equal(graph.y, raw.y)
+    loops = raw.edge_index[0] == raw.edge_index[1]
+    assert torch.equal(graph.edge_index, raw.edge_index[:, ~loops])  # directed: as read, self-loops removed
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"adj_indptr": np.arange(NUM_NODES)}, "adj_indptr is not a CSR row pointer for 40 rows"),
+        ({"labels": np.eye(NUM_NODES, 3)}, "one-hot labels must have exactly one class per node"),
+        ({"adj_shape": np.array([NUM_NODES, NUM_NODES + 1])}, "adjacency must be square"),
+    ],
+)
+def test_a_bad_graph2gauss_npz_is_refused_naming_the_file(tmp_path, edit, message):
+    path = tmp_path / "g2g.npz"
+    write_graph2gauss(path)
+    arrays = {**dict(np.load(path)), **edit}
+    np.savez(path, **arrays)
+    with pytest.raises(ConfigError, match=f"^datasets.g2g: {path}") as caught:
+        check_config(grid({"g2g": declaration(path)}, ["g2g"]))
+    assert message in str(caught.value)

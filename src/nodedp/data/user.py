@@ -53,6 +53,11 @@ PARTS = ("train", "val", "test")
 DEFAULT_FRACTIONS = {"train": 0.75, "val": 0.10, "test": 0.15}
 NPZ_KEYS = ("edge_index", "x", "y")
 NPZ_MASKS = tuple(f"{part}_mask" for part in PARTS)
+CSR_KEYS = (
+    *(f"{prefix}_{part}" for prefix in ("adj", "attr", "labels") for part in ("data", "indices", "indptr", "shape")),
+    "attr_matrix",
+    "labels",
+)
 CSV_EDGES = "edges.csv"
 CSV_FEATURES = ("features.npy", "features.csv")
 CSV_LABELS = ("labels.npy", "labels.csv")
@@ -351,23 +356,31 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
     try:
         with np.load(path, allow_pickle=False) as archive:
             present = sorted(archive.files)
-            unknown = sorted(set(present) - {*NPZ_KEYS, *NPZ_MASKS})
-            missing = [key for key in NPZ_KEYS if key not in present]
-            if missing or unknown:
-                _fail(
-                    path,
-                    f"wrong keys: missing {missing}, unexpected {unknown}; a graph .npz holds edge_index [2, E], "
-                    f"x [N, F], y [N] and optionally train_mask, val_mask, test_mask [N] (keys present: {present})",
-                )
-            arrays = {key: archive[key] for key in present}
+            if "adj_indptr" in present:  # graph2gauss / gnn-benchmark: read only its arrays (others may be pickles)
+                arrays = {key: archive[key] for key in present if key in (*CSR_KEYS, *NPZ_MASKS)}
+            else:
+                unknown = sorted(set(present) - {*NPZ_KEYS, *NPZ_MASKS})
+                missing = [key for key in NPZ_KEYS if key not in present]
+                if missing or unknown:
+                    _fail(
+                        path,
+                        f"wrong keys: missing {missing}, unexpected {unknown}; a graph .npz holds edge_index [2, E], "
+                        f"x [N, F], y [N] and optionally train_mask, val_mask, test_mask [N], or the graph2gauss "
+                        f"arrays adj_*, attr_* or attr_matrix, labels (keys present: {present})",
+                    )
+                arrays = {key: archive[key] for key in present}
     except DatasetFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         _fail(path, f"cannot be decoded as .npz ({type(error).__name__}: {error})")
-    y = _labels(arrays["y"], f"{path} (y)")
-    num_nodes = y.size
-    x = _features(arrays["x"], f"{path} (x)", num_nodes)
-    edges = _edges(arrays["edge_index"], f"{path} (edge_index)", num_nodes, rows=False)
+    if "adj_indptr" in arrays:
+        x, y, edges = _graph2gauss(arrays, path, present)
+        num_nodes = y.size
+    else:
+        y = _labels(arrays["y"], f"{path} (y)")
+        num_nodes = y.size
+        x = _features(arrays["x"], f"{path} (x)", num_nodes)
+        edges = _edges(arrays["edge_index"], f"{path} (edge_index)", num_nodes, rows=False)
     masks = None
     if read_split:
         absent = [key for key in NPZ_MASKS if key not in arrays]
@@ -375,6 +388,73 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
             _fail(path, f"split: file needs the masks {list(NPZ_MASKS)}; missing {absent}")
         masks = _masks({part: arrays[f"{part}_mask"] for part in PARTS}, path, num_nodes)
     return UserArrays(x=x, y=y, edges=edges, masks=masks, files=(path,))
+
+
+def _csr_parts(
+    arrays: Mapping[str, np.ndarray], path: Path, present: list[str], prefix: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """(row, column, value) of every stored entry of the CSR matrix ``{prefix}_data/_indices/_indptr/_shape``,
+    and its shape; checked as scipy's full check would, without scipy."""
+    import numpy as np
+
+    keys = [f"{prefix}_{part}" for part in ("data", "indices", "indptr", "shape")]
+    missing = [key for key in keys if key not in arrays]
+    if missing:
+        _fail(path, f"missing key(s) {missing} of the CSR matrix {prefix!r}; keys present: {present}")
+    data, indices, indptr, shape = (np.asarray(arrays[key]) for key in keys)
+    if shape.shape != (2,):
+        _fail(path, f"{prefix}_shape must hold two numbers, got {shape.tolist()}")
+    rows, cols = (int(v) for v in _integers(shape, path, f"{prefix}_shape"))
+    indptr = _integers(indptr.ravel(), path, f"{prefix}_indptr")
+    indices = _integers(indices.ravel(), path, f"{prefix}_indices")
+    if indptr.size != rows + 1 or indptr[0] != 0 or bool((np.diff(indptr) < 0).any()):
+        _fail(path, f"{prefix}_indptr is not a CSR row pointer for {rows} rows")
+    if int(indptr[-1]) != indices.size or data.size != indices.size:
+        _fail(path, f"{prefix}: {indices.size} indices and {data.size} values for {int(indptr[-1])} entries")
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= cols):
+        _fail(path, f"{prefix}_indices out of range for {cols} columns")
+    return np.repeat(np.arange(rows), np.diff(indptr)), indices, data.ravel(), (rows, cols)
+
+
+def _graph2gauss(
+    arrays: Mapping[str, np.ndarray], path: Path, present: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, labels and edges of a graph2gauss / gnn-benchmark npz (as ``formats.read_npz_graph`` reads it,
+    features kept as stored): the adjacency's nonzeros are the edges, direction kept."""
+    import numpy as np
+
+    row, col, value, (num_nodes, width) = _csr_parts(arrays, path, present, "adj")
+    if num_nodes != width:
+        _fail(path, f"adjacency must be square, got shape {[num_nodes, width]}")
+    edges = np.stack([row[value != 0], col[value != 0]])
+    if "attr_indptr" in arrays:
+        r, c, v, shape = _csr_parts(arrays, path, present, "attr")
+        features = np.zeros(shape, dtype=np.float64)
+        np.add.at(features, (r, c), v)
+    elif "attr_matrix" in arrays:
+        features = np.asarray(arrays["attr_matrix"])
+    else:
+        _fail(path, f"missing features: attr_data/attr_indices/attr_indptr/attr_shape or attr_matrix; keys {present}")
+    if "labels" in arrays and np.asarray(arrays["labels"]).ndim == 1:
+        labels = np.asarray(arrays["labels"])
+    elif "labels" in arrays or "labels_indptr" in arrays:
+        if "labels" in arrays:
+            one_hot = np.asarray(arrays["labels"])
+        else:
+            r, c, v, shape = _csr_parts(arrays, path, present, "labels")
+            one_hot = np.zeros(shape)
+            one_hot[r[v != 0], c[v != 0]] = 1
+        if one_hot.ndim != 2 or bool(((one_hot != 0).sum(axis=1) != 1).any()):
+            _fail(path, "one-hot labels must have exactly one class per node (unlabeled or multi-label rows found)")
+        labels = np.argmax(one_hot != 0, axis=1)
+    else:
+        _fail(
+            path, f"missing labels: 'labels' or labels_data/labels_indices/labels_indptr/labels_shape; keys {present}"
+        )
+    y = _labels(labels, f"{path} (labels)")
+    if y.size != num_nodes:
+        _fail(path, f"the adjacency has {num_nodes} nodes but there are {y.size} labels")
+    return _features(features, f"{path} (features)", num_nodes), y, _edges(edges, path, num_nodes, rows=False)
 
 
 def _read_folder(folder: Path, *, read_split: bool) -> UserArrays:
