@@ -2,8 +2,9 @@
 
 ``declare_datasets`` checks each declaration and its file(s) (numpy only, no torch) and registers it as a
 ``DatasetInfo`` of kind ``"file"`` with its own protocol (``file:<name>``); the jobs the workflow starts find the
-declarations in the environment (``NODEDP_DATASETS``). ``read_user_graph`` decodes the files for the graph
-stage. Formats, keys and checks: docs/datasets.md; design: docs/design/data.md.
+declarations in the environment (``NODEDP_DATASETS``), a command run by hand in the workspace in the built
+graph's ``meta.json``. ``read_user_graph`` decodes the files for the graph stage. Formats, keys and checks:
+docs/datasets.md; design: docs/design/data.md.
 """
 
 from __future__ import annotations
