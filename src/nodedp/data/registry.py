@@ -118,7 +118,7 @@ class DatasetInfo:
 _REGISTRY: dict[str, DatasetInfo] = {}
 DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(_REGISTRY)
 # Called with an unknown id before get_dataset gives up; True: it registered the id (nodedp.data.user's, which
-# finds the datasets a config declared in the environment its jobs inherit).
+# finds a dataset a config declared in the environment its jobs inherit, or in the meta.json of its built graph).
 _RESOLVERS: list[Callable[[str], bool]] = []
 
 
