@@ -16,7 +16,9 @@ from nodedp.train import trainable_layer_names
 
 
 def test_only_the_table_and_its_shift_train_and_the_head_is_a_seeded_scaled_orthogonal_map():
-    make = lambda: AdjacencyEncoder(30, 3, hidden_dim=8, row_clip=2.0, generator=torch.Generator().manual_seed(5))
+    def make():
+        return AdjacencyEncoder(30, 3, hidden_dim=8, row_clip=2.0, generator=torch.Generator().manual_seed(5))
+
     encoder = make()
     assert trainable_layer_names(encoder) == ["table", "shift"]
     head = encoder.head.weight
