@@ -1,15 +1,11 @@
 """Cluster requests sized from the graph: memory and runtime of a job from its datasets' published sizes.
 
-Planning knows each dataset's size from the registry (``DatasetInfo.size``: nodes, undirected edges,
-features), so a cell on ogbn-products asks for what it needs on its first attempt instead of failing
-twice on the defaults. The model per method family is what ``benchmarks/scaling.py`` measures
-(docs/scaling.md): a process floor plus a multiple of the graph's in-memory size, and seconds per
-edge for the structure stage, one training epoch and evaluation (NIP-GNN's structure also per node
-pair: it randomizes all N(N−1)/2 of them). Estimates are multiplied by a margin, never go below the
-configured floors, and a dataset of unknown size gets the floors. Retries grow from the estimate.
-Torch-free: the workflow imports it while planning.
+Planning knows each dataset's size from the registry (``DatasetInfo.size``), so a cell on ogbn-products asks for
+what it needs on its first attempt. The model per method family is what ``benchmarks/scaling.py`` measures
+(docs/scaling.md): a process floor plus a multiple of the graph's in-memory size, and seconds per edge (NIP-GNN's
+structure also per node pair). Estimates are multiplied by a margin, never go below the configured floors, and a
+dataset of unknown size gets the floors; retries grow from the estimate. Torch-free: the workflow imports it.
 """
-
 from __future__ import annotations
 
 import math

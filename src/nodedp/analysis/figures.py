@@ -1,16 +1,12 @@
 """Figures from a bootstrap summary: accuracy vs ε, the privacy–utility frontier, and hyperparameter sweeps.
 
-Every plot function writes a PNG (and a PDF where asked) and returns the figure's caption: the confidence
-level and resamples of its intervals, the seeds per cell (min–max where cells differ; below 5 seeds, that the
-interval is little more than their range) and what each mark drawn means, so a report can print it under the
-figure. A method is drawn in one colour and marker in every figure and study (``method_style``). The marks are the
-tables' (``nodedp.analysis.tables``): hollow points for guarantees weaker than unconditional node-level DP (‡),
-† beside a point whose runs read private data without charge, ¶ with squares and a dotted line for reference mode
-(``<method>@paper``), drawn at the ε its noise actually spends. The pure helpers (``method_style``,
-``dodge_offsets``, ``published_points``, ``pareto_frontier``, ``budget_epsilon``, ``frontier_cells``,
-``sweep_cells``, ``figure_interval_text``) compute what is drawn, so it can be checked without a picture.
+Every plot function writes a PNG (and a PDF where asked) and returns the figure's caption (the intervals' confidence
+and resamples, the seeds per cell, what each mark means). A method has one colour and marker in every figure
+(``method_style``); the marks are the tables' (‡ hollow, † uncharged reads, ¶ reference mode at its actual ε).
+The pure helpers (``method_style``, ``dodge_offsets``, ``published_points``, ``pareto_frontier``,
+``budget_epsilon``, ``frontier_cells``, ``sweep_cells``, ``figure_interval_text``) compute what is drawn, so it can
+be checked without a picture.
 """
-
 from __future__ import annotations
 
 import hashlib
