@@ -215,7 +215,7 @@ def test_a_method_keeps_its_colour_and_marker_in_every_figure_and_study(tmp_path
     plot_accuracy_vs_epsilon(other, tmp_path / "b.png")
     plot_frontier(other, tmp_path / "c.png")
     first, second, frontier = (drawn_colours(fig) for fig in saved)
-    # Where a method sits in the sorted list of a figure's methods no longer picks its colour.
+    # A method's colour does not depend on where it sits in the sorted list of a figure's methods.
     for method in ("dp-mlp", "dpdgc-fast"):
         assert first[method] == second[method] == frontier[method] == method_style(method).colour
     assert len({second[m] for m in ("dp-gcn", "dp-mlp", "progap", "nip-gnn", "dpdgc-fast")}) == 5

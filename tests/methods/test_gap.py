@@ -153,7 +153,7 @@ def test_gap_caches_every_hop_row_normalized_after_its_noise(tiny_inputs):
     raw = NAP(level="node", row_clip=2.0, noise_multiplier=5.0, max_degree=D)(
         x0, graph.edge_index, generator=make_generator(0)
     )
-    assert raw.norm(dim=-1).mean() > 5  # what the classifier saw before: noise of std 5·√(D + R²) per entry
+    assert raw.norm(dim=-1).mean() > 5  # without normalisation after the NAP: noise of std 5·√(D + R²) per entry
 
 
 # --- reference mode (`gap@paper`, `progap@paper`): the papers' noise, the actual ε -------------------------------
