@@ -1,31 +1,10 @@
 """Checks on config.yaml beyond its JSON schema, and method variants; shared by the workflow and the CLI.
 
-A method name's *block* is its hyperparameters as configured: the suite's tuned
-block for the name (``TUNED``, the packaged ``nodedp/methods/tuned.yaml``) with
-the grid's ``methods:`` entry for it on top, key by key; a key set in neither
-takes the method's default. So a grid that names a method without an entry
-trains with the suite's tuned settings, wherever the grid file comes from.
-
-A *variant* is a named configuration of a registered method: a block with a
-``base:`` key, e.g. ``dp-gcn-2hop: {base: dp-gcn, num_layers: 2}`` (the suite
-ships several; a grid may add its own). Its hyperparameters are the base
-method's block with the variant's keys on top; its runs live under its own
-name, so a study can hold the same method in several settings (the paper's 1-
-and 2-layer DP-GCN).
-
-A *reference* name is a method or variant name with the suffix ``@paper``
-(``dpar-em0@paper``): the same hyperparameters, with the noise sized by the
-paper's own accounting (``accounting: paper``) and its claimed and actual ε in
-the ledger. An entry ``methods: {dpar-em0@paper: {...}}`` may add the paper's
-own hyperparameters on top. ``accounting`` is set by the name only.
-
-Checks, in the order the workflow runs them before any job: ``read_config``
-(YAML syntax, with the file and line), ``check_schema`` (the JSON schema, one
-line naming the field), ``check_config`` (method hyperparameters, and what a
-dataset's public metadata decides: δ below 1/N, batch sizes within the
-training set). A dataset that the same run downloads and builds has no public
-size before it: each of its split jobs runs the size checks
-(``check_size_limits``) on the split it cuts, before any training job reads it.
+A method name's *block* is the suite's tuned block (``TUNED``) with the grid's ``methods:`` entry on top; a
+*variant* is a block with a ``base:`` key (``dp-gcn-2hop: {base: dp-gcn, num_layers: 2}``); a *reference* name
+ends in ``@paper`` (the paper's own accounting sizes the noise). Checks, in the order the workflow runs them:
+``read_config`` (YAML, with file and line), ``check_schema`` (one line naming the field), ``check_config``
+(hyperparameters, δ < 1/N, batch sizes against public sizes). Details: docs/design/config.md.
 """
 
 from __future__ import annotations
@@ -436,7 +415,7 @@ def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
         info = get_method(resolve_method(config, name)[0])
         return info.private and info.level == "node"
 
-    plan = {
+    plan: dict[str, Any] = {
         "datasets": list(audit.get("datasets") or spec["datasets"]),
         "methods": list(audit.get("methods") or [m for m in spec["methods"] if node_private(m)]),
         "epsilons": list(audit.get("epsilons") or spec["epsilons"]),
