@@ -274,7 +274,7 @@ def school_like_graph() -> Data:
     y = [0] * 120 + [1] * 100 + [2] * 99 + [-1] * 5 + [0]
     num_nodes = len(y)
     ring = [(i, (i + 1) % (num_nodes - 1)) for i in range(num_nodes - 1)]  # the last node is isolated
-    edges = ring + [(0, 1), (7, 7), (200, 0)]  # one duplicate, one self-loop, one chord
+    edges = [*ring, (0, 1), (7, 7), (200, 0)]  # one duplicate, one self-loop, one chord
     return graph(edges, y)
 
 
