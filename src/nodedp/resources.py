@@ -6,6 +6,7 @@ what it needs on its first attempt. The model per method family is what ``benchm
 structure also per node pair). Estimates are multiplied by a margin, never go below the configured floors, and a
 dataset of unknown size gets the floors; retries grow from the estimate. Torch-free: the workflow imports it.
 """
+
 from __future__ import annotations
 
 import math

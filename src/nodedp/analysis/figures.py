@@ -7,6 +7,7 @@ The pure helpers (``method_style``, ``dodge_offsets``, ``published_points``, ``p
 ``budget_epsilon``, ``frontier_cells``, ``sweep_cells``, ``figure_interval_text``) compute what is drawn, so it can
 be checked without a picture.
 """
+
 from __future__ import annotations
 
 import hashlib
