@@ -976,7 +976,7 @@ def test_stage_timings_split_a_run_into_structure_training_and_evaluation(tiny_g
     assert set(json.loads((tmp_path / "bound.json").read_text())["stages"]) == {"structure"}
 
 
-# Counts of the private graph that once left runs outside any mechanism (issue 31). The hyperparameters are the
+# Counts of the private graph, which no run may write outside a mechanism. The hyperparameters are the
 # public settings a run was asked for (DPAR's num_sources there is the planned M), so the walk skips them.
 PRIVATE_COUNTS = {"nodes_over", "sample_size", "num_sources", "empty_source_rows"}
 _QUICK_HPARAMS = {

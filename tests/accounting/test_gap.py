@@ -193,7 +193,7 @@ def test_gap_paper_noise_shares_z_and_draws_nap_at_root_d() -> None:
 
 
 def test_progap_reference_on_a_facebook_school_understates_by_about_ten_percent() -> None:
-    """The README's example: fb100-swarthmore42 as the suite preprocesses it (1401 nodes, 1051 training),
+    """docs/methods.md's example: fb100-swarthmore42 as the suite preprocesses it (1401 nodes, 1051 training),
     D = 100, R = √D, ProGAP K = 2, 10 epochs per stage, batch 256: claimed ε = 8 is actually ≈ 8.79."""
     from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise, gap_reference_epsilon
 

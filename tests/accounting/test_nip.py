@@ -127,7 +127,7 @@ def test_aggregation_record_states_its_sensitivity_and_the_worst_case_ratio_it_r
     assert params["charged_ratio"] == worst_case_budget_ratio(params["largest_budget_weights"], max_degree=3)
     assert params["mechanism"] == "nip_aggregation"
     assert (params["worst_case_ratio_before_scaling"], params["budget_scale"]) == (1.1, 1.25)
-    assert "theorem3_ratio" not in params  # the old key held the released graph's ratio: not a bound
+    assert "theorem3_ratio" not in params  # the released graph's own ratio is not a bound: never recorded
     assert record.caveat == "on the bound"
     assert MechanismRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
     uniform = aggregation_record([1.0] * 4, scheme="uniform")
@@ -190,7 +190,7 @@ def test_worst_case_ratio_is_the_maximum_over_every_bounded_graph(num_nodes: int
             assert worst == pytest.approx(enumerated, rel=1e-12)
         else:
             assert worst >= enumerated
-    # The old formula, D·max + the D largest *including* the max, over-counts by β_(1) − β_(D+1).
+    # D·max + the D largest *including* the max would over-count by β_(1) − β_(D+1).
     assert worst_case_budget_ratio([3.0, 1.0, 1.0], max_degree=2) == (2 * 3 + 1 + 1) / 4
 
 

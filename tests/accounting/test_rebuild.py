@@ -279,7 +279,7 @@ def test_poisson_occurrence_d_is_rebuilt_from_its_rule():
     )
     d = _ledger(record)
     forged = copy.deepcopy(d)
-    forged["mechanisms"][0]["params"].update(max_occurrences=3)  # the old, too small d
+    forged["mechanisms"][0]["params"].update(max_occurrences=3)  # d = 3: too small for this rule
     with pytest.raises(ValueError, match="max_occurrences"):
         verify_ledger_dict(forged)
     # With the rule changed too, d = 3 is consistent (the rule is a raw parameter a reader audits), but

@@ -280,7 +280,7 @@ def test_every_removal_from_the_sample_changes_at_most_d_training_examples(metho
             fixed = rest[rank_sources(priority[sample != v], num_rows=num_sources)]
             worst_fixed = max(worst_fixed, _changed(before, _examples(rest, fixed, index, value, **common)))
     assert d == max_rows + 2 and worst == d  # attained: the bound is exact
-    assert worst > max_rows + 1  # the old ledger's d was too small
+    assert worst > max_rows + 1  # d = max_rows + 1 would be too small
     assert worst_old > d  # column sums over the training matrix moved more rows
     assert worst_fixed > d  # and without the coupling the rows shift
 

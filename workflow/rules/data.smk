@@ -62,7 +62,7 @@ rule split:
 
 
 # How far the graph is from its public degree bounds, and how much one node removal moves each
-# bounding when it is re-run (the guarantee's condition; README "Degree bounding under node removal").
+# bounding when it is re-run (the guarantee's condition; docs/privacy.md, "Degree bounding under node removal").
 rule bounding_stability:
     input:
         meta="resources/graphs/{dataset}/meta.json",

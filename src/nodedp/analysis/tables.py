@@ -21,8 +21,8 @@ DAGGER = "†"
 UNACCOUNTED_NOTE = (
     f"{DAGGER} thresholds or other parameters read from private data without charge; see the runs' ledgers."
 )
-# Guarantee classes weaker than unconditional get a mark (nodedp.accounting.GUARANTEE_CLASSES; the README's
-# privacy section says which methods are in which class). The class is the plan's, never the data's.
+# Guarantee classes weaker than unconditional get a mark (nodedp.accounting.GUARANTEE_CLASSES; docs/privacy.md
+# says which methods are in which class). The class is the plan's, never the data's.
 GUARANTEE_MARKS = {"conditional": "‡"}
 GUARANTEE_NOTES = {
     "conditional": (
