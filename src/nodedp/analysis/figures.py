@@ -769,48 +769,9 @@ def plot_frontier(
             best = envelope.filter(pl.col("dataset") == dataset)
             on_frontier = set(zip(best["method"].to_list(), best["target_epsilon"].to_list()))
             for method in private_methods:
-                style = styles[method]
                 rows = cells.filter(pl.col("method") == method).sort("budget")
-                if rows.is_empty():
-                    continue
-                y, lo, hi = (100 * rows[c].to_numpy() for c in (mean, low, high))
-                # At a target budget, side by side; past it, at the ε spent (capped, labelled).
-                budget = rows["budget"].to_numpy()
-                x = budget * 10 ** offsets[method]
-                over = (rows["budget"] != rows["target_epsilon"]).to_numpy()
-                if over.any():
-                    x[over] = _cap_actual(ax, budget[over], y[over])
-                ax.errorbar(
-                    x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8
-                )
-                weak = _weak(rows)
-                for hollow in (False, True):
-                    part = weak == hollow
-                    if part.any():
-                        ax.plot(
-                            x[part],
-                            y[part],
-                            linestyle="none",
-                            marker=style.marker,
-                            markersize=5.5,
-                            color=style.colour,
-                            markerfacecolor="white" if hollow else style.colour,
-                            zorder=3,
-                        )
-                ringed = np.array([(method, e) in on_frontier for e in rows["target_epsilon"].to_list()])
-                if ringed.any():
-                    ax.plot(
-                        x[ringed],
-                        y[ringed],
-                        linestyle="none",
-                        marker="o",
-                        markersize=11,
-                        markerfacecolor="none",
-                        markeredgecolor="black",
-                        markeredgewidth=1,
-                        zorder=4,
-                    )
-                _dagger_points(ax, x, y, _unaccounted(rows))
+                if not rows.is_empty():
+                    _draw_frontier_cells(ax, rows, styles[method], (mean, low, high), offsets[method], on_frontier)
             for method in reference_methods:
                 rows = reference.filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
                 if rows.height:
@@ -822,62 +783,129 @@ def plot_frontier(
                     )
             _draw_majority(ax, majority, dataset)
             if best.height:
-                x = np.minimum(best["epsilon"].to_numpy(), ACTUAL_EPSILON_CAP)
-                y = 100 * best["mean"].to_numpy()
-                # Steps: the best accuracy reachable at ≤ ε holds until the next frontier point.
-                ax.plot(
-                    np.append(x, x_max),
-                    np.append(y, y[-1]),
-                    drawstyle="steps-post",
-                    color="black",
-                    linewidth=1.2,
-                    alpha=0.7,
-                    gid=FRONTIER_GID,
-                    zorder=1,
-                )
+                _draw_frontier_steps(ax, best, x_max)
             _log_epsilon_axis(ax, ticks, x_min, x_max, label="privacy budget ε (log scale)")
             ax.set_title(dataset)
             ax.set_ylabel(f"{metric_label(metric)} (%)")
 
-        handles = (
-            [
-                Line2D(
-                    [],
-                    [],
-                    color=styles[m].colour,
-                    marker=styles[m].marker,
-                    markersize=5.5,
-                    linestyle="none",
-                    label=m
-                    + _method_marks(private.filter(pl.col("method") == m))
-                    + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""),
-                )
-                for m in private_methods
-            ]
-            + [
-                Line2D(
-                    [], [], color=styles[m].colour, dashes=styles[m].dashes, linewidth=1.3, label=f"{m} ({NON_PRIVATE})"
-                )
-                for m in reference_methods
-            ]
-            + [
-                Line2D(
-                    [],
-                    [],
-                    color="black",
-                    alpha=0.7,
-                    linewidth=1.2,
-                    marker="o",
-                    markersize=11,
-                    markerfacecolor="none",
-                    label="frontier: best at ≤ ε (ringed)",
-                )
-            ]
-        )
+        handles = _frontier_handles(private, private_methods, reference_methods, styles, paper_methods)
         handles += _majority_handles(majority) + _mark_handles(private)
         _legend(fig, handles, n_cols)
     _save_all(fig, path, pdf_path)
 
+    return _frontier_caption(summary, private, metric, interval, majority, overspent, paper_methods, reference_methods)
+
+
+def _draw_frontier_cells(
+    ax: Any, rows: pl.DataFrame, style: Any, columns: tuple[str, str, str], offset: float, on_frontier: set
+) -> None:
+    """One method's private cells on a frontier panel: bars, points (hollow where weak), rings on the frontier, †."""
+    mean, low, high = columns
+    y, lo, hi = (100 * rows[c].to_numpy() for c in (mean, low, high))
+    # At a target budget, side by side; past it, at the ε spent (capped, labelled).
+    budget = rows["budget"].to_numpy()
+    x = budget * 10**offset
+    over = (rows["budget"] != rows["target_epsilon"]).to_numpy()
+    if over.any():
+        x[over] = _cap_actual(ax, budget[over], y[over])
+    ax.errorbar(x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8)
+    weak = _weak(rows)
+    for hollow in (False, True):
+        part = weak == hollow
+        if part.any():
+            ax.plot(
+                x[part],
+                y[part],
+                linestyle="none",
+                marker=style.marker,
+                markersize=5.5,
+                color=style.colour,
+                markerfacecolor="white" if hollow else style.colour,
+                zorder=3,
+            )
+    ringed = np.array([(rows["method"][0], e) in on_frontier for e in rows["target_epsilon"].to_list()])
+    if ringed.any():
+        ax.plot(
+            x[ringed],
+            y[ringed],
+            linestyle="none",
+            marker="o",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            markeredgewidth=1,
+            zorder=4,
+        )
+    _dagger_points(ax, x, y, _unaccounted(rows))
+
+
+def _draw_frontier_steps(ax: Any, best: pl.DataFrame, x_max: float) -> None:
+    """The frontier of one panel as a black step line."""
+    x = np.minimum(best["epsilon"].to_numpy(), ACTUAL_EPSILON_CAP)
+    y = 100 * best["mean"].to_numpy()
+    # Steps: the best accuracy reachable at ≤ ε holds until the next frontier point.
+    ax.plot(
+        np.append(x, x_max),
+        np.append(y, y[-1]),
+        drawstyle="steps-post",
+        color="black",
+        linewidth=1.2,
+        alpha=0.7,
+        gid=FRONTIER_GID,
+        zorder=1,
+    )
+
+
+def _frontier_handles(
+    private: pl.DataFrame, private_methods: list, reference_methods: list, styles: dict, paper_methods: set
+) -> list:
+    """The frontier legend's method entries and the frontier's own."""
+    return (
+        [
+            Line2D(
+                [],
+                [],
+                color=styles[m].colour,
+                marker=styles[m].marker,
+                markersize=5.5,
+                linestyle="none",
+                label=m
+                + _method_marks(private.filter(pl.col("method") == m))
+                + (f" {REFERENCE_MARK} at its actual ε" if m in paper_methods else ""),
+            )
+            for m in private_methods
+        ]
+        + [
+            Line2D([], [], color=styles[m].colour, dashes=styles[m].dashes, linewidth=1.3, label=f"{m} ({NON_PRIVATE})")
+            for m in reference_methods
+        ]
+        + [
+            Line2D(
+                [],
+                [],
+                color="black",
+                alpha=0.7,
+                linewidth=1.2,
+                marker="o",
+                markersize=11,
+                markerfacecolor="none",
+                label="frontier: best at ≤ ε (ringed)",
+            )
+        ]
+    )
+
+
+def _frontier_caption(
+    summary: pl.DataFrame,
+    private: pl.DataFrame,
+    metric: str,
+    interval: str,
+    majority: dict,
+    overspent: pl.DataFrame,
+    paper_methods: set,
+    reference_methods: list,
+) -> str:
+    """The frontier figure's caption: what is drawn, then the notes its cells call for."""
     caption = (
         f"Privacy–utility frontier: {metric_label(metric)} (%) of every private cell against its privacy "
         "budget, the target ε it was run at (log scale; cells of one target are one budget, whatever they "
