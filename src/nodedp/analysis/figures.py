@@ -494,46 +494,17 @@ def plot_accuracy_vs_epsilon(
         for ax, dataset in zip(axes, datasets):
             cell = summary.filter(pl.col("dataset") == dataset)
             for method in methods:
-                style = styles[method]
                 rows = cell.filter(pl.col("method") == method).sort("target_epsilon")
                 finite = rows.filter(pl.col("target_epsilon").is_finite())
                 if method in private_methods and finite.height:
                     paper = method in paper_methods
-                    if paper:  # at the ε the paper's noise actually spends
-                        finite = finite.sort("epsilon_max")
-                    x = finite["epsilon_max" if paper else "target_epsilon"].to_numpy()
-                    y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
-                    x = _cap_actual(ax, x, y) if paper else x * 10 ** offsets[method]
-                    ax.errorbar(
-                        x,
-                        y,
-                        yerr=[y - lo, hi - y],
-                        color=style.colour,
-                        linestyle=":" if paper else "-",
-                        linewidth=1.5,
-                        elinewidth=1,
-                        capsize=2,
-                        alpha=0.9,
-                    )
-                    hollow = _weak(finite)  # a conditional guarantee: the point is hollow
-                    for part, face in ((~hollow, style.colour), (hollow, "white")):
-                        if part.any():
-                            ax.plot(
-                                x[part],
-                                y[part],
-                                linestyle="none",
-                                marker=style.marker,
-                                markersize=5.5,
-                                color=style.colour,
-                                markerfacecolor=face,
-                                zorder=3,
-                            )
-                    _dagger_points(ax, x, y, _unaccounted(finite))
+                    offset = 0.0 if paper else offsets[method]
+                    _draw_private_method(ax, finite, styles[method], (mean, low, high), paper=paper, offset=offset)
                 infinite = rows.filter(pl.col("target_epsilon").is_infinite())
                 if method in reference_methods and infinite.height:
                     y, lo, hi = (100 * float(infinite[c][0]) for c in (mean, low, high))
-                    ax.axhspan(lo, hi, color=style.colour, alpha=0.1, linewidth=0)
-                    ax.axhline(y, color=style.colour, dashes=style.dashes, linewidth=1.3)
+                    ax.axhspan(lo, hi, color=styles[method].colour, alpha=0.1, linewidth=0)
+                    ax.axhline(y, color=styles[method].colour, dashes=styles[method].dashes, linewidth=1.3)
             _draw_majority(ax, majority, dataset)
             _draw_published(ax, points.filter(pl.col("dataset") == dataset), styles, infinity_at=x_max)
             _log_epsilon_axis(ax, ticks, x_min, x_max, label="privacy budget ε (log scale)")
@@ -585,6 +556,44 @@ def plot_accuracy_vs_epsilon(
             ],
         )
     )
+
+
+def _draw_private_method(
+    ax: Any, finite: pl.DataFrame, style: Any, columns: tuple[str, str, str], *, paper: bool, offset: float
+) -> None:
+    """One private method's line on an accuracy-vs-ε panel: bars, points (hollow where weak), †; a reference-mode
+    method at the ε its noise actually spends, dotted."""
+    mean, low, high = columns
+    if paper:  # at the ε the paper's noise actually spends
+        finite = finite.sort("epsilon_max")
+    x = finite["epsilon_max" if paper else "target_epsilon"].to_numpy()
+    y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
+    x = _cap_actual(ax, x, y) if paper else x * 10**offset
+    ax.errorbar(
+        x,
+        y,
+        yerr=[y - lo, hi - y],
+        color=style.colour,
+        linestyle=":" if paper else "-",
+        linewidth=1.5,
+        elinewidth=1,
+        capsize=2,
+        alpha=0.9,
+    )
+    hollow = _weak(finite)  # a conditional guarantee: the point is hollow
+    for part, face in ((~hollow, style.colour), (hollow, "white")):
+        if part.any():
+            ax.plot(
+                x[part],
+                y[part],
+                linestyle="none",
+                marker=style.marker,
+                markersize=5.5,
+                color=style.colour,
+                markerfacecolor=face,
+                zorder=3,
+            )
+    _dagger_points(ax, x, y, _unaccounted(finite))
 
 
 def _mark_handles(frame: pl.DataFrame) -> list[Line2D]:
