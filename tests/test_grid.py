@@ -203,7 +203,10 @@ def test_params_of_jobs(config):
     assert json.loads(grid.hparams_json(config, "dp-mlp-wide"))["hidden_dim"] == 96
     assert json.loads(grid.hparams_json(config, "dp-mlp"))["batch_size"] == 32
     limits = json.loads(str(grid.SizeLimits(config, "csbm-tiny", config_name="g.yaml")))
-    assert limits["config"] == "g.yaml" and len(limits) > 1
+    assert limits["config"] == "g.yaml" and limits["dataset"] == "csbm-tiny"
+    # the largest batch any cell on the dataset draws from its training nodes, and the method that draws it
+    assert limits["batch"] == {"field": "methods.dp-mlp.batch_size", "method": "dp-mlp", "size": 32, "study": "demo"}
+    assert limits["node"]["method"] == "dp-mlp" and limits["edge"] is None
     assert grid.figure_kind_option("frontier") == "--kind frontier"
     assert grid.figure_kind_option("sweep-hidden_dim") == "--kind sweep --parameter hidden_dim"
 

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.cli import format_epsilon
+from nodedp.cli.common import format_epsilon
 from nodedp.config import audit_plan, resolve_method, size_limits, structure_bounds
 
 __all__ = [

@@ -284,3 +284,26 @@ def test_nodedp_plugins_names_modules_and_an_unknown_name_says_how_to_register(t
         match=r"unknown method 'my-mlp' \(from a plugin\?.*\$NODEDP_PLUGINS.*valid choices: .*dp-mlp",
     ):
         get_method("my-mlp")
+
+
+def test_a_plugin_that_cannot_be_imported_is_one_line_from_the_cli_and_never_skipped_later(tmp_path):
+    done = _registry_in_a_process(
+        tmp_path, "import sys; from nodedp.cli import main; sys.exit(main(['methods']))", {"NODEDP_PLUGINS": "nope"}
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "nodedp methods: error: $NODEDP_PLUGINS: cannot import the plugin module 'nope' (no module named 'nope'): "
+        "install its package, or run from the folder that holds it (or put that folder on PYTHONPATH)"
+    ]
+    (tmp_path / "mine.py").write_text(PLUGIN_SPEC)
+    # A failed discovery is not remembered as done: the next read fails again rather than miss the later plugins.
+    code = (
+        "from nodedp.methods import method_names\n"
+        "for _ in range(2):\n"
+        "    try:\n"
+        "        method_names()\n"
+        "    except ValueError as err:\n"
+        "        print(type(err).__name__)\n"
+    )
+    done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "nope, mine"})
+    assert done.stdout.split() == ["PluginError", "PluginError"], (done.stdout, done.stderr)

@@ -24,8 +24,8 @@ shell.prefix(
 
 from nodedp import grid
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.cli import format_epsilon
 from nodedp.config import ConfigError, check_config, check_schema, resolve_method
+from nodedp.methods.registry import PluginError
 from nodedp.jobs import job_resources as _job_resources
 
 # The grid's file(s), named in every config error: config.yaml, or what --configfile gave instead (Snakefile).
@@ -37,7 +37,7 @@ try:
     # What a JSON schema cannot say (method hyperparameters, δ and batch sizes against the datasets'
     # public sizes): checked by the package itself, before any job runs.
     check_config(config, graphs_dir="resources/graphs")
-except ConfigError as err:
+except (ConfigError, PluginError) as err:
     raise SystemExit(f"{CONFIG_FILES}: {err}") from None
 try:
     # NODEDP_STUDIES=a,b (`make paper STUDY=a`): redraw only these studies (and the configuration page).

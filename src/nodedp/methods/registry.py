@@ -43,8 +43,9 @@ class UnknownMethodError(ValueError):
     pass
 
 
-class PluginError(ImportError):
-    """A plugin module named in a config, ``$NODEDP_PLUGINS`` or an entry point that cannot be imported."""
+class PluginError(ValueError, ImportError):
+    """A plugin module named in a config, ``$NODEDP_PLUGINS`` or an entry point that cannot be imported (a
+    ValueError too, so that the CLI and the workflow report it in one line, as any bad input)."""
 
 
 def register_method(info: MethodInfo, *, force: bool = False) -> MethodInfo:
@@ -60,6 +61,7 @@ def get_method(name: str) -> MethodInfo:
         return _METHODS[name]
     except KeyError:
         raise UnknownMethodError(
+            # the short hint first: `verify` cuts a reason at 160 characters
             f"unknown method {name!r} (from a plugin? import its spec module: `plugins:` in the config, "
             f"${PLUGINS_ENV} or an entry point; docs/adding-a-method.md); valid choices: {method_names()}"
             + (f"; plugins loaded: {', '.join(sorted(_LOADED))}" if _LOADED else "")
@@ -105,9 +107,13 @@ def _discover() -> None:
     _DISCOVERED = True  # first: a plugin's own import of the registry must not start another round
     from importlib.metadata import entry_points
 
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(point.dist, "name", None) or "an installed package"
-        where = f"entry point {point.name!r} of {dist} (group {ENTRY_POINT_GROUP!r})"
-        load_plugins([point.module], source=where, search_cwd=False)
-    names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
-    load_plugins(names, source=f"${PLUGINS_ENV}")
+    try:
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(point.dist, "name", None) or "an installed package"
+            where = f"entry point {point.name!r} of {dist} (group {ENTRY_POINT_GROUP!r})"
+            load_plugins([point.module], source=where, search_cwd=False)
+        names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+        load_plugins(names, source=f"${PLUGINS_ENV}")
+    except BaseException:
+        _DISCOVERED = False  # the next read tries again (and fails the same way) instead of missing the rest
+        raise
