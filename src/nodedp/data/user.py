@@ -226,24 +226,22 @@ def _has_header(path: Path) -> bool:
 
 
 def _read_csv(path: Path, *, dtype: Any, what: str) -> np.ndarray:
+    """A comma-separated table, parsed by pandas' C reader (an edge list may hold 100M rows: no copy of its text)."""
     import numpy as np
+    import pandas as pd
 
     if not path.is_file():
         _fail(path, "missing file")
     try:
-        with path.open(encoding="utf-8") as stream:
-            if _has_header(path):
-                stream.readline()
-            text = stream.read()
+        table = pd.read_csv(path, header=0 if _has_header(path) else None, dtype=dtype).to_numpy()
+    except pd.errors.EmptyDataError:
+        return np.empty((0, 0), dtype=dtype)
     except (OSError, UnicodeDecodeError) as error:
         _fail(path, f"cannot be read ({type(error).__name__}: {error})")
-    if not text.strip():
-        return np.empty((0, 0), dtype=dtype)
-    try:
-        return np.loadtxt(text.splitlines(), delimiter=",", dtype=dtype, ndmin=2)
     except ValueError as error:
         kind = "integers" if np.dtype(dtype).kind == "i" else "numbers"
         _fail(path, f"{what} must be comma-separated {kind} ({error})")
+    return table if table.size else np.empty((0, 0), dtype=dtype)
 
 
 def _read_npy(path: Path) -> np.ndarray:
@@ -614,7 +612,7 @@ def _checked_size(dataset: UserDataset) -> GraphSize:
         stamp += tuple(
             (child.name, child.stat().st_size, child.stat().st_mtime_ns) for child in sorted(location.iterdir())
         )
-    if stamp not in _CHECKED or not location.exists():
+    if stamp not in _CHECKED:
         _CHECKED[stamp] = public_shape(read_user_arrays(dataset))
     return _CHECKED[stamp]
 
