@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting._checks import check_int
-from nodedp.accounting.nip import _check_s
+from nodedp.accounting.nip_bounds import _check_s
 from nodedp.mechanisms.edge_rr import flip_probability
 from nodedp.mechanisms.nip import (
     _check_edge_index,

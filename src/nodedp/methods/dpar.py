@@ -146,7 +146,14 @@ def build_dp_appr(
             num_classes=0,
             setting=getattr(split, "setting", "transductive"),
         )
-    run = RunSpec(public.dataset, method, seed, target_epsilon, target_delta, accountant)
+    run = RunSpec(
+        dataset=public.dataset,
+        method=method,
+        seed=seed,
+        target_epsilon=target_epsilon,
+        target_delta=target_delta,
+        accountant=accountant,
+    )
     plan = plan_dp_appr(public, run, hp, method=method)  # before any private data is read
     ledger, spec, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
     generator = make_generator(seed + _ARTIFACT_STREAM)

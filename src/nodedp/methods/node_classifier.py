@@ -66,6 +66,10 @@ def fit_node_classifier(
     (:class:`TrainHooks`) say otherwise. Validation and test always score against `y`, each beside the accuracy of
     always predicting the training nodes' most frequent class in `y` (``majority_accuracy``, a non-private
     reference line) and the number of classes predicted (``predicted_classes``)."""
+    # A misspelt hook would be ignored without a word (and, say, train on the true labels instead of released ones).
+    unknown = sorted(set(hooks) - set(TrainHooks.__annotations__))
+    if unknown:
+        raise TypeError(f"fit_node_classifier: unknown hook(s) {unknown}; valid: {sorted(TrainHooks.__annotations__)}")
     batch_fn = _example_batches(inputs_of, y, split, device, hooks)
     start = time.perf_counter()
     stats = train_model(
