@@ -30,6 +30,14 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
+# A scheduler's SIGTERM stops Snakemake after its running jobs at any moment, also while it records a finished job
+# (its own handler would wait there for a lock its thread holds, for good): nodedp.signals.
+onstart:
+    from nodedp.signals import defer_to_thread
+
+    defer_to_thread()
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/structure.smk"

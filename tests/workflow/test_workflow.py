@@ -428,37 +428,36 @@ def test_a_grown_grid_plans_only_its_new_cells(tiny_study, tmp_path):
 
 
 def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[str]]:
-    """Start training four slow cells one at a time, send ``sig`` once the first has finished (SIGINT to the
-    whole process group, as Ctrl-C does; SIGTERM to Snakemake alone, as a scheduler does): (finished, all)."""
+    """Train four slow cells one at a time and interrupt Snakemake once the first has finished: (finished, all).
+
+    SIGINT goes to the whole process group once the first cell's metrics.json exists, as Ctrl-C does. SIGTERM goes
+    to Snakemake alone, as a scheduler sends it, at the worst moment: raised while Snakemake's scheduler holds its
+    lock to record the first finished cell (tests/workflow/_sigterm_at_finish.py), where Snakemake's own handler
+    would wait for that lock for good."""
     import signal
     import time
 
     cells = [f"results/runs/csbm-tiny/dp-mlp-slow/eps~8/seed~{s}/metrics.json" for s in range(4)]
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "1",
-        *cells,
-        "--configfile",
-        str(config),
-    ]
+    entry = ["-m", "snakemake"] if sig == signal.SIGINT else [str(Path(__file__).with_name("_sigterm_at_finish.py"))]
+    cmd = [sys.executable, *entry, "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), "--cores", "1"]
+    cmd += [*cells, "--configfile", str(config)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    deadline = time.monotonic() + 600
-    while not any((workdir / c).exists() for c in cells):
-        assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
-        time.sleep(0.2)
-    if sig == signal.SIGINT:
-        os.killpg(proc.pid, sig)
-    else:
-        proc.send_signal(sig)  # Snakemake then finishes the cell it runs, and starts no other
-    proc.wait(timeout=900)  # generous: a loaded machine trains a cell slowly
+    try:
+        if sig == signal.SIGINT:
+            deadline = time.monotonic() + 600
+            while not any((workdir / c).exists() for c in cells):
+                assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
+                time.sleep(0.2)
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=300)  # generous: a loaded machine trains a cell slowly
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"Snakemake still runs 300 s after {signal.Signals(sig).name}: it hangs")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     finished = {c for c in cells if (workdir / c).exists()}
     return finished, set(cells)
 
