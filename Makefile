@@ -6,6 +6,7 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed
 # Rules call `python -m nodedp`: the venv's python must come first.
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -41,9 +42,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) demo $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
-## The tests (CI runs this).
+## The tests (CI runs this). TEST_WORKERS=N: the test files spread over N processes (pytest-xdist; a file's tests
+## stay in one process, so the Slurm cluster and session fixtures are not shared), 0: all in this process.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 ## Redraw every study's tables and figures (or STUDY's) from existing runs; refuses to train anything.
 ## Targets come first: options that take several values (--allowed-rules, --configfile) would swallow them.
