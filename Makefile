@@ -43,7 +43,8 @@ demo: $(STAMP)
 	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) demo $(CONFIG_ARGS) $(SNAKEMAKE_ARGS)
 
 ## The tests (CI runs this). TEST_WORKERS=N: the test files spread over N processes (pytest-xdist; a file's tests
-## stay in one process, so the Slurm cluster and session fixtures are not shared), 0: all in this process.
+## stay in one process, so the Slurm cluster comes up once; each process builds its own session fixtures), 0: all
+## in this process.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
