@@ -306,6 +306,22 @@ def _dagger_points(ax: Axes, x: np.ndarray, y: np.ndarray, flags: np.ndarray) ->
         ax.annotate(DAGGER, (xi, yi), xytext=(3, 3), textcoords="offset points", fontsize=8)
 
 
+def _draw_marks(ax: Axes, x: np.ndarray, y: np.ndarray, style: MethodStyle, *, hollow: np.ndarray) -> None:
+    """A method's points in its marker: filled, or hollow where ``hollow`` (a conditional guarantee)."""
+    for part, face in ((~hollow, style.colour), (hollow, "white")):
+        if part.any():
+            ax.plot(
+                x[part],
+                y[part],
+                linestyle="none",
+                marker=style.marker,
+                markersize=5.5,
+                color=style.colour,
+                markerfacecolor=face,
+                zorder=3,
+            )
+
+
 def _cap_actual(ax: Axes, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x`` capped at ``ACTUAL_EPSILON_CAP``, each capped point labelled with its ε."""
     for xi, yi in zip(x, y):
@@ -580,19 +596,7 @@ def _draw_private_method(
         capsize=2,
         alpha=0.9,
     )
-    hollow = _weak(finite)  # a conditional guarantee: the point is hollow
-    for part, face in ((~hollow, style.colour), (hollow, "white")):
-        if part.any():
-            ax.plot(
-                x[part],
-                y[part],
-                linestyle="none",
-                marker=style.marker,
-                markersize=5.5,
-                color=style.colour,
-                markerfacecolor=face,
-                zorder=3,
-            )
+    _draw_marks(ax, x, y, style, hollow=_weak(finite))
     _dagger_points(ax, x, y, _unaccounted(finite))
 
 
@@ -818,20 +822,7 @@ def _draw_frontier_cells(
     if over.any():
         x[over] = _cap_actual(ax, budget[over], y[over])
     ax.errorbar(x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8)
-    weak = _weak(rows)
-    for hollow in (False, True):
-        part = weak == hollow
-        if part.any():
-            ax.plot(
-                x[part],
-                y[part],
-                linestyle="none",
-                marker=style.marker,
-                markersize=5.5,
-                color=style.colour,
-                markerfacecolor="white" if hollow else style.colour,
-                zorder=3,
-            )
+    _draw_marks(ax, x, y, style, hollow=_weak(rows))
     ringed = np.array([(rows["method"][0], e) in on_frontier for e in rows["target_epsilon"].to_list()])
     if ringed.any():
         ax.plot(
