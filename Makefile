@@ -20,7 +20,7 @@ SNAKEMAKE_ARGS ?=
 CONFIG_ARGS := $(if $(CONFIG),--configfile $(CONFIG))
 CHECK_CONFIG := $(if $(CONFIG),$(BIN)/python -m nodedp check-config $(CONFIG) &&)
 # What redrawing may run: it never trains.
-REDRAW_RULES := collect summarize tables figures reproduction_tables paper_tables main_tex study_table_html \
+REDRAW_RULES := collect summarize tables figures regime reproduction_tables paper_tables main_tex study_table_html \
   paper_table_html ledger_summary about study_index audit_report
 # The `paper` rule draws what finished runs can draw: every study whose runs have all finished, the paper tables
 # they feed, paper/main.tex; STUDY=name (NODEDP_STUDIES for the Snakefile): that study only.

@@ -207,10 +207,16 @@ def cell_structure(
 
 def study_figures(config: Mapping[str, Any], study: str) -> list[str]:
     """The figures of a study: accuracy vs ε; the privacy-utility frontier where it has a private method; one
-    accuracy-vs-hyperparameter figure per entry of its `sweeps`."""
+    accuracy-vs-hyperparameter figure per entry of its `sweeps`; with `regime: true`, each graph method's gap to
+    DP-MLP against the graph's size (drawn by the `regime` rule, which also writes tables/regime.md)."""
     spec = _studies(config)[study]
     private = any(_private(config, m) for m in spec["methods"])
-    return ["accuracy_vs_epsilon", *(["frontier"] if private else []), *(f"sweep-{p}" for p in spec.get("sweeps", []))]
+    return [
+        "accuracy_vs_epsilon",
+        *(["frontier"] if private else []),
+        *(f"sweep-{p}" for p in spec.get("sweeps", [])),
+        *(["regime"] if spec.get("regime") else []),
+    ]
 
 
 def figure_kind_option(figure: str) -> str:
@@ -237,6 +243,7 @@ def study_drawn(config: Mapping[str, Any], study: str, *, config_name: str = "co
         *(f"paper/{study}/tables/{table}.{ext}" for table in STUDY_TABLES for ext in ("md", "tex")),
         *(f"paper/{study}/report/{table}.html" for table in (*STUDY_TABLES, "ledgers")),
         *(f"paper/{study}/figures/{figure}.png" for figure in study_figures(config, study)),
+        *([f"paper/{study}/tables/regime.md"] if _studies(config)[study].get("regime") else []),
     ]
 
 

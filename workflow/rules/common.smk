@@ -229,6 +229,15 @@ def study_dataset_tables(wildcards):
     return [f"results/summary/{wildcards.study}/runs/{d}.parquet" for d in STUDIES[wildcards.study]["datasets"]]
 
 
+def study_graph_metas(wildcards):
+    """The study's graphs' meta.json: a table names a Facebook100 union's schools from it."""
+    return [f"resources/graphs/{d}/meta.json" for d in STUDIES[wildcards.study]["datasets"]]
+
+
+def regime_report_caption(wildcards):
+    return figure_report_caption(wildcards, figure="regime")
+
+
 def study_outputs(wildcards):
     return grid.study_outputs(config, wildcards.study, run_mode())
 

@@ -14,6 +14,8 @@ rule download:
         "../../envs/nodedp.yaml"
     params:
         mirror=mirror_option,
+        # a declared union of Facebook100 schools downloads again when its schools change
+        declared=declared_graph,
     shell:
         "python -m nodedp download --dataset {wildcards.dataset} --out {output}"
         " --lock resources/raw/checksums.lock.json {params.mirror} > {log} 2>&1"

@@ -5,7 +5,8 @@
 
 rule tables:
     input:
-        "results/summary/{study}/summary.parquet",
+        summary="results/summary/{study}/summary.parquet",
+        graphs=study_graph_metas,
     output:
         md="paper/{study}/tables/accuracy.md",
         tex="paper/{study}/tables/accuracy.tex",
@@ -15,7 +16,8 @@ rule tables:
     conda:
         "../../envs/nodedp.yaml"
     shell:
-        "python -m nodedp tables --summary {input} --markdown {output.md}" " --latex {output.tex} > {log} 2>&1"
+        "python -m nodedp tables --summary {input.summary} --markdown {output.md}"
+        " --latex {output.tex} --graph-meta {input.graphs} > {log} 2>&1"
 
 
 rule figures:
@@ -41,6 +43,34 @@ rule figures:
     shell:
         "python -m nodedp figures --summary {input} {params.kind} --png {output.png}"
         " --caption {output.caption} > {log} 2>&1"
+
+
+# Each graph method's gap to DP-MLP against the graph's size (studies with `regime: true`), from the runs, paired
+# by seed.
+rule regime:
+    input:
+        runs=study_dataset_tables,
+        graphs=study_graph_metas,
+    output:
+        png=report(
+            "paper/{study}/figures/regime.png",
+            caption="../report/regime.rst",
+            category="{study}",
+            subcategory="Figures",
+            labels={"figure": "regime", "study": "{study}"},
+        ),
+        caption="paper/{study}/figures/regime.caption.txt",
+        md="paper/{study}/tables/regime.md",
+    log:
+        "logs/regime/{study}.log",
+    localrule: True
+    conda:
+        "../../envs/nodedp.yaml"
+    params:
+        report_caption=regime_report_caption,
+    shell:
+        "python -m nodedp regime --runs {input.runs} --graph-meta {input.graphs} --png {output.png}"
+        " --caption {output.caption} --markdown {output.md} > {log} 2>&1"
 
 
 rule reproduction_tables:

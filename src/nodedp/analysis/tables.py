@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nodedp.io import write_text
 
@@ -161,6 +161,7 @@ class _Table:
     caption: str
     # dataset -> its majority-class accuracy (accuracy tables of summaries that carry it): one row below its rows
     majority: dict[str, float] = field(default_factory=dict)
+    dataset_notes: tuple[str, ...] = ()  # what a dataset is beyond its id (a Facebook100 union's schools)
 
     def groups(self) -> Iterator[tuple[str, list, float | None, tuple[bool, ...]]]:
         """(dataset, its rows, its majority-class accuracy or None, which columns it fills), datasets in order."""
@@ -310,6 +311,7 @@ def _markdown(table: _Table, *, regenerate_command: str) -> str:
     if table.any_unaccounted:
         lines += ["", UNACCOUNTED_NOTE]
     lines += [line for note in table.guarantee_notes for line in ("", note)]
+    lines += [line for note in table.dataset_notes for line in ("", esc(note))]
     lines += ["", f"Regenerate with: `{regenerate_command}`", ""]
     return "\n".join(lines)
 
@@ -362,8 +364,32 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
         for mark, latex in _LATEX_MARKS.items():
             extra = extra.replace(mark, latex)
         note += " " + extra
+    for extra in table.dataset_notes:
+        note += " " + latex_escape(extra)
     lines += ["\\bottomrule", "\\end{tabular}", "\\par\\smallskip", f"{{\\footnotesize {note}\\par}}", ""]
     return "\n".join(lines)
+
+
+def dataset_note(name: str, meta: Mapping[str, Any]) -> str | None:
+    """What a table must say about a dataset beyond its id, from its graph's public ``meta.json``: the schools
+    of a Facebook100 union and their count, so that a partial union is never read as ProGAP's FB-100.
+    ``None`` for any other dataset."""
+    source = meta.get("source", {})
+    schools = source.get("schools")
+    if not schools:
+        return None
+    from nodedp.data.catalog import FACEBOOK100_SCHOOLS
+
+    count = len(schools)
+    if set(schools) == set(FACEBOOK100_SCHOOLS):
+        return f"{name}: all {count} Facebook100 schools (ProGAP's FB-100)."
+    columns = source.get("feature_columns")
+    features = f"; features: {', '.join(columns)} one-hot" if columns else ""
+    return (
+        f"{name}: a union of {count} of the 100 Facebook100 schools, not ProGAP's FB-100{features}: "
+        + ", ".join(schools)
+        + "."
+    )
 
 
 def write_tables(
@@ -373,6 +399,7 @@ def write_tables(
     latex_path: Path,
     metric: str = "test_accuracy",
     regenerate_command: str,
+    dataset_notes: Sequence[str] = (),
 ) -> None:
     """Write the ``metric`` table as Markdown and as a booktabs LaTeX tabular, atomically.
 
@@ -382,9 +409,10 @@ def write_tables(
     without charge carry a dagger, explained below the table; where it has a
     ``guarantee`` column, cells weaker than unconditional node-level DP carry
     ``GUARANTEE_MARKS``, explained the same way. The LaTeX file
-    is a tabular followed by its note paragraph, to ``\\input`` inside a table float.
+    is a tabular followed by its note paragraph, to ``\\input`` inside a table float. ``dataset_notes``
+    (``dataset_note``) follow the table in both.
     """
-    table = _build(summary, metric=metric)
+    table = replace(_build(summary, metric=metric), dataset_notes=tuple(dataset_notes))
     for path, text in (
         (markdown_path, _markdown(table, regenerate_command=regenerate_command)),
         (latex_path, _latex(table, regenerate_command=regenerate_command)),

@@ -68,6 +68,7 @@ VERBS: tuple[Callable[[AddVerb], None], ...] = (
     report.add_tables,
     report.add_reproduction,
     report.add_figures,
+    report.add_regime,
     report.add_paper_tables,
     report.add_main_tex,
     report.add_report_page,

@@ -103,8 +103,9 @@ def cmd_download(args: argparse.Namespace) -> None:
     try:
         paths = fetch_files(info.files, out, mirror=resolve_mirror(args.mirror), lock_path=lock, progress=args.progress)
     except DownloadError as err:  # the network's fault, not the input's: no traceback either
-        raise SystemExit(f"nodedp download: error: {err}") from None
-    print(f"{args.dataset}: {len(paths)} file(s) in {out}")
+        raise SystemExit(f"nodedp download: error: {err} [dataset {args.dataset}: {info.description}]") from None
+    left_out = len(info.files) - len(paths)
+    print(f"{args.dataset}: {len(paths)} file(s) in {out}" + (f"; {left_out} optional not served" if left_out else ""))
 
 
 def add_download(verb: AddVerb) -> None:

@@ -49,13 +49,22 @@ def cmd_tables(args: argparse.Namespace) -> None:
     import polars as pl
 
     from nodedp.analysis import write_tables
+    from nodedp.analysis.tables import dataset_note
+    from nodedp.io import read_json
 
     summary = pl.read_parquet(args.summary)
+    notes = []
+    for meta_path in args.graph_meta:
+        meta = read_json(Path(meta_path))
+        if meta.get("name") in set(summary["dataset"].to_list()):
+            note = dataset_note(str(meta["name"]), meta)
+            notes += [note] if note else []
     write_tables(
         summary,
         markdown_path=Path(args.markdown),
         latex_path=Path(args.latex),
         regenerate_command=f"snakemake --cores 2 {args.markdown} {args.latex}",
+        dataset_notes=notes,
     )
 
 
@@ -64,6 +73,12 @@ def add_tables(verb: AddVerb) -> None:
     p.add_argument("--summary", required=True, help="a study's summary.parquet (from `summarize`)")
     p.add_argument("--markdown", required=True, help="output Markdown table (.md)")
     p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
+    p.add_argument(
+        "--graph-meta",
+        nargs="*",
+        default=[],
+        help="the datasets' graph meta.json files: a Facebook100 union's schools are named below the table",
+    )
 
 
 def cmd_reproduction(args: argparse.Namespace) -> None:
@@ -139,6 +154,39 @@ def add_figures(verb: AddVerb) -> None:
     p.add_argument(
         "--caption", default=None, help="also write the figure's caption (interval, seeds, marks) to this text file"
     )
+
+
+def cmd_regime(args: argparse.Namespace) -> None:
+    import polars as pl
+
+    from nodedp.analysis.regime import graph_sizes, write_regime
+
+    runs = pl.concat([pl.read_parquet(p) for p in args.runs], how="vertical")
+    caption = write_regime(
+        runs,
+        graph_sizes([Path(p) for p in args.graph_meta]),
+        png=Path(args.png),
+        caption_path=Path(args.caption),
+        markdown_path=Path(args.markdown),
+        baseline=args.baseline,
+        regenerate_command=f"snakemake --cores 2 {args.png} {args.markdown}",
+    )
+    print(f"{args.png}: {caption}")
+
+
+def add_regime(verb: AddVerb) -> None:
+    p = verb(
+        "regime",
+        cmd_regime,
+        "draw each private graph method's test accuracy minus DP-MLP's (paired by seed, with intervals) against "
+        "the graph's node count, and its table",
+    )
+    p.add_argument("--runs", nargs="+", required=True, help="run tables (.parquet) from `collect`")
+    p.add_argument("--graph-meta", nargs="+", required=True, help="the datasets' graph meta.json (node counts)")
+    p.add_argument("--png", required=True, help="output figure (.png)")
+    p.add_argument("--caption", required=True, help="output caption (.txt)")
+    p.add_argument("--markdown", required=True, help="output table (.md)")
+    p.add_argument("--baseline", default="dp-mlp", help="the method every gap is taken from (default: dp-mlp)")
 
 
 def cmd_paper_tables(args: argparse.Namespace) -> None:

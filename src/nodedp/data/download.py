@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -47,6 +48,8 @@ _TIMEOUT = (10.0, 60.0)
 _MAX_BACKOFF_S = 60.0
 # Statuses a later attempt may not see again: timeouts, "too early", rate limits, and every server error.
 _TRANSIENT_STATUS = frozenset({408, 425, 429})
+# The answers that say an optional file is not served (left out, never retried).
+_NOT_SERVED_STATUS = frozenset({404, 410})
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -133,11 +136,13 @@ def _check_url(url: str) -> None:
 class RemoteFile:
     """One upstream file. ``sha256`` is pinned only where the upstream bytes are
     vouched for; ``name`` is the local file name (default: the URL's last path
-    component)."""
+    component). An ``optional`` file the server answers 404 or 410 for is left out
+    (a union of what a source serves, e.g. the Facebook100 schools)."""
 
     url: str
     sha256: str | None = None
     name: str | None = None
+    optional: bool = False
 
     def __post_init__(self) -> None:
         _check_url(self.url)
@@ -190,7 +195,9 @@ def fetch_files(
     ``DownloadError`` at once. Unpinned files are checked against, or recorded
     in, ``lock_path`` (default ``directory.parent / "checksums.lock.json"``).
     ``directory`` appears only when every file is present and verified; on any
-    error it is left as it was. Returns the local paths, in the order of ``files``.
+    error it is left as it was. An optional file that is not served (404, 410) is
+    left out, said on stderr; at least one file must be fetched. Returns the local
+    paths of the files fetched, in the order of ``files``.
     """
     if not files:
         raise ValueError(f"fetch_files({directory}): no files requested")
@@ -213,11 +220,32 @@ def fetch_files(
     try:
         downloader = pooch.HTTPDownloader(progressbar=progress, timeout=_TIMEOUT)
         digests: dict[RemoteFile, str] = {}
+        not_served: list[str] = []
         for remote in files:
             target = partial / remote.filename
             fetched_url = mirrored_url(remote.url, base)
-            _download(remote.url, fetched_url, target, downloader, attempts=retries, backoff_s=backoff_s)
+            try:
+                _download(remote.url, fetched_url, target, downloader, attempts=retries, backoff_s=backoff_s)
+            except DownloadError as error:
+                if not (remote.optional and error.permanent and _status(error.last_error) in _NOT_SERVED_STATUS):
+                    raise
+                target.unlink(missing_ok=True)
+                not_served.append(remote.filename)
+                print(
+                    f"not served, left out (optional): {fetched_url} ({_describe(error.last_error)})", file=sys.stderr
+                )
+                continue
             digests[remote] = sha256_file(target)
+        if not digests:
+            raise DownloadError(
+                url=files[0].url,
+                fetched_url=mirrored_url(files[0].url, base),
+                attempts=1,
+                last_error=FileNotFoundError(
+                    f"none of the {len(files)} optional files is served ({not_served[:3]}, ...)"
+                ),
+                permanent=True,
+            )
         for remote, actual in digests.items():
             if remote.sha256 is not None and actual != remote.sha256:
                 raise ChecksumMismatchError(
@@ -232,7 +260,7 @@ def fetch_files(
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return [directory / name for name in names]
+    return [directory / remote.filename for remote in files if remote in digests]
 
 
 def _download(

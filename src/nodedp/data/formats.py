@@ -35,12 +35,15 @@ __all__ = [
     "FACEBOOK100_CLASS_YEARS",
     "FACEBOOK100_COLUMNS",
     "FACEBOOK100_FEATURE_COLUMNS",
+    "FACEBOOK100_LABELS",
+    "FB100_FEATURE_COLUMNS",
     "OGB_NODE_DATASETS",
     "SPLIT_PARTS",
     "DatasetFormatError",
     "OgbNodeLayout",
     "RawGraph",
     "encode_facebook100",
+    "fb100_year_labels",
     "read_facebook100_mat",
     "read_graphmining_npz",
     "read_npz_graph",
@@ -432,22 +435,36 @@ def read_graphmining_npz(path: Path) -> RawGraph:
 
 FACEBOOK100_COLUMNS = ("status", "gender", "major", "minor", "housing", "year", "high_school")
 FACEBOOK100_FEATURE_COLUMNS = ("status", "gender", "major", "minor", "housing")
+# ProGAP's FB-100 loader (its FB100 dataset) one-hot encodes only these three: it drops minor and housing.
+FB100_FEATURE_COLUMNS = ("status", "gender", "major")
 # GAP's Facebook100 loader (sisaman/pyg-datasets) treats class years outside
 # 2004-2009 (a handful of alumni and faculty per school) as missing.
 FACEBOOK100_CLASS_YEARS = (2004, 2009)
+FACEBOOK100_LABELS = ("years", "progap")
 
 
 def encode_facebook100(
-    local_info: np.ndarray, *, where: Path | str = "local_info"
+    local_info: np.ndarray,
+    *,
+    where: Path | str = "local_info",
+    feature_columns: Sequence[str] = FACEBOOK100_FEATURE_COLUMNS,
+    labels: str = "years",
+    keep_years: Sequence[int] | None = None,
 ) -> tuple[Tensor, Tensor, dict[str, Any]]:
     """GAP/ProGAP's Facebook100 features and labels from ``local_info`` [N, 7].
 
-    Features: one-hot of status, gender, major, minor and housing, one block per
+    Features: one-hot of ``feature_columns`` (default status, gender, major, minor
+    and housing; ProGAP's FB-100: ``FB100_FEATURE_COLUMNS``), one block per
     column in that order, categories sorted; 0 (missing) is the all-zero row of
     its block. Label: class year, ``-1`` where it is 0 or outside
     ``FACEBOOK100_CLASS_YEARS``, the remaining years numbered 0..C-1 in order.
     Returns ``(x, y, extra)``; ``extra`` holds ``feature_names`` ("major=201")
     and ``class_years`` (label k is ``class_years[k]``).
+
+    ``labels="progap"`` encodes the year as ProGAP's FB-100 loader does instead
+    (``fb100_year_labels``): every distinct value is a class, and year 0 (missing)
+    is one where a negative value is present; ``keep_years`` then keeps the classes
+    of those year values only (renumbered in order), the others unlabeled.
 
     GAP's code calls ``pandas.get_dummies``, which passes a column without any
     0 through as raw integer codes instead of one-hot (e.g. Caltech36's status:
@@ -458,12 +475,20 @@ def encode_facebook100(
     if info.ndim != 2 or info.shape[1] != len(FACEBOOK100_COLUMNS):
         _fail(where, f"local_info must be [N, {len(FACEBOOK100_COLUMNS)}], got shape {list(info.shape)}")
     info = _as_int64(info, where, "local_info codes")
-    if info.size and int(info.min()) < 0:
-        _fail(where, f"local_info codes must be non-negative, got {int(info.min())}")
+    # Category codes must be non-negative; a year may not be (UChicago30 holds one of -80085: the labels say how
+    # it is read).
+    codes = np.delete(info, FACEBOOK100_COLUMNS.index("year"), axis=1)
+    if codes.size and int(codes.min()) < 0:
+        _fail(where, f"local_info codes must be non-negative, got {int(codes.min())}")
+    unknown = [column for column in feature_columns if column not in FACEBOOK100_FEATURE_COLUMNS]
+    if unknown or not feature_columns:
+        raise ValueError(
+            f"feature_columns {list(feature_columns)}: choose one or more of {list(FACEBOOK100_FEATURE_COLUMNS)}"
+        )
     num_nodes = info.shape[0]
     blocks: list[np.ndarray] = []
     names: list[str] = []
-    for column in FACEBOOK100_FEATURE_COLUMNS:
+    for column in feature_columns:
         values = info[:, FACEBOOK100_COLUMNS.index(column)]
         categories = np.unique(values[values > 0])
         block = np.zeros((num_nodes, categories.size), dtype=np.float32)
@@ -472,13 +497,47 @@ def encode_facebook100(
         blocks.append(block)
         names.extend(f"{column}={value}" for value in categories.tolist())
     year = info[:, FACEBOOK100_COLUMNS.index("year")]
-    first, last = FACEBOOK100_CLASS_YEARS
-    labeled = (year >= first) & (year <= last)
-    class_years = np.unique(year[labeled])
-    labels = np.full(num_nodes, -1, dtype=np.int64)
-    labels[labeled] = np.searchsorted(class_years, year[labeled])
-    extra = {"feature_names": tuple(names), "class_years": tuple(class_years.tolist())}
-    return torch.from_numpy(np.concatenate(blocks, axis=1)), torch.from_numpy(labels), extra
+    if labels not in FACEBOOK100_LABELS:
+        raise ValueError(f"labels {labels!r}: valid choices {list(FACEBOOK100_LABELS)}")
+    if labels == "progap":
+        y, class_years = fb100_year_labels(year, keep_years=keep_years)
+    else:
+        first, last = FACEBOOK100_CLASS_YEARS
+        labeled = (year >= first) & (year <= last)
+        class_years = tuple(np.unique(year[labeled]).tolist())
+        y = np.full(num_nodes, -1, dtype=np.int64)
+        y[labeled] = np.searchsorted(class_years, year[labeled])
+    extra = {"feature_names": tuple(names), "class_years": tuple(class_years)}
+    return torch.from_numpy(np.concatenate(blocks, axis=1)), torch.from_numpy(y), extra
+
+
+def fb100_year_labels(
+    year: np.ndarray, *, keep_years: Sequence[int] | None = None
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Class-year labels as ProGAP's FB-100 loader makes them, and the year value of each class.
+
+    The loader label-encodes the raw year column (sklearn's ``LabelEncoder``: the
+    sorted distinct values numbered 0..), then subtracts 1 from every code where
+    year 0 (missing) occurs, so that its code becomes -1 (unlabeled). That holds
+    only while 0 is the smallest value: one school's file (UChicago30) holds a
+    year of -80085, which takes code -1 instead, and year 0 becomes class 0, a
+    class of "year unknown". ``keep_years``: keep the classes of these year values
+    (0 included, as a value), renumbered in order; every other node -1.
+    """
+    year = np.asarray(year, dtype=np.int64)
+    values = np.unique(year)
+    codes = np.searchsorted(values, year).astype(np.int64)
+    shift = 1 if (values == 0).any() else 0
+    codes -= shift
+    class_years = values[shift:]  # class k is year class_years[k]
+    if keep_years is None:
+        return codes, tuple(int(v) for v in class_years.tolist())
+    # a partial union keeps the full union's classes: year 0 among them where asked, whatever its code here
+    kept = np.array(sorted(set(int(v) for v in keep_years) & set(values.tolist())), dtype=np.int64)
+    y = np.full(year.shape[0], -1, dtype=np.int64)
+    mask = np.isin(year, kept)
+    y[mask] = np.searchsorted(kept, year[mask])
+    return y, tuple(int(v) for v in kept.tolist())
 
 
 def read_facebook100_mat(path: Path) -> RawGraph:

@@ -395,6 +395,22 @@ def add_protocol_resolver(resolver: Callable[[str], bool]) -> None:
 # GAP's threshold is per dataset (sisaman/GAP and sisaman/ProGAP core/datasets/loader.py).
 register_protocol(_gap("gap-facebook", min_count=1_000, dataset="Facebook100 UIllinois20, 'Facebook'"))
 register_protocol(_gap("gap-fb100", min_count=100_000, dataset="FB-100, all 100 schools"))
+# A union of fewer schools (nodedp.data.user, `facebook100:`): the 100,000 threshold is a count on the
+# 100-school union; a partial union keeps the classes it keeps there (nodedp.data.catalog.FB100_KEPT_YEARS),
+# chosen when the labels are encoded, and applies no count threshold of its own.
+register_protocol(
+    Protocol(
+        name="gap-fb100-partial",
+        description=(
+            "ProGAP's FB-100 preprocessing on a union of some Facebook100 schools: the labels keep the classes "
+            "FilterClassByCount(min_count=100000) keeps on all 100 schools (or the class years 2004-2009), the "
+            "other nodes unlabeled and dropped, self-loops removed, undirected, isolated nodes removed; random "
+            "75/10/15 transductive."
+        ),
+        steps=(*_CLEAN, _step("remove_isolated_nodes")),
+        split=_RANDOM_75_10_15,
+    )
+)
 register_protocol(_gap("gap-reddit", min_count=10_000, dataset="Reddit"))
 register_protocol(_gap("gap-amazon", min_count=100_000, dataset="'Amazon' = ogbn-products"))
 # A suite choice, not GAP's: 1000 would drop every class of a school with fewer than

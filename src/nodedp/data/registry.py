@@ -137,7 +137,7 @@ def register_dataset(info: DatasetInfo, *, force: bool = False) -> DatasetInfo:
 def unregister_dataset(name: str) -> None:
     """Remove a declared dataset (a config that no longer declares it); registered code stays."""
     info = _REGISTRY.get(name)
-    if info is not None and info.kind != "file":
+    if info is not None and info.kind != "file" and not info.source.get("declared"):
         raise ValueError(f"dataset {name!r} is {info.kind}, not declared: it cannot be unregistered")
     _REGISTRY.pop(name, None)
 
@@ -204,7 +204,15 @@ def build_dataset(name: str, directory: str | Path, *, raw_dir: str | Path | Non
     if info.kind == "file":
         source["files"] = [{"path": path, "sha256": sha256_file(where)} for path, where in raw.extra["files"]]
     else:
-        source["files"] = [{"url": f.url, "sha256": f.sha256} for f in info.files]
+        # an optional file counts where it was served (read): a union of the Facebook100 schools a source serves
+        read = {f"{school}.mat" for school in raw.extra.get("schools", ())}
+        source["files"] = [
+            {"url": f.url, "sha256": f.sha256} for f in info.files if not f.optional or f.filename in read
+        ]
+    if "schools" in raw.extra:  # a Facebook100 union: which schools it is, so no table passes it off as another
+        source["schools"] = list(raw.extra["schools"])
+        source["num_schools"] = len(raw.extra["schools"])
+        source["feature_columns"] = list(raw.extra["feature_columns"])
     source["preprocessing"] = report
     return save_graph(data, directory, name=name, source=source)
 

@@ -3,8 +3,9 @@
 ``declare_datasets`` checks each declaration and its file(s) (numpy only, no torch) and registers it as a
 ``DatasetInfo`` of kind ``"file"`` with its own protocol (``file:<name>``); the jobs the workflow starts find the
 declarations in the environment (``NODEDP_DATASETS``), a command run by hand in the workspace in the built
-graph's ``meta.json``. ``read_user_graph`` decodes the files for the graph stage. Formats, keys and checks:
-docs/datasets.md; design: docs/design/data.md.
+graph's ``meta.json``. ``read_user_graph`` decodes the files for the graph stage. A declaration with the key
+``facebook100`` is a union of Facebook100 schools instead (``Facebook100Union``): a downloaded dataset. Formats,
+keys and checks: docs/datasets.md; design: docs/design/data.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "ENV",
     "FORMATS",
     "DeclarationError",
+    "Facebook100Union",
     "UserArrays",
     "UserDataset",
     "declare_datasets",
@@ -63,6 +65,12 @@ CSV_EDGES = "edges.csv"
 CSV_FEATURES = ("features.npy", "features.csv")
 CSV_LABELS = ("labels.npy", "labels.csv")
 CSV_SPLIT = ("split.npy", "split.csv")
+UNION_KEYS = ("facebook100", "features", "labels", "in_degree_bound", "out_degree_bound", "description")
+UNION_FEATURES = ("progap", "all")  # progap: status, gender, major (ProGAP's FB100); all: also minor and housing
+# progap: ProGAP's FB100 year labels and the six classes its count rule keeps on all 100 schools; years: the
+# class years 2004-2009 (GAP's Facebook loader), year unknown unlabeled
+UNION_LABELS = ("progap", "years")
+SERVED = "served"
 
 
 class DeclarationError(ValueError):
@@ -108,6 +116,148 @@ class UserDataset:
         return data
 
 
+@dataclass(frozen=True)
+class Facebook100Union:
+    """A declared union of Facebook100 schools: ``schools`` as the upstream repository names their files, or
+    ``"served"`` (every school the download source serves, found when downloading). Downloaded and read like the
+    registered ``fb-100``, with ProGAP's preprocessing (``gap-fb100`` on all 100 schools named, with ProGAP's
+    labels; ``gap-fb100-partial`` otherwise); ``features`` picks the one-hot columns, ``labels`` the classes."""
+
+    name: str
+    schools: tuple[str, ...] | str
+    features: str = "progap"
+    labels: str = "progap"
+    in_degree_bound: int = 10
+    out_degree_bound: int = 100
+    description: str = ""
+
+    @property
+    def protocol(self) -> str:
+
+        return "gap-fb100" if self.is_full and self.labels == "progap" else "gap-fb100-partial"
+
+    @property
+    def is_full(self) -> bool:
+        from nodedp.data.catalog import FACEBOOK100_SCHOOLS
+
+        return not isinstance(self.schools, str) and set(self.schools) == set(FACEBOOK100_SCHOOLS)
+
+    def graph_params(self) -> dict[str, Any]:
+        """The declaration as the graph's ``meta.json`` records it, and what the download and graph rerun on."""
+        schools = self.schools if isinstance(self.schools, str) else list(self.schools)
+        return {
+            "facebook100": schools,
+            "features": self.features,
+            "labels": self.labels,
+            "in_degree_bound": self.in_degree_bound,
+            "out_degree_bound": self.out_degree_bound,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, **self.graph_params(), "description": self.description}
+
+
+Declaration = UserDataset | Facebook100Union
+
+
+def parse_union(name: str, entry: Mapping[str, Any]) -> Facebook100Union:
+    """A ``facebook100:`` declaration checked; raises ``DeclarationError`` naming the field and the valid
+    choices (the schools the catalog knows)."""
+    from nodedp.data.catalog import FACEBOOK100_SCHOOLS
+
+    unknown = sorted(set(entry) - set(UNION_KEYS))
+    if unknown:
+        raise DeclarationError(
+            f"datasets.{name}: unknown key(s) {unknown} for a Facebook100 union; valid: {list(UNION_KEYS)}"
+        )
+    schools = entry["facebook100"]
+    field = f"datasets.{name}.facebook100"
+    if isinstance(schools, str):
+        if schools != SERVED:
+            raise DeclarationError(f"{field}: {SERVED!r} or a list of schools, got {schools!r}")
+    elif isinstance(schools, (list, tuple)) and schools:
+        bad = [school for school in schools if school not in FACEBOOK100_SCHOOLS]
+        if bad:
+            raise DeclarationError(
+                f"{field}: unknown school(s) {bad}; valid choices (as the upstream repository names its files): "
+                f"{list(FACEBOOK100_SCHOOLS)}"
+            )
+        repeated = sorted({school for school in schools if list(schools).count(school) > 1})
+        if repeated:
+            raise DeclarationError(f"{field}: school(s) listed twice: {repeated}")
+        order = {school: i for i, school in enumerate(FACEBOOK100_SCHOOLS)}
+        schools = tuple(sorted(schools, key=order.__getitem__))  # catalog order: the same union, the same graph
+    else:
+        raise DeclarationError(f"{field}: {SERVED!r} or a non-empty list of schools, got {schools!r}")
+    features = entry.get("features", "progap")
+    if features not in UNION_FEATURES:
+        raise DeclarationError(
+            f"datasets.{name}.features: unknown features {features!r}; valid choices: {list(UNION_FEATURES)}"
+        )
+    labels = entry.get("labels", "progap")
+    if labels not in UNION_LABELS:
+        raise DeclarationError(
+            f"datasets.{name}.labels: unknown labels {labels!r}; valid choices: {list(UNION_LABELS)}"
+        )
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        raise DeclarationError(f"datasets.{name}.description: a string, got {description!r}")
+    return Facebook100Union(
+        name=name,
+        schools=schools,
+        features=features,
+        labels=labels,
+        in_degree_bound=_bound(name, "in_degree_bound", entry.get("in_degree_bound", 10)),
+        out_degree_bound=_bound(name, "out_degree_bound", entry.get("out_degree_bound", 100)),
+        description=description,
+    )
+
+
+def _union_info(union: Facebook100Union) -> DatasetInfo:
+    from nodedp.data.catalog import (
+        FACEBOOK100_SCHOOLS,
+        FB100_KEPT_YEARS,
+        facebook100_url,
+        read_facebook100_union,
+        remote,
+        served_schools,
+    )
+    from nodedp.data.formats import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
+
+    columns = FB100_FEATURE_COLUMNS if union.features == "progap" else FACEBOOK100_FEATURE_COLUMNS
+    labels, keep = "years", None  # labels: years keeps 2004-2009 by itself
+    if union.labels == "progap":
+        labels, keep = "progap", (None if union.is_full else FB100_KEPT_YEARS)  # all 100: the count rule keeps
+    if union.schools == SERVED:
+        files = tuple(replace(remote(facebook100_url(s)), optional=True) for s in FACEBOOK100_SCHOOLS)
+        what = "every Facebook100 school the download source serves"
+    else:
+        files = tuple(remote(facebook100_url(s)) for s in union.schools)
+        count = len(union.schools)
+        what = f"{count} Facebook100 school{'s' if count != 1 else ''}"
+
+    def reader(raw: Path) -> RawGraph:
+        schools = served_schools(raw) if union.schools == SERVED else union.schools
+        return read_facebook100_union(
+            [raw / f"{s}.mat" for s in schools], feature_columns=columns, labels=labels, keep_years=keep
+        )
+
+    return DatasetInfo(
+        name=union.name,
+        kind="download",
+        description=union.description
+        or f"union of {what} as one graph, predict class year (ProGAP's FB-100 preprocessing)",
+        build=None,
+        out_degree_bound=union.out_degree_bound,
+        in_degree_bound=union.in_degree_bound,
+        citation="Traud, Mucha, Porter (2012), Social structure of Facebook networks",
+        source={"declared": True, **union.graph_params()},
+        files=files,
+        reader=reader,
+        protocol=union.protocol,
+    )
+
+
 def _bound(name: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DeclarationError(
@@ -150,9 +300,10 @@ def _split(name: str, value: Any) -> dict[str, Any]:
     return {"kind": "random", "setting": setting, **{part: float(fractions[part]) for part in PARTS}}
 
 
-def parse_declaration(name: str, entry: Any, *, base: str | Path | None = None) -> UserDataset:
+def parse_declaration(name: str, entry: Any, *, base: str | Path | None = None) -> Declaration:
     """A declaration's keys checked (not yet its file); ``path`` resolved against ``base`` (the working
-    directory by default). Raises ``DeclarationError`` naming the field."""
+    directory by default). An entry with ``facebook100`` gives a ``Facebook100Union`` (``parse_union``).
+    Raises ``DeclarationError`` naming the field."""
     if not NAME.fullmatch(name):
         raise DeclarationError(
             f"datasets.{name}: a dataset name is lowercase letters, digits, '-' and '_' (it names paths and "
@@ -160,6 +311,8 @@ def parse_declaration(name: str, entry: Any, *, base: str | Path | None = None) 
         )
     if not isinstance(entry, Mapping):
         raise DeclarationError(f"datasets.{name}: a mapping with keys {list(KEYS)}, got {type(entry).__name__}")
+    if "facebook100" in entry:
+        return parse_union(name, entry)
     unknown = sorted(set(entry) - set(KEYS))
     if unknown:
         raise DeclarationError(f"datasets.{name}: unknown key(s) {unknown}; valid: {list(KEYS)}")
@@ -587,13 +740,20 @@ def _info(dataset: UserDataset) -> DatasetInfo:
     )
 
 
-def _register(dataset: UserDataset) -> None:
+def _is_declared(info: DatasetInfo) -> bool:
+    return info.kind == "file" or bool(info.source.get("declared"))
+
+
+def _register(dataset: Declaration) -> None:
     existing = DATASETS.get(dataset.name)
-    if existing is not None and existing.kind != "file":
+    if existing is not None and not _is_declared(existing):
         raise DeclarationError(
             f"datasets.{dataset.name}: {dataset.name!r} is a registered {existing.kind} dataset; "
             "give your graph another name"
         )
+    if isinstance(dataset, Facebook100Union):
+        register_dataset(_union_info(dataset), force=True)  # its protocol is registered (nodedp.data.preprocess)
+        return
     register_protocol(_protocol(dataset), replace=True)
     register_dataset(_info(dataset), force=True)
 
@@ -617,29 +777,32 @@ def _checked_size(dataset: UserDataset) -> GraphSize:
     return _CHECKED[stamp]
 
 
-def declare_datasets(entries: Mapping[str, Any] | None, *, base: str | Path | None = None) -> list[UserDataset]:
+def declare_datasets(entries: Mapping[str, Any] | None, *, base: str | Path | None = None) -> list[Declaration]:
     """Check every declaration and its file(s), register them (replacing earlier declarations, which a config
     without them withdraws) and export them in ``$NODEDP_DATASETS`` for the jobs this process starts. Raises
     ``DeclarationError`` (the field) or ``DatasetFormatError`` (the file and the problem) before registering any."""
     entries = entries or {}
     if not isinstance(entries, Mapping):
         raise DeclarationError(f"datasets: a mapping of name -> declaration, got {type(entries).__name__}")
-    declared = []
+    declared: list[Declaration] = []
     for name, entry in entries.items():
         dataset = parse_declaration(str(name), entry, base=base)
         existing = DATASETS.get(dataset.name)
-        if existing is not None and existing.kind != "file":
+        if existing is not None and not _is_declared(existing):
             raise DeclarationError(
                 f"datasets.{name}: {name!r} is a registered {existing.kind} dataset; give your graph another name"
             )
+        if isinstance(dataset, Facebook100Union):  # downloaded by the workflow: nothing to read yet
+            declared.append(dataset)
+            continue
         try:
             size = _checked_size(dataset)
         except DatasetFormatError as error:
             raise DatasetFormatError(f"datasets.{name}: {error}") from None
         declared.append(replace(dataset, size=size))
     _withdraw(keep={d.name for d in declared})
-    for dataset in declared:
-        _register(dataset)
+    for each in declared:
+        _register(each)
     if declared:
         os.environ[ENV] = json.dumps({d.name: d.to_json() for d in declared}, sort_keys=True)
     else:
@@ -652,17 +815,20 @@ def _withdraw(*, keep: set[str]) -> None:
     from nodedp.data.registry import unregister_dataset
 
     for name, info in list(DATASETS.items()):
-        if info.kind == "file" and name not in keep:
+        if _is_declared(info) and name not in keep:
             unregister_dataset(name)
-            unregister_protocol(info.protocol)
+            if info.protocol.startswith("file:"):  # a union's protocol is the suite's, shared
+                unregister_protocol(info.protocol)
 
 
-def _from_json(data: Mapping[str, Any]) -> UserDataset:
+def _from_json(data: Mapping[str, Any]) -> Declaration:
+    if "facebook100" in data:
+        return parse_union(str(data["name"]), {k: v for k, v in data.items() if k != "name"})
     size = data.get("size")
     return UserDataset(**{**data, "size": GraphSize(**size) if size else None})
 
 
-def _declared_in_environment() -> dict[str, UserDataset]:
+def _declared_in_environment() -> dict[str, Declaration]:
     text = os.environ.get(ENV)
     if not text:
         return {}
@@ -672,7 +838,7 @@ def _declared_in_environment() -> dict[str, UserDataset]:
         raise DeclarationError(f"${ENV}: not the declarations nodedp exports ({error})") from None
 
 
-def _declared_in_workspace(name: str) -> UserDataset | None:
+def _declared_in_workspace(name: str) -> Declaration | None:
     """A declared dataset's graph built in this workspace (the working directory): its ``meta.json`` records the
     declaration, for a command run by hand (``python -m nodedp verify``) without the config's environment."""
     from nodedp.io import read_json
@@ -682,6 +848,8 @@ def _declared_in_workspace(name: str) -> UserDataset | None:
         return None
     try:
         source = read_json(meta_path)["source"]
+        if source.get("declared") and "facebook100" in source:
+            return parse_union(name, {k: source[k] for k in UNION_KEYS if k in source})
         if source.get("kind") != "file":
             return None
         dataset = parse_declaration(name, {k: source[k] for k in KEYS if k in source})
@@ -708,15 +876,19 @@ add_dataset_resolver(_resolve_dataset)
 add_protocol_resolver(_resolve_protocol)
 
 
-def _declared(name: str) -> UserDataset | None:
+def _declared(name: str) -> Declaration | None:
     info = DATASETS.get(name)
     if info is None:
         return _declared_in_environment().get(name)
-    return _dataset_of(info) if info.kind == "file" else None
+    return _dataset_of(info) if _is_declared(info) else None
 
 
-def _dataset_of(info: DatasetInfo) -> UserDataset:
+def _dataset_of(info: DatasetInfo) -> Declaration:
     source = info.source
+    if "facebook100" in source:
+        return parse_union(
+            info.name, {**{k: source[k] for k in UNION_KEYS if k in source}, "description": info.description}
+        )
     return UserDataset(
         name=info.name,
         path=str(source["path"]),
@@ -735,7 +907,7 @@ def declared_files(name: str) -> list[str]:
     """The file(s) the graph of a declared dataset is built from, as declared (relative paths stay relative):
     the workflow's input of its graph job, so editing them rebuilds it. Empty for any other dataset."""
     dataset = _declared(name)
-    if dataset is None:
+    if dataset is None or isinstance(dataset, Facebook100Union):  # a union's files are downloaded
         return []
     if dataset.format == "npz":
         return [dataset.path]
