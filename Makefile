@@ -27,7 +27,7 @@ REDRAW_RULES := collect summarize tables figures regime reproduction_tables pape
 export NODEDP_STUDIES := $(STUDY)
 REPORT ?= paper/report.html
 
-.PHONY: venv demo test paper report audit lint dryrun clean-demo
+.PHONY: venv demo test paper report audit lint dryrun clean-demo gpu-wheels gpu-check
 
 venv: $(STAMP)
 
@@ -83,3 +83,30 @@ lint: $(STAMP)
 	$(BIN)/snakefmt --check Snakefile workflow
 	$(BIN)/snakemake --lint
 	$(BIN)/snakemake --dry-run --quiet rules --cores $(CORES)
+
+## The GPU check (benchmarks/gpu_check.py, docs/scaling.md): every private method's cell on CUDA against CPU (the
+## same ledger, accuracy within a tolerance, per-epoch time and GPU memory) -> $(GPU_CHECK_OUT)/gpu-check.{json,md}.
+## Run on a GPU node whose Python has a CUDA torch: a venv that sees it installs the rest from $(GPU_WHEELS)/ (made
+## by `make gpu-wheels` on a machine with network; carry the folder along) or, without that folder, from the index.
+GPU_PYTHON ?= python3
+GPU_VENV := .gpu-venv
+GPU_WHEELS ?= gpu-wheels
+GPU_CHECK_OUT ?= gpu-check
+GPU_CHECK_ARGS ?=
+# What `nodedp` imports at run time, torch aside (pyproject.toml's dependencies), for the GPU node's Python.
+GPU_PYVER ?= $(shell $(GPU_PYTHON) -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+GPU_REQUIREMENTS := $(shell $(PYTHON) -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb")); \
+  print(" ".join(chr(34) + r.replace(" ", "") + chr(34) for r in d["project"]["dependencies"] if not r.startswith("torch>")))')
+
+gpu-wheels:
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --python-version $(GPU_PYVER) \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --dest $(GPU_WHEELS) $(GPU_REQUIREMENTS)
+	@du -sh $(GPU_WHEELS)
+
+gpu-check:
+	test -x $(GPU_VENV)/bin/python || $(GPU_PYTHON) -m venv --system-site-packages $(GPU_VENV)
+	$(GPU_PYTHON) -c 'import torch; assert torch.cuda.is_available(), "no CUDA device seen by $(GPU_PYTHON)"'
+	$(GPU_VENV)/bin/python -m pip install --quiet $(if $(wildcard $(GPU_WHEELS)),--no-index --find-links $(GPU_WHEELS)) \
+	  $(GPU_REQUIREMENTS)
+	$(GPU_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(GPU_VENV)/bin/python benchmarks/gpu_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)

@@ -68,12 +68,20 @@ def _tail(log: Path, lines: int = 3) -> str:
 
 
 def make_graph(args: argparse.Namespace) -> None:
-    """Child: generate the stand-in of ``--shape`` at ``--nodes`` nodes into ``--out``."""
+    """Child: generate the stand-in of ``--shape`` at ``--nodes`` nodes (or build the registered synthetic
+    ``--dataset``) into ``--out``."""
     from nodedp.data.graph import save_graph
+    from nodedp.data.registry import build_dataset
     from nodedp.data.standins import standin_name, standin_spec
     from nodedp.data.synthetic import generate_csbm
     from nodedp.train.stages import StageRecorder
 
+    if args.dataset:
+        with StageRecorder() as recorder:
+            build_dataset(args.dataset, Path(args.out))
+        timing = recorder.totals()["structure"]
+        Path(args.stage_timings).write_text(json.dumps({"stages": {"graph": asdict(timing)}}))
+        return
     spec = standin_spec(args.shape, num_nodes=args.nodes[0])
     with StageRecorder() as recorder:
         save_graph(
@@ -133,20 +141,18 @@ class Bench:
         from nodedp.data.standins import standin_name
 
         args = self.args
-        here = self.workdir / f"n{nodes}"
+        here = self.workdir / (args.dataset or f"n{nodes}")
         here.mkdir(parents=True, exist_ok=True)
         graph, split = here / "graph", here / "split.pt"
-        self.say(f"[{nodes:,} nodes] stand-in of {args.shape}")
+        what = ["--dataset", args.dataset] if args.dataset else ["--shape", args.shape, "--nodes", str(nodes)]
+        self.say(f"[{args.dataset}]" if args.dataset else f"[{nodes:,} nodes] stand-in of {args.shape}")
         data = self.step(
             "graph",
             [
                 sys.executable,
                 __file__,
                 "--make-graph",
-                "--shape",
-                args.shape,
-                "--nodes",
-                str(nodes),
+                *what,
                 "--out",
                 str(graph),
                 "--stage-timings",
@@ -158,6 +164,7 @@ class Bench:
         if data is None:
             return
         meta = load_graph_meta(graph)
+        nodes = meta["num_nodes"]
         edges = meta["num_edges"] // 2 if meta["is_undirected"] else meta["num_edges"]
         self._row("(data)", "graph", nodes, edges, data["graph"])
         code, _, _ = _run(
@@ -168,7 +175,7 @@ class Bench:
         if code != 0:
             self.failures.append(f"split at {nodes}: exit {code} ({_tail(here / 'split.log')})")
             return
-        dataset = get_dataset(standin_name(args.shape))
+        dataset = get_dataset(args.dataset or standin_name(args.shape))
         artifacts: dict[tuple[str, Any], tuple[Path, dict[str, Any]] | None] = {}
         for method in args.methods:
             self.method(method, nodes, edges, here, graph, split, dataset, artifacts)
@@ -362,8 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--methods", nargs="+", help="method ids or config.yaml variants (e.g. dpdgc-fast)")
-    p.add_argument("--nodes", nargs="+", type=int, required=True, help="stand-in sizes in nodes")
+    p.add_argument("--nodes", nargs="+", type=int, help="stand-in sizes in nodes (required without --dataset)")
     p.add_argument("--shape", default="arxiv", help="which headline graph's shape: arxiv (default), reddit, products")
+    p.add_argument(
+        "--dataset",
+        help="instead of stand-ins: one registered synthetic dataset, built from code (e.g. csbm-homophilous)",
+    )
     p.add_argument("--epochs", type=int, default=1, help="every *epochs hyperparameter (default 1)")
     p.add_argument("--epsilon", type=float, default=8.0, help="target ε of the private methods (default 8)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where training runs")
@@ -388,13 +399,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.make_graph:
         make_graph(args)
         return 0
+    from nodedp.data.registry import DATASETS
     from nodedp.data.standins import SHAPES
 
     if args.shape not in SHAPES:
         p.error(f"--shape {args.shape!r}: valid choices: {sorted(SHAPES)}")
+    if args.dataset:
+        synthetic = sorted(name for name, info in DATASETS.items() if info.kind == "synthetic")
+        if args.dataset not in synthetic or args.nodes:
+            p.error(f"--dataset: one of {synthetic}, without --nodes (its size is its own)")
+        args.nodes = [0]  # one graph, its size read from its meta.json
+    elif not args.nodes:
+        p.error("--nodes: give the stand-in sizes (or --dataset)")
     if not args.methods:
         p.error("--methods: name at least one method")
-    if args.epochs < 1 or min(args.nodes) < 100:
+    if args.epochs < 1 or (not args.dataset and min(args.nodes) < 100):
         p.error("--epochs must be >= 1 and every --nodes >= 100")
     from nodedp.config import ConfigError, read_config, resolve_method
 
@@ -414,8 +433,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     table = markdown(bench, args)
     print(
-        f"\nShape {args.shape}, ε = {args.epsilon:g}, {args.epochs} epoch(s), device {args.device}; "
-        "each cell: seconds, process peak resident memory\n"
+        f"\n{args.dataset or 'Shape ' + args.shape}, ε = {args.epsilon:g}, {args.epochs} epoch(s), device "
+        f"{args.device}; each cell: seconds, process peak resident memory\n"
     )
     print(table)
     if args.json:
@@ -423,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(
                 {
                     "shape": args.shape,
+                    "dataset": args.dataset,
                     "epochs": args.epochs,
                     "epsilon": args.epsilon,
                     "device": args.device,
