@@ -25,7 +25,20 @@ def gpu_check():
 def _check(gpu_check, tmp_path: Path, device: str, *extra: str) -> tuple[int, dict]:
     out = tmp_path / "check"
     code = gpu_check.main(
-        ["--device", device, "--targets", "arxiv:1500", "--methods", "dp-mlp", "gap", "--threads", "1", "--out", str(out), *extra]
+        [
+            "--device",
+            device,
+            "--targets",
+            "arxiv:1500",
+            "--methods",
+            "dp-mlp",
+            "gap",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+            *extra,
+        ]
     )
     return code, json.loads((out / "gpu-check.json").read_text())
 

@@ -12,9 +12,7 @@ from nodedp.analysis.regime import graph_sizes, paired_gaps, write_regime
 
 
 def _runs(rows: list[tuple[str, str, float, int, float]], **extra) -> pl.DataFrame:
-    frame = pl.DataFrame(
-        rows, schema=["dataset", "method", "target_epsilon", "seed", "test_accuracy"], orient="row"
-    )
+    frame = pl.DataFrame(rows, schema=["dataset", "method", "target_epsilon", "seed", "test_accuracy"], orient="row")
     for name, value in extra.items():
         frame = frame.with_columns(pl.lit(value).alias(name))
     return frame

@@ -54,7 +54,9 @@ def paired_gaps(
         "dataset", "target_epsilon", "seed", pl.col("test_accuracy").alias("baseline_accuracy")
     )
     if base.is_empty():
-        raise ValueError(f"no {baseline} runs at a finite ε to take differences from; methods: {sorted(set(runs['method']))}")
+        raise ValueError(
+            f"no {baseline} runs at a finite ε to take differences from; methods: {sorted(set(runs['method']))}"
+        )
     pairs = usable.filter(pl.col("method") != baseline).join(base, on=["dataset", "target_epsilon", "seed"])
     rows = []
     for (dataset, method, eps), cell in sorted(
@@ -85,7 +87,12 @@ def _markdown(gaps: pl.DataFrame, sizes: Mapping[str, int], *, baseline: str, ca
     epsilons = sorted(set(gaps["target_epsilon"]))
     methods = sorted(set(gaps["method"]))
     header = ["Dataset", "Nodes", "ε", f"{baseline} (%)", *(f"{m} − {baseline} (pp)" for m in methods)]
-    lines = [f"Table: {caption}", "", "| " + " | ".join(header) + " |", "|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines = [
+        f"Table: {caption}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
     for dataset in order:
         for eps in epsilons:
             cells = gaps.filter((gaps["dataset"] == dataset) & (gaps["target_epsilon"] == eps))
@@ -141,7 +148,9 @@ def write_regime(
             cell = gaps.filter((gaps["method"] == method) & (gaps["target_epsilon"] == eps))
             if cell.is_empty():
                 continue
-            cell = cell.with_columns(nodes=cell["dataset"].replace_strict(dict(sizes), return_dtype=cell["n_pairs"].dtype))
+            cell = cell.with_columns(
+                nodes=cell["dataset"].replace_strict(dict(sizes), return_dtype=cell["n_pairs"].dtype)
+            )
             cell = cell.sort("nodes")
             style = method_style(method)
             x = cell["nodes"].to_numpy().astype(float) * (1.0 + 0.04 * (i - (len(methods) - 1) / 2))
