@@ -226,7 +226,8 @@ def read_facebook100_union(
     import torch
     from torch_geometric.data import Data
 
-    from nodedp.data.formats import FB100_FEATURE_COLUMNS, RawGraph, encode_facebook100, read_facebook100_mat
+    from nodedp.data.constants import FB100_FEATURE_COLUMNS
+    from nodedp.data.formats import RawGraph, encode_facebook100, read_facebook100_mat
 
     if not paths:
         raise ValueError("read_facebook100_union: no school files")

@@ -29,7 +29,14 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from nodedp.data.constants import DatasetFormatError
+from nodedp.data.constants import (
+    FACEBOOK100_CLASS_YEARS,
+    FACEBOOK100_COLUMNS,
+    FACEBOOK100_FEATURE_COLUMNS,
+    FACEBOOK100_LABELS,
+    FB100_FEATURE_COLUMNS,
+    DatasetFormatError,
+)
 
 __all__ = [
     "FACEBOOK100_CLASS_YEARS",
@@ -432,15 +439,6 @@ def read_graphmining_npz(path: Path) -> RawGraph:
 
 
 # -- Facebook100 (.mat) ---------------------------------------------------------
-
-FACEBOOK100_COLUMNS = ("status", "gender", "major", "minor", "housing", "year", "high_school")
-FACEBOOK100_FEATURE_COLUMNS = ("status", "gender", "major", "minor", "housing")
-# ProGAP's FB-100 loader (its FB100 dataset) one-hot encodes only these three: it drops minor and housing.
-FB100_FEATURE_COLUMNS = ("status", "gender", "major")
-# GAP's Facebook100 loader (sisaman/pyg-datasets) treats class years outside
-# 2004-2009 (a handful of alumni and faculty per school) as missing.
-FACEBOOK100_CLASS_YEARS = (2004, 2009)
-FACEBOOK100_LABELS = ("years", "progap")
 
 
 def encode_facebook100(

@@ -222,7 +222,7 @@ def _union_info(union: Facebook100Union) -> DatasetInfo:
         remote,
         served_schools,
     )
-    from nodedp.data.formats import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
+    from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
 
     columns = FB100_FEATURE_COLUMNS if union.features == "progap" else FACEBOOK100_FEATURE_COLUMNS
     labels, keep = "years", None  # labels: years keeps 2004-2009 by itself
