@@ -282,7 +282,11 @@ def test_stand_ins_get_their_own_marked_row_or_column() -> None:
     assert "[n=1]" in progap[header.index("fb100-caltech36≈")]  # fewer runs than the rest
     assert progap[header.index("FB-100")].startswith("needs fb-100<br>")
     assert rows[0][header.index("fb100-reed98≈")] == "—<br>paper 74.0 ± 0.80"  # a stand-in never "needs"
-    assert "≈ a single school stands in for the paper's FB-100" in md and "$\\approx$" in tex
+    assert (
+        "≈ a single school, or a union of fewer schools" in md
+        and "stands in for the paper's FB-100" in md
+        and "$\\approx$" in tex
+    )
     md_dpar, _ = render_paper_table(
         "dpar-t1", summary_of({("cora-ml-transductive", "gap-nodp", INF): [0.88]}), regenerate_command="x"
     )

@@ -64,8 +64,8 @@ class StandIn:
 STAND_INS: dict[str, StandIn] = {
     "fb-100": StandIn(
         "fb100-*",
-        "a single school stands in for the paper's FB-100 (the union of 100 schools): "
-        "a different graph, shown for orientation only.",
+        "a single school, or a union of fewer schools (named below the table where it is one), stands in for "
+        "the paper's FB-100 (the union of all 100 schools): a different graph, shown for orientation only.",
     ),
     "cora-ml": StandIn(
         "cora-ml-transductive",
