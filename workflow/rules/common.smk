@@ -230,8 +230,32 @@ def study_dataset_tables(wildcards):
 
 
 def study_graph_metas(wildcards):
-    """The study's graphs' meta.json: a table names a Facebook100 union's schools from it."""
+    """The study's graphs' meta.json (their node counts: the regime figure)."""
     return [f"resources/graphs/{d}/meta.json" for d in STUDIES[wildcards.study]["datasets"]]
+
+
+def study_served_metas(wildcards):
+    """The graphs' meta.json of the study's `served` Facebook100 unions, whose schools are known only there."""
+    from nodedp.data.user import union_schools
+
+    return [
+        f"resources/graphs/{d}/meta.json"
+        for d in STUDIES[wildcards.study]["datasets"]
+        if (union_schools(d) or ("",))[0] == "served"
+    ]
+
+
+def study_dataset_notes(wildcards):
+    """The notes naming the schools of the study's other Facebook100 unions (their declarations'), as JSON."""
+    from nodedp.analysis.tables import union_note
+    from nodedp.data.user import union_schools
+
+    notes = []
+    for dataset in STUDIES[wildcards.study]["datasets"]:
+        union = union_schools(dataset)
+        if union is not None and union[0] != "served":
+            notes.append(union_note(dataset, *union))
+    return json.dumps(notes)
 
 
 def regime_report_caption(wildcards):

@@ -6,7 +6,7 @@
 rule tables:
     input:
         summary="results/summary/{study}/summary.parquet",
-        graphs=study_graph_metas,
+        graphs=study_served_metas,
     output:
         md="paper/{study}/tables/accuracy.md",
         tex="paper/{study}/tables/accuracy.tex",
@@ -15,9 +15,11 @@ rule tables:
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        notes=study_dataset_notes,
     shell:
         "python -m nodedp tables --summary {input.summary} --markdown {output.md}"
-        " --latex {output.tex} --graph-meta {input.graphs} > {log} 2>&1"
+        " --latex {output.tex} --notes {params.notes:q} --graph-meta {input.graphs} > {log} 2>&1"
 
 
 rule figures:

@@ -370,26 +370,28 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     return "\n".join(lines)
 
 
-def dataset_note(name: str, meta: Mapping[str, Any]) -> str | None:
-    """What a table must say about a dataset beyond its id, from its graph's public ``meta.json``: the schools
-    of a Facebook100 union and their count, so that a partial union is never read as ProGAP's FB-100.
-    ``None`` for any other dataset."""
-    source = meta.get("source", {})
-    schools = source.get("schools")
-    if not schools:
-        return None
+def union_note(name: str, schools: Sequence[str], feature_columns: Sequence[str] | None = None) -> str:
+    """What a table must say about a union of Facebook100 schools beyond its id: its schools and their count, so
+    that a partial union is never read as ProGAP's FB-100."""
     from nodedp.data.catalog import FACEBOOK100_SCHOOLS
 
     count = len(schools)
     if set(schools) == set(FACEBOOK100_SCHOOLS):
         return f"{name}: all {count} Facebook100 schools (ProGAP's FB-100)."
-    columns = source.get("feature_columns")
-    features = f"; features: {', '.join(columns)} one-hot" if columns else ""
+    features = f"; features: {', '.join(feature_columns)} one-hot" if feature_columns else ""
     return (
         f"{name}: a union of {count} of the 100 Facebook100 schools, not ProGAP's FB-100{features}: "
         + ", ".join(schools)
         + "."
     )
+
+
+def dataset_note(name: str, meta: Mapping[str, Any]) -> str | None:
+    """``union_note`` from a graph's public ``meta.json`` (the schools it was built from: a `served` union's
+    are known only there); ``None`` for a graph that is no Facebook100 union."""
+    source = meta.get("source", {})
+    schools = source.get("schools")
+    return union_note(name, schools, source.get("feature_columns")) if schools else None
 
 
 def write_tables(

@@ -53,7 +53,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
     from nodedp.io import read_json
 
     summary = pl.read_parquet(args.summary)
-    notes = []
+    notes = list(json.loads(args.notes)) if args.notes else []
     for meta_path in args.graph_meta:
         meta = read_json(Path(meta_path))
         if meta.get("name") in set(summary["dataset"].to_list()):
@@ -77,8 +77,9 @@ def add_tables(verb: AddVerb) -> None:
         "--graph-meta",
         nargs="*",
         default=[],
-        help="the datasets' graph meta.json files: a Facebook100 union's schools are named below the table",
+        help="graphs' meta.json files: the schools a Facebook100 union was built from are named below the table",
     )
+    p.add_argument("--notes", default=None, help="more lines below the table, as a JSON list of strings")
 
 
 def cmd_reproduction(args: argparse.Namespace) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "parse_declaration",
     "read_user_arrays",
     "read_user_graph",
+    "union_schools",
 ]
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")  # as the config schema's dataset names
@@ -901,6 +902,20 @@ def _dataset_of(info: DatasetInfo) -> Declaration:
         description=info.description,
         size=info.size,
     )
+
+
+def union_schools(name: str) -> tuple[tuple[str, ...] | str, tuple[str, ...]] | None:
+    """A Facebook100 union's schools (``"served"``: known once downloaded, from its graph's meta.json) and its
+    feature columns: a declared union's, or the registered ``fb-100``'s; ``None`` for any other dataset."""
+    from nodedp.data.catalog import FACEBOOK100_SCHOOLS
+    from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
+
+    if name == "fb-100":
+        return FACEBOOK100_SCHOOLS, FB100_FEATURE_COLUMNS
+    dataset = _declared(name)
+    if not isinstance(dataset, Facebook100Union):
+        return None
+    return dataset.schools, (FB100_FEATURE_COLUMNS if dataset.features == "progap" else FACEBOOK100_FEATURE_COLUMNS)
 
 
 def declared_files(name: str) -> list[str]:
