@@ -86,6 +86,7 @@ def _markdown(gaps: pl.DataFrame, sizes: Mapping[str, int], *, baseline: str, ca
     order = sorted(set(gaps["dataset"]), key=lambda d: (sizes[d], d))
     epsilons = sorted(set(gaps["target_epsilon"]))
     methods = sorted(set(gaps["method"]))
+    most = int(gaps["n_pairs"].max())
     header = ["Dataset", "Nodes", "ε", f"{baseline} (%)", *(f"{m} − {baseline} (pp)" for m in methods)]
     lines = [
         f"Table: {caption}",
@@ -105,7 +106,13 @@ def _markdown(gaps: pl.DataFrame, sizes: Mapping[str, int], *, baseline: str, ca
                     texts.append("—")
                     continue
                 r = row.row(0, named=True)
-                texts.append(f"{100 * r['gap_mean']:+.1f} ({100 * r['gap_low']:+.1f} to {100 * r['gap_high']:+.1f})")
+                if r["n_pairs"] == 1:  # one seed: no interval
+                    texts.append(f"{100 * r['gap_mean']:+.1f} [n=1]")
+                    continue
+                interval = f"({100 * r['gap_low']:+.1f} to {100 * r['gap_high']:+.1f})"
+                texts.append(
+                    f"{100 * r['gap_mean']:+.1f} {interval}" + (f" [n={r['n_pairs']}]" if r["n_pairs"] < most else "")
+                )
             base = 100 * float(cells["baseline_accuracy_mean"][0])
             lines.append("| " + " | ".join([dataset, f"{sizes[dataset]:,}", f"{eps:g}", f"{base:.1f}", *texts]) + " |")
     lines += ["", f"Regenerate with: `{command}`", ""]
