@@ -86,8 +86,9 @@ lint: $(STAMP)
 
 ## The GPU check (benchmarks/gpu_check.py, docs/scaling.md): every private method's cell on CUDA against CPU (the
 ## same ledger, accuracy within a tolerance, per-epoch time and GPU memory) -> $(GPU_CHECK_OUT)/gpu-check.{json,md}.
-## Run on a GPU node whose Python has a CUDA torch: a venv that sees it installs the rest from $(GPU_WHEELS)/ (made
-## by `make gpu-wheels` on a machine with network; carry the folder along) or, without that folder, from the index.
+## Run on a GPU node whose Python has a CUDA torch: a venv that sees it installs the wheel files in $(GPU_WHEELS)/ (made
+## by `make gpu-wheels` on a machine with network, dependencies included; carry the folder along) or, without them,
+## the requirements by name.
 GPU_PYTHON ?= python3
 GPU_VENV := .gpu-venv
 GPU_WHEELS ?= gpu-wheels
@@ -106,7 +107,7 @@ gpu-wheels:
 gpu-check:
 	test -x $(GPU_VENV)/bin/python || $(GPU_PYTHON) -m venv --system-site-packages $(GPU_VENV)
 	$(GPU_PYTHON) -c 'import torch; assert torch.cuda.is_available(), "no CUDA device seen by $(GPU_PYTHON)"'
-	$(GPU_VENV)/bin/python -m pip install --quiet $(if $(wildcard $(GPU_WHEELS)),--no-index --find-links $(GPU_WHEELS)) \
-	  $(GPU_REQUIREMENTS)
+	$(GPU_VENV)/bin/python -m pip install --quiet \
+	  $(if $(wildcard $(GPU_WHEELS)/*.whl),--no-deps $(wildcard $(GPU_WHEELS)/*.whl),$(GPU_REQUIREMENTS))
 	$(GPU_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(GPU_VENV)/bin/python benchmarks/gpu_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
