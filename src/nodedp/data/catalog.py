@@ -159,7 +159,6 @@ FACEBOOK100_NOT_SERVED = (
 # mirror holds 45): "year unknown" (0: a class there, as UChicago30 holds a negative year) and 2005-2009; 2004,
 # the sixth largest year, is a third of the next. A union of fewer schools keeps these six instead of applying
 # the 100,000 threshold (docs/datasets.md, "Facebook100 unions").
-FB100_MIN_COUNT = 100_000
 FB100_KEPT_YEARS = (0, 2005, 2006, 2007, 2008, 2009)
 
 

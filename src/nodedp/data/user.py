@@ -10,6 +10,7 @@ keys and checks: docs/datasets.md; design: docs/design/data.md.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -134,8 +135,13 @@ class Facebook100Union:
 
     @property
     def protocol(self) -> str:
-
         return "gap-fb100" if self.is_full and self.labels == "progap" else "gap-fb100-partial"
+
+    @property
+    def feature_columns(self) -> tuple[str, ...]:
+        from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
+
+        return FB100_FEATURE_COLUMNS if self.features == "progap" else FACEBOOK100_FEATURE_COLUMNS
 
     @property
     def is_full(self) -> bool:
@@ -183,7 +189,7 @@ def parse_union(name: str, entry: Mapping[str, Any]) -> Facebook100Union:
                 f"{field}: unknown school(s) {bad}; valid choices (as the upstream repository names its files): "
                 f"{list(FACEBOOK100_SCHOOLS)}"
             )
-        repeated = sorted({school for school in schools if list(schools).count(school) > 1})
+        repeated = sorted(school for school, n in collections.Counter(schools).items() if n > 1)
         if repeated:
             raise DeclarationError(f"{field}: school(s) listed twice: {repeated}")
         order = {school: i for i, school in enumerate(FACEBOOK100_SCHOOLS)}
@@ -223,9 +229,8 @@ def _union_info(union: Facebook100Union) -> DatasetInfo:
         remote,
         served_schools,
     )
-    from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
 
-    columns = FB100_FEATURE_COLUMNS if union.features == "progap" else FACEBOOK100_FEATURE_COLUMNS
+    columns = union.feature_columns
     labels, keep = "years", None  # labels: years keeps 2004-2009 by itself
     if union.labels == "progap":
         labels, keep = "progap", (None if union.is_full else FB100_KEPT_YEARS)  # all 100: the count rule keeps
@@ -908,14 +913,14 @@ def union_schools(name: str) -> tuple[tuple[str, ...] | str, tuple[str, ...]] | 
     """A Facebook100 union's schools (``"served"``: known once downloaded, from its graph's meta.json) and its
     feature columns: a declared union's, or the registered ``fb-100``'s; ``None`` for any other dataset."""
     from nodedp.data.catalog import FACEBOOK100_SCHOOLS
-    from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS, FB100_FEATURE_COLUMNS
+    from nodedp.data.constants import FB100_FEATURE_COLUMNS
 
     if name == "fb-100":
         return FACEBOOK100_SCHOOLS, FB100_FEATURE_COLUMNS
     dataset = _declared(name)
     if not isinstance(dataset, Facebook100Union):
         return None
-    return dataset.schools, (FB100_FEATURE_COLUMNS if dataset.features == "progap" else FACEBOOK100_FEATURE_COLUMNS)
+    return dataset.schools, dataset.feature_columns
 
 
 def declared_files(name: str) -> list[str]:
