@@ -9,7 +9,6 @@ input datasets, labelled as such.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,7 +194,7 @@ def graph_sizes(meta_paths: Sequence[Path]) -> dict[str, int]:
     for path in meta_paths:
         meta = read_json(Path(path))
         nodes = meta.get("num_nodes")
-        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1 or math.isnan(float(nodes)):
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise ValueError(f"{path}: no node count (num_nodes)")
         sizes[str(meta["name"])] = nodes
     return sizes
