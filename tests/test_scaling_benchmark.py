@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scaling.py"
+from tests._benchmarks import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def scaling():
-    spec = importlib.util.spec_from_file_location("scaling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scaling"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("scaling")
 
 
 def test_fit_exponent_recovers_a_power_law(scaling):
