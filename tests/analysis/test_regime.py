@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from nodedp.analysis.regime import graph_sizes, paired_gaps, write_regime
+from nodedp.cli import main
 
 
 def _runs(rows: list[tuple[str, str, float, int, float]], **extra) -> pl.DataFrame:
@@ -81,3 +82,20 @@ def test_figure_table_and_caption_are_written(tmp_path):
             markdown_path=tmp_path / "b.md",
             regenerate_command="x",
         )
+
+
+def test_the_regime_verb_draws_with_the_bootstrap_settings_it_is_given(tmp_path):
+    runs = tmp_path / "runs.parquet"
+    _grid(np.random.default_rng(3)).write_parquet(runs)
+    metas = []
+    for name, nodes in (("small", 700), ("large", 400_000)):
+        metas.append(tmp_path / f"{name}.json")
+        metas[-1].write_text(json.dumps({"name": name, "num_nodes": nodes}))
+    out = {kind: tmp_path / f"regime.{kind}" for kind in ("png", "txt", "md")}
+    args = ["regime", "--runs", str(runs), "--graph-meta", *map(str, metas), "--png", str(out["png"])]
+    args += ["--caption", str(out["txt"]), "--markdown", str(out["md"])]
+    assert main([*args, "--confidence", "0.8", "--resamples", "2000", "--seed", "5"]) == 0
+    assert "80% percentile-bootstrap interval over the seeds (2000 resamples)" in out["txt"].read_text()
+    narrow = out["md"].read_text()
+    assert main(args) == 0  # the defaults: 95%, 1000 resamples, a wider interval than at 80%
+    assert "95% percentile-bootstrap" in out["txt"].read_text() and out["md"].read_text() != narrow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -450,6 +451,16 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
                 assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
                 time.sleep(0.2)
             os.killpg(proc.pid, sig)
+            # A Ctrl-C that lands while Snakemake records a finished job can be swallowed (seen once under load: all
+            # four cells finished); as a user would, press it again whenever another cell finishes meanwhile.
+            seen = sum((workdir / c).exists() for c in cells)
+            while proc.poll() is None and time.monotonic() < deadline:
+                now = sum((workdir / c).exists() for c in cells)
+                if now > seen:
+                    seen = now
+                    with contextlib.suppress(ProcessLookupError):  # it may just have exited
+                        os.killpg(proc.pid, sig)
+                time.sleep(0.2)
         try:
             proc.wait(timeout=300)  # generous: a loaded machine trains a cell slowly
         except subprocess.TimeoutExpired:

@@ -70,9 +70,13 @@ rule regime:
         "../../envs/nodedp.yaml"
     params:
         report_caption=regime_report_caption,
+        resamples=config["bootstrap"]["resamples"],
+        confidence=config["bootstrap"]["confidence"],
+        seed=config["bootstrap"]["seed"],
     shell:
         "python -m nodedp regime --runs {input.runs} --graph-meta {input.graphs} --png {output.png}"
-        " --caption {output.caption} --markdown {output.md} > {log} 2>&1"
+        " --caption {output.caption} --markdown {output.md} --resamples {params.resamples}"
+        " --confidence {params.confidence} --seed {params.seed} > {log} 2>&1"
 
 
 rule reproduction_tables:

@@ -39,10 +39,15 @@ def cmd_summarize(args: argparse.Namespace) -> None:
 def add_summarize(verb: AddVerb) -> None:
     p = verb("summarize", cmd_summarize, "bootstrap confidence intervals per dataset, method and ε")
     p.add_argument("--out", required=True, help="output summary .parquet file")
+    add_bootstrap_options(p)
+    p.add_argument("runs", nargs="+", help="run tables (.parquet) from `collect`")
+
+
+def add_bootstrap_options(p: argparse.ArgumentParser) -> None:
+    """The bootstrap's settings (config.yaml's ``bootstrap:``), for every verb that draws intervals."""
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default: 0)")
-    p.add_argument("runs", nargs="+", help="run tables (.parquet) from `collect`")
 
 
 def cmd_tables(args: argparse.Namespace) -> None:
@@ -170,6 +175,9 @@ def cmd_regime(args: argparse.Namespace) -> None:
         caption_path=Path(args.caption),
         markdown_path=Path(args.markdown),
         baseline=args.baseline,
+        n_resamples=args.resamples,
+        confidence=args.confidence,
+        seed=args.seed,
         regenerate_command=f"snakemake --cores 2 {args.png} {args.markdown}",
     )
     print(f"{args.png}: {caption}")
@@ -188,6 +196,7 @@ def add_regime(verb: AddVerb) -> None:
     p.add_argument("--caption", required=True, help="output caption (.txt)")
     p.add_argument("--markdown", required=True, help="output table (.md)")
     p.add_argument("--baseline", default="dp-mlp", help="the method every gap is taken from (default: dp-mlp)")
+    add_bootstrap_options(p)
 
 
 def cmd_paper_tables(args: argparse.Namespace) -> None:
