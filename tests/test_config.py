@@ -515,3 +515,19 @@ def test_the_split_verb_checks_the_split_it_cut_before_saving_it(tiny_graph_dir,
     assert not out.exists()
     assert main([*split, json.dumps(size_limits(tiny_grid(**{"dp-mlp": {"batch_size": n}}), "csbm-tiny"))]) == 0
     assert out.is_file()
+
+
+@pytest.mark.parametrize(
+    ("regime", "message"),
+    [
+        ("nope", r"^studies\.t\.regime: no study 'nope' to draw from; true \(this study\) or one of \['s', 't'\]"),
+        ("t", r"^studies\.t\.regime: .* study 't' has no dp-mlp \(its methods: \['mlp'\]\)"),
+    ],
+)
+def test_a_regime_figure_needs_a_study_with_dp_mlp(regime, message):
+    grid = sweep_grid([], "dp-mlp")
+    grid["studies"]["t"] = {**grid["studies"]["s"], "methods": ["mlp"], "regime": regime}
+    with pytest.raises(ConfigError, match=message):
+        check_config(grid)
+    grid["studies"]["t"]["regime"] = "s"  # the other study has dp-mlp: fine
+    check_config(grid)

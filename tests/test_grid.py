@@ -216,3 +216,17 @@ def test_a_report_caption_is_escaped_for_restructuredtext(tmp_path):
     assert grid.report_caption(path) == ""
     path.write_text("ε *marked* cells\n  [95%] `a|b`")
     assert grid.report_caption(path) == r"ε \*marked\* cells \[95%\] \`a\|b\`"
+
+
+def test_a_study_draws_the_regime_of_another_study_once_both_have_run(workspace):
+    studies = {**GRID["studies"], "headline": {**GRID["studies"]["later"], "regime": "demo"}}
+    config = resolved({**GRID, "studies": studies})
+    assert grid.study_figures(config, "headline")[-1] == "regime"
+    assert "paper/headline/tables/regime.md" in grid.study_drawn(config, "headline")
+    assert "regime" not in grid.study_figures(config, "demo")
+    touch(*grid.run_targets(config, "headline"))  # its own runs alone: the regime's are missing
+    assert "headline" not in grid.complete_studies(config)
+    _, notes = grid.redraw_targets(config, mode="redraw", only=["headline"])
+    assert "not redrawing study headline: 10 of its 12 runs have not run" in notes[0]
+    touch(*grid.run_targets(config, "demo"))
+    assert {"demo", "headline"} <= set(grid.complete_studies(config))

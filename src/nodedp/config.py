@@ -400,6 +400,32 @@ def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]
             )
 
 
+def regime_study(config: Mapping[str, Any], study: str) -> str | None:
+    """The study whose runs feed ``study``'s regime figure: ``regime: true`` its own, ``regime: <study>`` that one's
+    (a headline study drawing the size sweep of another); None without ``regime``."""
+    value = config["studies"][study].get("regime")
+    if value is None or value is False:
+        return None
+    return study if value is True else str(value)
+
+
+def _check_regime(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]) -> None:
+    source = regime_study(config, study)
+    if source is None:
+        return
+    if source not in config["studies"]:
+        raise ConfigError(
+            f"studies.{study}.regime: no study {source!r} to draw from; true (this study) or one of "
+            f"{sorted(config['studies'])}"
+        )
+    methods = config["studies"][source]["methods"]
+    if "dp-mlp" not in methods:
+        raise ConfigError(
+            f"studies.{study}.regime: the figure is each graph method minus dp-mlp, but study {source!r} has no dp-mlp "
+            f"(its methods: {methods})"
+        )
+
+
 def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
     """A study's ``audit:`` block with its defaults filled in: datasets, methods (its node-level private ones,
     reference runs included), epsilons, seeds (its first), canaries (0: the default count), confidence (0.95).
@@ -499,6 +525,7 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
             raise ConfigError(f"{field}: {err}") from None
     for study, spec in config["studies"].items():
         _check_sweeps(config, study, spec)
+        _check_regime(config, study, spec)
         if "audit" in spec:
             audit_plan(config, study)  # raises on an audit the study cannot run
     _check_public_limits(config, graphs_dir=graphs_dir)

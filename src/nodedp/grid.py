@@ -21,7 +21,7 @@ from typing import Any
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.cli.common import format_epsilon
-from nodedp.config import audit_plan, resolve_method, size_limits, structure_bounds
+from nodedp.config import audit_plan, regime_study, resolve_method, size_limits, structure_bounds
 
 __all__ = [
     "ABOUT_PAGE",
@@ -207,15 +207,16 @@ def cell_structure(
 
 def study_figures(config: Mapping[str, Any], study: str) -> list[str]:
     """The figures of a study: accuracy vs ε; the privacy-utility frontier where it has a private method; one
-    accuracy-vs-hyperparameter figure per entry of its `sweeps`; with `regime: true`, each graph method's gap to
-    DP-MLP against the graph's size (drawn by the `regime` rule, which also writes tables/regime.md)."""
+    accuracy-vs-hyperparameter figure per entry of its `sweeps`; with `regime` (true, or the study whose runs it
+    draws), each graph method's gap to DP-MLP against the graph's size (drawn by the `regime` rule, which also writes
+    tables/regime.md)."""
     spec = _studies(config)[study]
     private = any(_private(config, m) for m in spec["methods"])
     return [
         "accuracy_vs_epsilon",
         *(["frontier"] if private else []),
         *(f"sweep-{p}" for p in spec.get("sweeps", [])),
-        *(["regime"] if spec.get("regime") else []),
+        *(["regime"] if regime_study(config, study) else []),
     ]
 
 
@@ -243,7 +244,7 @@ def study_drawn(config: Mapping[str, Any], study: str, *, config_name: str = "co
         *(f"paper/{study}/tables/{table}.{ext}" for table in STUDY_TABLES for ext in ("md", "tex")),
         *(f"paper/{study}/report/{table}.html" for table in (*STUDY_TABLES, "ledgers")),
         *(f"paper/{study}/figures/{figure}.png" for figure in study_figures(config, study)),
-        *([f"paper/{study}/tables/regime.md"] if _studies(config)[study].get("regime") else []),
+        *([f"paper/{study}/tables/regime.md"] if regime_study(config, study) else []),
     ]
 
 
@@ -373,9 +374,15 @@ def study_audit_outputs(config: Mapping[str, Any], study: str, mode: str) -> lis
 # --- redraw and report: what existing runs can draw ----------------------------------------------------------
 
 
+def _drawn_runs(config: Mapping[str, Any], study: str) -> list[str]:
+    """The runs a study's outputs are drawn from: its own, and those of the study its regime figure draws."""
+    source = regime_study(config, study)
+    return run_targets(config, study) + (run_targets(config, source) if source not in (None, study) else [])
+
+
 def complete_studies(config: Mapping[str, Any]) -> list[str]:
     """Studies whose every run has finished (its metrics.json exists): the ones a redraw can draw."""
-    return [s for s in _studies(config) if all(os.path.exists(t) for t in run_targets(config, s))]
+    return [s for s in _studies(config) if all(os.path.exists(t) for t in _drawn_runs(config, s))]
 
 
 def only_studies(config: Mapping[str, Any], names: str, *, config_name: str = "config.yaml") -> list[str]:
@@ -401,7 +408,7 @@ def redraw_targets(
     notes = []
     for study in wanted:
         if study not in done:
-            runs = run_targets(config, study)
+            runs = _drawn_runs(config, study)
             missing = sum(not os.path.exists(t) for t in runs)
             notes.append(
                 f"not redrawing study {study}: {missing} of its {len(runs)} runs have not run "

@@ -24,7 +24,7 @@ shell.prefix(
 
 from nodedp import grid
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.config import ConfigError, check_config, check_schema, resolve_method
+from nodedp.config import ConfigError, check_config, check_schema, regime_study, resolve_method
 from nodedp.methods.registry import PluginError
 from nodedp.jobs import job_resources as _job_resources
 
@@ -229,9 +229,15 @@ def study_dataset_tables(wildcards):
     return [f"results/summary/{wildcards.study}/runs/{d}.parquet" for d in STUDIES[wildcards.study]["datasets"]]
 
 
-def study_graph_metas(wildcards):
-    """The study's graphs' meta.json (their node counts: the regime figure)."""
-    return [f"resources/graphs/{d}/meta.json" for d in STUDIES[wildcards.study]["datasets"]]
+def regime_dataset_tables(wildcards):
+    """The run tables the study's regime figure draws: its own (`regime: true`) or the named study's."""
+    source = regime_study(config, wildcards.study)
+    return [f"results/summary/{source}/runs/{d}.parquet" for d in STUDIES[source]["datasets"]]
+
+
+def regime_graph_metas(wildcards):
+    """The regime figure's graphs' meta.json (their node counts)."""
+    return [f"resources/graphs/{d}/meta.json" for d in STUDIES[regime_study(config, wildcards.study)]["datasets"]]
 
 
 def study_served_metas(wildcards):

@@ -47,12 +47,12 @@ rule figures:
         " --caption {output.caption} > {log} 2>&1"
 
 
-# Each graph method's gap to DP-MLP against the graph's size (studies with `regime: true`), from the runs, paired
-# by seed.
+# Each graph method's gap to DP-MLP against the graph's size, paired by seed (studies with `regime`: true for their
+# own runs, or the study whose runs it draws).
 rule regime:
     input:
-        runs=study_dataset_tables,
-        graphs=study_graph_metas,
+        runs=regime_dataset_tables,
+        graphs=regime_graph_metas,
     output:
         png=report(
             "paper/{study}/figures/regime.png",
