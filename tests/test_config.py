@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -173,16 +174,25 @@ def test_reference_mode_is_named_and_only_by_name(config, edit, message):
         resolve_method(config, "mlp@paper")
 
 
-def test_train_refuses_the_papers_accounting_under_another_name():
-    from nodedp.cli import check_reference_name
+def test_a_run_name_must_say_the_method_and_mode_the_run_is():
+    from nodedp.config import check_run_name
     from nodedp.methods import get_method
 
-    hp = get_method("dp-gcn").parse_hparams({"accounting": "paper"})
-    check_reference_name("dp-gcn@paper", hp)
-    with pytest.raises(ValueError, match="must be named"):
-        check_reference_name("dp-gcn", hp)
-    with pytest.raises(ValueError, match="must be named"):
-        check_reference_name("dp-gcn@paper", get_method("dp-gcn").parse_hparams({}))
+    check_run_name("dp-gcn@paper", base="dp-gcn", reference=True, epsilon=4.0)
+    check_run_name("dp-gcn-fb100@paper", base="dp-gcn", reference=True, epsilon=4.0)  # a variant's reference run
+    check_run_name("my-gcn", base="dp-gcn", reference=False, epsilon=4.0)
+    check_run_name("mlp", base="mlp", reference=False, epsilon=float("inf"))
+    for name, base, reference, eps, message in [
+        ("dp-gcn", "dp-gcn", True, 4.0, "is named '<method>@paper', and only such a run; this run is in reference"),
+        ("dp-gcn@paper", "dp-gcn", False, 4.0, "only such a run; this run is accounted by the suite"),
+        ("dp-gcn", "dp-mlp", False, 4.0, "registered method 'dp-gcn', but the run is method 'dp-mlp'"),
+        ("dp-gcn", "mlp", False, float("inf"), "registered method 'dp-gcn', but the run is method 'mlp'"),
+        ("nip-gnn", "dp-mlp", True, 1.0, "registered method 'nip-gnn', but the run is method 'dp-mlp'"),
+        ("dp-mlp-x", "dp-mlp", False, float("inf"), "is private: ε must be finite"),
+        ("mlp-x", "mlp", False, 8.0, "is non-private: its ε is 'inf'"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            check_run_name(name, base=base, reference=reference, epsilon=eps)
     with pytest.raises(ValueError, match="accounting must be one of"):
         get_method("dp-gcn").parse_hparams({"accounting": "papers"})
 

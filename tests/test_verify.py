@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from nodedp.analysis.collect import InvalidRunError, collect_runs
 from nodedp.cli import main
 from nodedp.verify import verify_run
 from tests._runs import forge, lay_out_workspace
@@ -16,10 +18,15 @@ from tests._runs import forge, lay_out_workspace
 
 @pytest.fixture(scope="module")
 def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
-    """A workspace laid out as the workflow's, with one DP-MLP run and one MLP run."""
+    """A workspace laid out as the workflow's, with a DP-MLP run, its reference-mode twin and an MLP run."""
     root = tmp_path_factory.mktemp("verify")
     _, split = lay_out_workspace(root, tiny_graph_dir, tiny_split_path)
-    for method, eps, extra in (("dp-mlp", "2", '{"epochs": 2, "batch_size": 32}'), ("mlp", "inf", '{"epochs": 1}')):
+    runs = (
+        ("dp-mlp", "2", '{"epochs": 2, "batch_size": 32}'),
+        ("mlp", "inf", '{"epochs": 1}'),
+        ("dp-mlp@paper", "2", '{"epochs": 2, "batch_size": 32, "accounting": "paper"}'),
+    )
+    for method, eps, extra in runs:
         out = root / f"results/runs/csbm-tiny/{method}/eps~{eps}/seed~0"
         assert (
             main(
@@ -30,6 +37,8 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
                     "--split",
                     str(split),
                     "--method",
+                    method.removesuffix("@paper"),
+                    "--name",
                     method,
                     "--epsilon",
                     eps,
@@ -173,3 +182,71 @@ def test_every_planner_resolves_and_imports_no_torch():
 
     private = sorted(n for n in method_names() if get_method(n).private)
     assert sorted(report["planned"]) == private and report["heavy"] == [], report  # every private method planned
+
+
+# A run filed under a name that says another method or mode (the run, its new name).
+MISFILED = {
+    "a DP-MLP run filed as dp-gcn": ("dp-mlp/eps~2", "dp-gcn", "registered method 'dp-gcn', but the run is method"),
+    "a non-private MLP filed as dp-gcn": ("mlp/eps~inf", "dp-gcn", "registered method 'dp-gcn', but the run is method"),
+    "a suite run filed as dp-mlp@paper": ("dp-mlp/eps~2", "dp-mlp@paper", "this run is accounted by the suite"),
+    "a reference run filed as nip-gnn": ("dp-mlp@paper/eps~2", "nip-gnn", "registered method 'nip-gnn', but the run"),
+    "a reference run without @paper": ("dp-mlp@paper/eps~2", "dp-mlp-x", "this run is in reference mode"),
+    "a non-private run flagged private": ("mlp/eps~inf", None, "'private' is True, but method 'mlp' is False"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISFILED))
+def test_a_run_filed_under_another_name_is_refused_by_verify_and_collect(workspace, tmp_path, monkeypatch, case):
+    monkeypatch.chdir(workspace)
+    run, name, message = MISFILED[case]
+    edit = (lambda m: m.update(method=name)) if name else (lambda m: m.update(private=True))
+    forged = forge(workspace / "results/runs/csbm-tiny" / run / "seed~0", tmp_path / "forged", edit_metrics=edit)
+    check = verify_run(forged)
+    assert [r.field for r in check.refusals] == ["method"] and message in str(check.refusals[0]), check.refusals
+    assert main(["verify", str(forged)]) == 1
+    # collect refuses it too (a forged private flag first fails its privacy fields: refused, for another reason)
+    with pytest.raises(InvalidRunError, match=re.escape(message) if name else "a private run needs"):
+        collect_runs([forged / "metrics.json"])
+
+
+def test_train_refuses_a_name_that_says_another_method(workspace, tmp_path, capsys):
+    graph, split = workspace / "resources/graphs/csbm-tiny", workspace / "results/splits/csbm-tiny/transductive"
+    args = ["train", "--graph", str(graph), "--split", str(split / "seed~0.pt"), "--seed", "0", "--no-progress"]
+    args += ["--hparams", '{"epochs": 1}', "--out", str(tmp_path / "run")]
+    assert main([*args, "--method", "dp-mlp", "--epsilon", "2", "--name", "dp-gcn"]) == 2
+    assert main([*args, "--method", "mlp", "--epsilon", "inf", "--name", "dp-gcn"]) == 2
+    assert main([*args, "--method", "dp-mlp", "--epsilon", "2", "--name", "dp-mlp@paper"]) == 2
+    assert "registered method 'dp-gcn', but the run is method 'mlp'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_one_malformed_run_does_not_stop_the_check_of_the_rest(workspace, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(workspace)
+    malformed = forge(_run(workspace), tmp_path / "a-malformed", edit_metrics=lambda m: m.update(seed="zero"))
+    forged = forge(_run(workspace), tmp_path / "b-forged", FORGERIES["steps"][0])
+    assert main(["verify", str(malformed), str(forged), str(_run(workspace).relative_to(workspace))]) == 1
+    out = capsys.readouterr().out
+    refused = [line for line in out.splitlines() if line.startswith("REFUSED ")]
+    assert len(refused) == 2 and "malformed" in refused[0] and "steps" in refused[1], out
+    assert "3 run(s): 1 re-planned from public inputs and verified, 2 refused" in out
+
+
+def test_collect_marks_a_run_it_cannot_re_derive_and_a_table_says_so(workspace, tmp_path):
+    from nodedp.analysis import summarize, write_tables
+    from nodedp.analysis.tables import UNVERIFIED_MARK
+
+    def accuracy_table(summary, regenerate_command):
+        md, tex = tmp_path / "t.md", tmp_path / "t.tex"
+        write_tables(summary, markdown_path=md, latex_path=tex, regenerate_command=regenerate_command)
+        assert (UNVERIFIED_MARK in md.read_text()) == ("oslash" in tex.read_text())
+        return md.read_text()
+
+    inside = workspace / "results/runs/csbm-tiny/dp-mlp/eps~2/seed~0"
+    outside = forge(inside, tmp_path / "copied")  # an untouched copy, outside any workspace: no meta.json, no split
+    rows = collect_runs([inside / "metrics.json", workspace / "results/runs/csbm-tiny/mlp/eps~inf/seed~0/metrics.json"])
+    assert rows["replanned"].to_list() == [True, True]
+    copied = collect_runs([outside / "metrics.json"])
+    assert copied["replanned"].to_list() == [False]
+    table = accuracy_table(summarize(copied), regenerate_command="x")
+    assert UNVERIFIED_MARK in table and "not re-derived here" in table
+    assert UNVERIFIED_MARK not in accuracy_table(summarize(rows), regenerate_command="x")

@@ -27,6 +27,7 @@ __all__ = [
     "check_schema",
     "check_size_limits",
     "declare_datasets",
+    "check_run_name",
     "known_methods",
     "load_plugins",
     "method_block",
@@ -238,6 +239,28 @@ def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str,
     if base not in method_names():
         raise ConfigError(f"methods.{name}.{BASE_KEY}: {base!r} is not a registered method; valid: {method_names()}")
     return base, {**method_block(config, base), **block}
+
+
+def check_run_name(name: str, *, base: str, reference: bool, epsilon: float) -> None:
+    """Refuse a run whose name says another method than it is (``train``, ``verify`` and ``collect`` alike): a name
+    that is a registered method id (``@paper`` aside) must have that id as its base; ``@paper`` ends the name
+    exactly when the run is in reference mode (the paper's accounting); a private base runs at a finite ε, a
+    non-private one at ε = ∞ only. Raises ValueError naming the rule broken."""
+    from nodedp.methods import get_method, method_names
+
+    stem = name.removesuffix(REFERENCE_SUFFIX)
+    if stem in method_names() and stem != base:
+        raise ValueError(
+            f"run name {name!r} is the registered method {stem!r}, but the run is method {base!r}: "
+            f"name it {base!r}, or a variant name that is no registered method"
+        )
+    if reference != name.endswith(REFERENCE_SUFFIX):
+        raise ValueError(
+            f"run name {name!r}: a run with its paper's accounting (reference mode) is named "
+            f"'<method>{REFERENCE_SUFFIX}', and only such a run; this run is "
+            + ("in reference mode" if reference else "accounted by the suite")
+        )
+    get_method(base).check_epsilon(epsilon)
 
 
 def variant_overrides(config: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Refusal", "RunCheck", "find_runs", "verify_run"]
+__all__ = [
+    "Refusal",
+    "RunCheck",
+    "UnregisteredMethod",
+    "check_run_identity",
+    "find_runs",
+    "split_path",
+    "verify_run",
+]
 
 _RTOL = 1e-9  # what a re-plan must reproduce: the same computation, so the same floats up to rounding
 
@@ -38,8 +46,43 @@ class Refusal:
 class RunCheck:
     run: Path
     refusals: tuple[Refusal, ...]
-    replanned: bool  # False: the method has no planner yet (checks 1 and 2 only)
+    replanned: bool  # False: the method has no planner yet, or is not registered here (checks 1 and 2 only)
     method: str = ""
+    unplanned: str = ""  # why it was not re-planned, when it was not and nothing was refused
+
+
+class UnregisteredMethod(LookupError):
+    """A run's method is not registered in this process: its plugin is not loaded (the message says which)."""
+
+
+def check_run_identity(metrics: Mapping[str, Any], ledger: Mapping[str, Any]) -> None:
+    """The run is what its name says (``nodedp.config.check_run_name``: the name's method is its base, ``@paper``
+    iff reference mode, a finite ε iff private) and its ``private`` flag is its method's. Raises ValueError naming
+    the rule broken, or UnregisteredMethod naming the plugin module to load."""
+    from nodedp.config import check_run_name
+    from nodedp.methods import get_method
+    from nodedp.methods.registry import HOW_PLUGINS_ARE_FOUND, PLUGINS_ENV, UnknownMethodError
+
+    name, base = metrics.get("method"), metrics.get("base_method")
+    if not isinstance(name, str) or not isinstance(base, str):
+        raise ValueError(f"'method' and 'base_method' must be names, got {name!r} and {base!r}")
+    try:
+        info = get_method(base)
+    except UnknownMethodError:
+        plugin = metrics.get("plugin")
+        if isinstance(plugin, str) and plugin:
+            raise UnregisteredMethod(
+                f"method {base!r} comes from the plugin module {plugin!r}, not loaded here: load it with "
+                f"{PLUGINS_ENV}={plugin} (or `plugins: [{plugin}]` in config.yaml) and verify again"
+            ) from None
+        raise UnregisteredMethod(f"method {base!r} is not registered here; {HOW_PLUGINS_ARE_FOUND}") from None
+    if metrics.get("private") is not info.private:
+        raise ValueError(f"'private' is {metrics.get('private')!r}, but method {base!r} is {info.private}")
+    target = metrics.get("target_epsilon")
+    epsilon = math.inf if target is None and not info.private else target
+    if not isinstance(epsilon, int | float) or isinstance(epsilon, bool):
+        raise ValueError(f"'target_epsilon' must be a number (null for a non-private run), got {target!r}")
+    check_run_name(name, base=base, reference=ledger.get("claim") is not None, epsilon=float(epsilon))
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -68,20 +111,36 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
-    """Every check above for one run folder; refusals name the field and both values."""
+    """Every check above for one run folder; refusals name the field and both values. A malformed run is refused
+    (never raised), so that the runs after it are checked too."""
+    try:
+        metrics, ledger = _read(run / "metrics.json"), _read(run / "ledger.json")
+    except ValueError as err:
+        return RunCheck(run, (Refusal("files", str(err), "metrics.json and ledger.json"),), False)
+    if not isinstance(metrics, dict) or not isinstance(ledger, dict):
+        return RunCheck(run, (Refusal("files", None, None, detail="metrics.json and ledger.json must be objects"),), False)
+    method = str(metrics.get("method", "?"))
+    try:
+        return _verify(run, metrics, ledger, workspace, method)
+    except UnregisteredMethod as err:
+        return RunCheck(run, (), False, method, unplanned=str(err))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # a malformed field: refused, the rest go on
+        return RunCheck(run, (Refusal("metrics", None, None, detail=f"malformed: {err!r}"),), False, method)
+
+
+def _verify(run: Path, metrics: dict[str, Any], ledger: dict[str, Any], workspace: Path, method: str) -> RunCheck:
     from nodedp.accounting.agreement import RunDisagreement, check_run_agreement, private_units
     from nodedp.accounting.ledger import verify_ledger_dict
 
     refusals: list[Refusal] = []
     try:
-        metrics, ledger = _read(run / "metrics.json"), _read(run / "ledger.json")
-    except ValueError as err:
-        return RunCheck(run, (Refusal("files", str(err), "metrics.json and ledger.json"),), False)
-    method = str(metrics.get("method", "?"))
-    try:
         verify_ledger_dict(ledger)
     except (ValueError, KeyError, TypeError) as err:
         return RunCheck(run, (Refusal("ledger", str(err), "a ledger consistent with itself"),), False, method)
+    try:
+        check_run_identity(metrics, ledger)  # UnregisteredMethod goes up: not a refusal
+    except ValueError as err:
+        return RunCheck(run, (Refusal("method", None, None, detail=str(err)),), False, method)
     try:
         meta = _read(workspace / "resources/graphs" / str(metrics["dataset"]) / "meta.json")
     except (ValueError, KeyError) as err:
@@ -107,8 +166,6 @@ def _close(a: Any, b: Any) -> bool:
 def _replan(
     run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any], workspace: Path
 ) -> tuple[bool, list[Refusal]]:
-    from nodedp.data import get_dataset
-    from nodedp.data.preprocess import get_protocol
     from nodedp.methods import RunSpec, get_method
     from nodedp.plans import PublicInputs, planner_of
 
@@ -122,8 +179,7 @@ def _replan(
         return False, []
     dataset, seed = str(metrics["dataset"]), int(metrics["seed"])
     try:
-        setting = get_protocol(get_dataset(dataset).protocol).split.setting
-        path = workspace / "results/splits" / dataset / setting / f"seed~{seed}.pt"
+        path = split_path(workspace, dataset, seed)
         num_train, setting = _split_sizes(str(path), int(meta["num_nodes"]), path.stat().st_mtime_ns)
     except (KeyError, ValueError, OSError) as err:
         return False, [Refusal("split", str(err), f"the seed's split of {dataset}")]
@@ -148,6 +204,16 @@ def _replan(
         except (ValueError, KeyError, TypeError) as err:
             return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
     return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(ledger, planned)]
+
+
+def split_path(workspace: Path, dataset: str, seed: int) -> Path:
+    """Where the workflow keeps the seed's split of ``dataset`` in ``workspace`` (its size is a public input of the
+    plan). Raises ValueError for a dataset that is not registered."""
+    from nodedp.data import get_dataset
+    from nodedp.data.preprocess import get_protocol
+
+    setting = get_protocol(get_dataset(dataset).protocol).split.setting
+    return workspace / "results/splits" / dataset / setting / f"seed~{seed}.pt"
 
 
 @functools.lru_cache(maxsize=64)

@@ -76,10 +76,17 @@ def test_the_method_trains_through_the_cli_and_its_ledger_verifies(workspace):
     assert [r["name"] for r in ledger["mechanisms"]] == ["dp-sgd:dp-linear"]
     assert ledger["target"]["epsilon"] == 2.0 and 0.9 * 2.0 < ledger["epsilon"] <= 2.0
     assert metrics["epsilon"] == ledger["epsilon"] and ledger["delta"] <= ledger["target"]["delta"]
+    assert metrics["plugin"] == "mymethods.specs"  # the module a reader must load, as the grid names it
 
     verified = nodedp(workspace, "verify", "results/runs", env={"NODEDP_PLUGINS": "mymethods.specs"})
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "1 run(s): 1 re-planned from public inputs and verified, 0 refused" in verified.stdout, verified.stdout
+    # Without the plugin: not refused, not verified; the line names the module and how to load it; status 2.
+    unloaded = nodedp(workspace, "verify", "results/runs")
+    assert unloaded.returncode == 2, unloaded.stdout + unloaded.stderr
+    assert "comes from the plugin module 'mymethods.specs', not loaded here" in unloaded.stdout, unloaded.stdout
+    assert "NODEDP_PLUGINS=mymethods.specs" in unloaded.stdout and "REFUSED" not in unloaded.stdout
+    assert "1 not checked (their method's plugin is not loaded)" in unloaded.stdout
 
     # A forged noise multiplier is not the plan: verify refuses the run, naming the field.
     forged = json.loads((run / "ledger.json").read_text())

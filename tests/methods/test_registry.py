@@ -169,7 +169,7 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     """`<method>@paper` on a tiny graph: the ledger carries the claim at the target, verifies, and the paper's
     rule never spends less than it claims (test_dpar.py runs DPAR's, which needs its DP-APPR artifact)."""
     from nodedp.accounting import verify_ledger_dict
-    from nodedp.cli import check_reference_name
+    from nodedp.config import check_run_name
     from nodedp.methods import RunSpec
     from tests.methods._structure import with_bound
 
@@ -179,7 +179,7 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     inputs = tiny_inputs
     for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
         inputs = with_bound(inputs, kind, _public_bound(hp, kind))
-    check_reference_name(f"{method}@paper", hp)
+    check_run_name(f"{method}@paper", base=method, reference=hp.accounting == "paper", epsilon=4.0)
     spec = RunSpec(
         dataset="csbm-tiny",
         method=f"{method}@paper",

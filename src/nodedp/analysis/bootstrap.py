@@ -63,7 +63,8 @@ def summarize(
     """One row per (dataset, method, target_epsilon), sorted by that key.
 
     Columns: the key, ``n_runs`` (the cell's runs: its seeds, one run each), ``epsilon_mean`` (ε spent, averaged),
-    ``fully_accounted`` (every run's ledger charges every read of private data), ``guarantee``
+    ``fully_accounted`` (every run's ledger charges every read of private data), ``replanned`` (every run's plan
+    was re-derived from public inputs where it was collected; null for runs collected without it), ``guarantee``
     (the weakest guarantee class of the cell's runs; None for runs collected without one),
     ``epsilon_max`` and ``delta`` (the largest over the cell's runs), and for reference-mode cells
     (``reference``) the paper's ``claimed_delta`` and ``claim_actual_epsilon_max`` (the largest actual ε
@@ -90,6 +91,8 @@ def summarize(
         row["epsilon_mean"] = float(cell["epsilon"].mean())
         # A cell is fully accounted only if every run's ledger is (tables mark the others).
         row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
+        # A cell is re-derived only if every run's plan was (tables mark the others); null: collected before.
+        row["replanned"] = bool(cell["replanned"].all()) if "replanned" in cell.columns else None
         # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
         row["guarantee"] = (
             max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index) if "guarantee" in cell.columns else None
@@ -132,6 +135,7 @@ def summarize(
         "n_runs": pl.Int64(),
         "epsilon_mean": pl.Float64(),
         "fully_accounted": pl.Boolean(),
+        "replanned": pl.Boolean(),
         "guarantee": pl.String(),
         "reference": pl.Boolean(),
         "epsilon_max": pl.Float64(),

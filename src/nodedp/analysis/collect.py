@@ -27,6 +27,9 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "delta": pl.Float64(),
     "level": pl.String(),
     "fully_accounted": pl.Boolean(),  # false: the run read private data without charge (see its ledger)
+    # false: its plan was not re-derived from public inputs where it was collected (no meta.json or split beside
+    # the runs, or its plugin not loaded); tables mark it (UNVERIFIED_MARK). Null for tables collected before.
+    "replanned": pl.Boolean(),
     "guarantee": pl.String(),  # the ledger's guarantee class (nodedp.accounting.GUARANTEE_CLASSES)
     # Reference mode (`<method>@paper`): target_epsilon is the paper's claimed ε, epsilon the actual one at the
     # suite's δ; claimed_delta is the paper's δ and claim_actual_epsilon the actual ε there. Null elsewhere.
@@ -115,15 +118,21 @@ def _workspace_root(run_dir: Path) -> Path | None:
     return parents[5]
 
 
-def replan_run(run_dir: Path, metrics: dict[str, Any]) -> None:
+def replan_run(run_dir: Path, metrics: dict[str, Any]) -> bool:
     """Re-derive the run's plan from public inputs and compare (``nodedp.verify``), where the run lies in a
     workspace that holds its dataset's meta.json (as the workflow's do); refuse it, naming the field, if its ledger
-    is not that plan. Elsewhere (a run folder outside a workspace) nothing is re-planned."""
+    is not that plan. Whether it was re-derived: False for a run folder outside a workspace, a workspace without
+    the dataset's meta.json or the seed's split, or a method whose plugin is not loaded (tables mark such runs)."""
+    from nodedp.verify import split_path, verify_run
+
     root = _workspace_root(run_dir)
     if root is None or not (root / "resources" / "graphs" / str(metrics["dataset"]) / "meta.json").is_file():
-        return
-    from nodedp.verify import verify_run
-
+        return False
+    try:
+        if not split_path(root, str(metrics["dataset"]), int(metrics["seed"])).is_file():
+            return False
+    except (KeyError, TypeError, ValueError):
+        pass  # an unknown dataset or a malformed seed: verify_run refuses it, naming the field
     check = verify_run(run_dir, workspace=root)
     if check.refusals:
         raise InvalidRunError(
@@ -131,6 +140,7 @@ def replan_run(run_dir: Path, metrics: dict[str, Any]) -> None:
             "its ledger and metrics are not the plan re-derived from public inputs "
             f"(`python -m nodedp verify`): {'; '.join(map(str, check.refusals[:3]))}",
         )
+    return check.replanned
 
 
 def _num_private_units(run_dir: Path, metrics: dict[str, Any]) -> int | None:
@@ -156,7 +166,7 @@ def _run_row(
     metrics_path: Path,
     verify_ledger: Callable[[dict], float],
     check_agreement: Callable[..., None],
-    replan: Callable[[Path, dict[str, Any]], None] | None = None,
+    replan: Callable[[Path, dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """One run's row, after its checks: the privacy fields against the ledger (``_privacy``), metrics.json against
     the ledger (``_agreement``), and, given ``replan``, the ledger against the plan re-derived from public inputs."""
@@ -180,9 +190,28 @@ def _run_row(
         # Non-private baselines spend ε = ∞ by definition and have an empty ledger.
         target, spent, guarantee, claim = math.inf, math.inf, "none", None
     _agreement(run_dir, metrics, ledger, check_agreement)
-    if replan is not None:  # the plan re-derived from public inputs, as `nodedp verify` does
-        replan(run_dir, metrics)
-    return _row(run_dir, metrics, ledger, target=target, spent=spent, guarantee=guarantee, claim=claim)
+    identified = _identity(run_dir, metrics, ledger)
+    # the plan re-derived from public inputs, as `nodedp verify` does
+    replanned = identified and replan is not None and replan(run_dir, metrics)
+    row = _row(run_dir, metrics, ledger, target=target, spent=spent, guarantee=guarantee, claim=claim)
+    return {**row, "replanned": bool(replanned)}
+
+
+def _identity(run_dir: Path, metrics: dict, ledger: dict) -> bool:
+    """The run is what its name says (``nodedp.verify.check_run_identity``), checked wherever it lies. False where
+    it cannot be checked, so neither can its plan (the row is marked): a run recorded before metrics.json carried
+    its base method, or whose method's plugin is not loaded."""
+    from nodedp.verify import UnregisteredMethod, check_run_identity
+
+    if metrics.get("base_method") is None:
+        return False
+    try:
+        check_run_identity(metrics, ledger)
+    except UnregisteredMethod:
+        return False
+    except ValueError as err:
+        raise InvalidRunError(run_dir, str(err)) from None
+    return True
 
 
 def _privacy(
@@ -288,7 +317,7 @@ def collect_runs(
     *,
     verify_ledger: Callable[[dict], float] | None = None,
     check_agreement: Callable[..., None] | None = None,
-    replan: Callable[[Path, dict[str, Any]], None] | None = replan_run,
+    replan: Callable[[Path, dict[str, Any]], bool] | None = replan_run,
 ) -> pl.DataFrame:
     """One row per run, read from each ``metrics.json`` and the ``ledger.json`` beside it.
 
@@ -299,7 +328,9 @@ def collect_runs(
     ledger, or δ ≥ 1/N; it defaults to ``nodedp.accounting.agreement.check_run_agreement``, and N is read
     from the dataset's meta.json where the run lies in a workspace's ``results/runs`` (``_num_private_units``).
     ``replan(run_dir, metrics)`` raises :class:`InvalidRunError` when the run's ledger is not the plan re-derived
-    from public inputs (``replan_run``, the check of `python -m nodedp verify`; None: not re-planned).
+    from public inputs (``replan_run``, the check of `python -m nodedp verify`; None: not re-planned) and says
+    whether it could re-derive it (the ``replanned`` column; tables mark the runs it could not). Every run must be
+    what its name says (``nodedp.verify.check_run_identity``), wherever it lies.
     Raises :class:`InvalidRunError` for the first run that is malformed, lacks its
     ledger, overspends its budget, disagrees with its ledger, or duplicates (dataset, method, target_epsilon,
     seed).

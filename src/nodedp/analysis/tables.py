@@ -39,6 +39,14 @@ REFERENCE_NOTE = (
     "suite's δ, the largest over seeds). Not private at the column's ε unless x ≤ it."
 )
 # A cell some of whose runs predict one class for every test node (summary column n_one_class_runs).
+# Cells with a run whose plan was not re-derived from public inputs where the table was drawn (collect's replanned).
+UNVERIFIED_MARK = "⊘"
+UNVERIFIED_NOTE = (
+    f"{UNVERIFIED_MARK} not re-derived here: a run's plan could not be re-derived from public inputs where these "
+    "tables were drawn (its dataset's meta.json or the seed's split is not beside the runs, or its method's plugin "
+    "is not loaded); its ledger checked itself only. `python -m nodedp verify results/` in the workspace that "
+    "trained it re-derives it."
+)
 ONE_CLASS_MARK = "◇"
 ONE_CLASS_NOTE = (
     f"{ONE_CLASS_MARK} a constant predictor: every seed's model predicts one class for all test nodes "
@@ -56,6 +64,7 @@ _LATEX_MARKS = {
     "‡": r"\textsuperscript{\ddag}",
     REFERENCE_MARK: r"\P{}",
     ONE_CLASS_MARK: r"$^{\diamond}$",
+    UNVERIFIED_MARK: r"$^{\oslash}$",
 }
 
 _METRIC_LABELS = {
@@ -120,11 +129,13 @@ class _Cell:
     guarantee: str | None = None  # the cell's guarantee class; marked where weaker than unconditional
     actual_epsilon: float | None = None  # reference mode: the ε its noise actually spends (REFERENCE_NOTE)
     one_class_runs: int | None = None  # runs predicting one class for every test node (ONE_CLASS_NOTE)
+    verified: bool = True  # false: some run's plan was not re-derived where the table was drawn (UNVERIFIED_MARK)
 
     @property
     def marks(self) -> str:
         return (
-            ("" if self.accounted else DAGGER)
+            ("" if self.verified else UNVERIFIED_MARK)
+            + ("" if self.accounted else DAGGER)
             + GUARANTEE_MARKS.get(self.guarantee or "", "")
             + ("" if self.actual_epsilon is None else REFERENCE_MARK)
             + one_class_mark(self.one_class_runs, self.n_runs)
@@ -175,6 +186,10 @@ class _Table:
         return any(c is not None and not c.accounted for _, _, cells in self.rows for c in cells)
 
     @property
+    def any_unverified(self) -> bool:
+        return any(c is not None and not c.verified for _, _, cells in self.rows for c in cells)
+
+    @property
     def guarantee_notes(self) -> list[str]:
         shown = {c.guarantee for _, _, cells in self.rows for c in cells if c is not None}
         notes = [note for cls, note in GUARANTEE_NOTES.items() if cls in shown]
@@ -219,6 +234,7 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
     # Optional: summaries of runs collected before uncharged reads (or constant predictions) were recorded lack it.
     has_accounted = "fully_accounted" in summary.columns
     has_one_class = "n_one_class_runs" in summary.columns
+    has_replanned = "replanned" in summary.columns
     cells: dict[tuple[str, str], dict[float, _Cell]] = {}
     for r in summary.iter_rows(named=True):
         eps = r["target_epsilon"]
@@ -231,8 +247,10 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
                 r[mean] == best_mean.get((r["dataset"], eps))
                 and not (has_reference and r["reference"])
                 and (not has_accounted or bool(r["fully_accounted"]))
+                and r.get("replanned") is not False
             ),
             accounted=bool(r["fully_accounted"]) if has_accounted else True,
+            verified=r["replanned"] is not False if has_replanned else True,
             guarantee=r.get("guarantee"),
             actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
             one_class_runs=r["n_one_class_runs"] if has_one_class else None,
@@ -310,6 +328,8 @@ def _markdown(table: _Table, *, regenerate_command: str) -> str:
             lines.append("| " + " | ".join(map(esc, [dataset, f"*{MAJORITY_LABEL}*", *texts])) + " |")
     if table.any_unaccounted:
         lines += ["", UNACCOUNTED_NOTE]
+    if table.any_unverified:
+        lines += ["", UNVERIFIED_NOTE]
     lines += [line for note in table.guarantee_notes for line in ("", note)]
     lines += [line for note in table.dataset_notes for line in ("", esc(note))]
     lines += ["", f"Regenerate with: `{regenerate_command}`", ""]
@@ -359,6 +379,8 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     note = latex_escape(table.caption).replace("ε", "$\\varepsilon$").replace("–", "--")
     if table.any_unaccounted:
         note += " " + latex_escape(UNACCOUNTED_NOTE).replace(DAGGER, _LATEX_DAGGER)
+    if table.any_unverified:
+        note += " " + latex_escape(UNVERIFIED_NOTE).replace(UNVERIFIED_MARK, _LATEX_MARKS[UNVERIFIED_MARK])
     for extra in table.guarantee_notes:
         extra = _latex_unicode(latex_escape(extra.replace("`", "")))
         for mark, latex in _LATEX_MARKS.items():
@@ -410,7 +432,8 @@ def write_tables(
     summary has a ``fully_accounted`` column, cells whose runs read private data
     without charge carry a dagger, explained below the table; where it has a
     ``guarantee`` column, cells weaker than unconditional node-level DP carry
-    ``GUARANTEE_MARKS``, explained the same way. The LaTeX file
+    ``GUARANTEE_MARKS``, explained the same way; where it has a ``replanned`` column, cells with a run whose plan
+    was not re-derived from public inputs carry ``UNVERIFIED_MARK``. The LaTeX file
     is a tabular followed by its note paragraph, to ``\\input`` inside a table float. ``dataset_notes``
     (``dataset_note``) follow the table in both.
     """

@@ -17,7 +17,6 @@ from nodedp.cli import audit, data, report, structure, train, verify
 from nodedp.cli.common import (
     AddVerb,
     LogProgress,
-    check_reference_name,
     format_epsilon,
     note,
     parse_delta,
@@ -29,7 +28,6 @@ from nodedp.cli.common import (
 __all__ = [
     "LogProgress",
     "build_parser",
-    "check_reference_name",
     "format_epsilon",
     "main",
     "note",

@@ -156,19 +156,6 @@ def recorded_stages(args: argparse.Namespace, run: Callable[[], Any], *, device:
     return result
 
 
-def check_reference_name(name: str, hp) -> None:
-    """A run sized by a paper's accounting is named ``<method>@paper``, and only such a run (nodedp.config)."""
-    from nodedp.config import REFERENCE_SUFFIX
-
-    paper = getattr(hp, "accounting", "suite") == "paper"
-    if paper != name.endswith(REFERENCE_SUFFIX):
-        raise ValueError(
-            f"run name {name!r}: a run with the paper's accounting (accounting: paper) must be named "
-            f"'<method>{REFERENCE_SUFFIX}', and only such a run; got accounting "
-            f"{getattr(hp, 'accounting', 'suite')!r}"
-        )
-
-
 def method_settings(
     args: argparse.Namespace, epsilon: float | None = None
 ) -> tuple[str, str, Any, Any, float | str, str]:
@@ -191,10 +178,12 @@ def method_settings(
         from nodedp.config import resolve_method
 
         method, hparams = resolve_method({}, args.method)
+    from nodedp.config import check_run_name
+
     info = get_method(method)
-    info.check_epsilon(args.epsilon if epsilon is None else epsilon)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)
-    check_reference_name(name, hp)
+    reference = getattr(hp, "accounting", "suite") == "paper"
+    check_run_name(name, base=method, reference=reference, epsilon=args.epsilon if epsilon is None else epsilon)
     return method, name, info, hp, delta, accountant
 
 

@@ -255,6 +255,10 @@ def run_metrics(
         "device": str(torch.device("cuda" if torch.cuda.is_available() and args.device != "cpu" else "cpu")),
         "version": provenance(),
     }
+    from nodedp.methods.registry import plugin_of
+
+    if plugin_of(method):  # a method from outside nodedp: the module a reader must load to re-derive the run
+        metrics["plugin"] = plugin_of(method)
     return metrics
 
 

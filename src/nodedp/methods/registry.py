@@ -23,6 +23,7 @@ __all__ = [
     "get_method",
     "load_plugins",
     "method_names",
+    "plugin_of",
     "register_method",
 ]
 
@@ -36,6 +37,8 @@ HOW_PLUGINS_ARE_FOUND = (
 
 _METHODS: dict[str, MethodInfo] = {}
 _LOADED: dict[str, str] = {}  # plugin module -> where it was named
+_PLUGIN_OF: dict[str, str] = {}  # method id -> the plugin module whose import registered it (the suite's: absent)
+_IMPORTING: list[str] = []  # the plugin modules being imported, innermost last
 _DISCOVERED = False
 
 
@@ -52,7 +55,17 @@ def register_method(info: MethodInfo, *, force: bool = False) -> MethodInfo:
     if info.name in _METHODS and not force:
         raise ValueError(f"method {info.name!r} is already registered (pass force=True to replace it)")
     _METHODS[info.name] = info
+    if _IMPORTING:
+        _PLUGIN_OF[info.name] = _IMPORTING[0]
     return info
+
+
+def plugin_of(name: str) -> str | None:
+    """The plugin module (as named in ``plugins:``, ``$NODEDP_PLUGINS`` or an entry point) whose import registered
+    method ``name``; None for the suite's own methods. A run records it, so that a reader without the plugin
+    learns which module to load."""
+    _discover()
+    return _PLUGIN_OF.get(name)
 
 
 def get_method(name: str) -> MethodInfo:
@@ -86,6 +99,7 @@ def load_plugins(modules: Iterable[str], *, source: str, search_cwd: bool = True
         cwd = os.getcwd()
         if search_cwd and cwd not in sys.path and "" not in sys.path:
             sys.path.append(cwd)
+        _IMPORTING.append(module)
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as err:
@@ -96,6 +110,8 @@ def load_plugins(modules: Iterable[str], *, source: str, search_cwd: bool = True
                 f"{source}: cannot import the plugin module {module!r} (no module named {err.name!r}): install "
                 "its package, or run from the folder that holds it (or put that folder on PYTHONPATH)"
             ) from None
+        finally:
+            _IMPORTING.pop()
         _LOADED[module] = source
 
 
