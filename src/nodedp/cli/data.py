@@ -233,13 +233,8 @@ def cmd_stability(args: argparse.Namespace) -> None:
             "kinds": report,
         },
     )
-    for kind, r in report.items():
-        units = ", ".join(
-            f"{u} max {v['max']:g} (mean {v['mean']:.3g}) / {v['accountant']:g}"
-            for u, v in r.items()
-            if isinstance(v, dict) and "accountant" in v
-        )
-        print(f"{kind} <= {r.get('bound')}: {100 * r['frac_over_bound']:.1f}% of nodes over; {units}")
+    # The report's counts are the private graph's: they stay in its file (kept with the data), never in the log.
+    print(f"{meta['name']}: stability report of {', '.join(report)} in {args.out} (counts of the private graph)")
 
 
 def add_stability(verb: AddVerb) -> None:

@@ -37,10 +37,10 @@ def cmd_bound_degree(args: argparse.Namespace) -> None:
         ),
     )
     torch_save_atomic(artifact, Path(args.out))
-    # Counts of the input graph, for this log alone (analysis of the dataset, never part of a run's release).
+    # No count of the private graph: a log is an output a cluster shares, under the same rule as a run's metrics.
     print(
-        f"{args.kind} ≤ {args.bound}: kept {artifact['edge_index'].size(1)} of {edges.size(1)} edges (analysis of "
-        f"the dataset; nodes over {artifact['identity_bound']}: the dataset's stability report)"
+        f"{args.kind} ≤ {args.bound}: {args.out} written (how many edges it keeps is private; how far the graph is "
+        "from its bounds: the dataset's stability report)"
     )
 
 
@@ -111,10 +111,8 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     write_ledger(ledger, out.with_suffix(".ledger.json"))
     torch_save_atomic(artifact, out)
     spent = "non-private" if not ledger.private else f"ε = {ledger.composed()[0]:.4f} of {args.epsilon}"
-    print(
-        f"{args.method} DP-APPR: {artifact['sources'].numel()} sources in a sample of {artifact['sample'].numel()} "
-        f"nodes, APPR in {artifact['appr_seconds']:.2f} s; {spent}"
-    )
+    # No count of the private graph (its sources and sample sizes stay in the artifact): a log is a shared output.
+    print(f"{args.method} DP-APPR: {out} written, APPR in {artifact['appr_seconds']:.2f} s; {spent}")
 
 
 def add_dp_appr(verb: AddVerb) -> None:
