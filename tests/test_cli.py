@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from nodedp.cli import format_epsilon, main
+from nodedp.cli import format_epsilon, main, parse_epsilon
 
 
 def test_help_lists_the_verbs_the_rules_call():
@@ -30,6 +30,11 @@ def test_help_lists_the_verbs_the_rules_call():
 
 def test_epsilon_path_component():
     assert [format_epsilon(e) for e in (1, 1.0, 0.5, 16, float("inf"))] == ["1", "1", "0.5", "16", "inf"]
+    # beyond 6 significant digits: exact, so that two ε never share a folder and a cell trains at its grid's ε
+    assert format_epsilon(1.2345678) == "1.2345678" and format_epsilon(1.2345679) != format_epsilon(1.2345678)
+    rng = __import__("random").Random(0)
+    for eps in [rng.uniform(0.01, 100) for _ in range(200)] + [1 / 3, 0.1 + 0.2, 1e-3, 999.9999999]:
+        assert parse_epsilon(format_epsilon(eps)) == eps
 
 
 def train_args(graph, split, out, *extra):

@@ -230,3 +230,12 @@ def test_a_study_draws_the_regime_of_another_study_once_both_have_run(workspace)
     assert "not redrawing study headline: 10 of its 12 runs have not run" in notes[0]
     touch(*grid.run_targets(config, "demo"))
     assert {"demo", "headline"} <= set(grid.complete_studies(config))
+
+
+def test_epsilons_that_agree_to_six_digits_train_in_two_folders_at_their_own_epsilon():
+    config = resolved({**GRID, "studies": {"fine": {**GRID["studies"]["later"], "methods": ["dp-mlp"]}}})
+    config["studies"]["fine"]["epsilons"] = [1.2345678, 1.2345679]
+    targets = grid.run_targets(config, "fine", "csbm-tiny")
+    assert targets == [
+        f"results/runs/csbm-tiny/dp-mlp/eps~{e}/seed~3/metrics.json" for e in ("1.2345678", "1.2345679")
+    ]

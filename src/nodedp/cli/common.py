@@ -106,8 +106,13 @@ def progress_default() -> bool:
 
 
 def format_epsilon(eps: float) -> str:
-    """The `eps~{eps}` path component: `inf` for non-private, else the shortest exact form."""
-    return "inf" if math.isinf(eps) else f"{float(eps):g}"
+    """The `eps~{eps}` path component: `inf` for non-private, else the shortest form that reads back as exactly
+    ``eps`` (``:g`` where it does, e.g. 8 and 0.5; else Python's round-trip repr, e.g. 1.2345678): two ε never
+    share a folder, and a cell trains at the ε its grid gives."""
+    if math.isinf(eps):
+        return "inf"
+    short = f"{float(eps):g}"
+    return short if float(short) == float(eps) else repr(float(eps))
 
 
 def parse_epsilon(text: str) -> float:
