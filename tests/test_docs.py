@@ -312,6 +312,12 @@ def _snakemake_targets(args: list[str]) -> tuple[list[str], str | None]:
         namespace = parser.parse_args(args)
     except SystemExit:
         return [], messages[0] if messages else "not a valid command line"
+    # Options that take every word after them swallow a target written there, as Snakemake parses the line: a
+    # config file that is no YAML/JSON file name, a --config entry that is no key=value.
+    swallowed = [str(f) for f in namespace.configfile or [] if not re.search(r"\.(ya?ml|json)$", str(f))]
+    swallowed += [str(c) for c in namespace.config or [] if "=" not in str(c)]
+    if swallowed:
+        return [], f"{swallowed} taken as config, not targets: write targets before --configfile/--config"
     return sorted(namespace.targets or []), None
 
 
@@ -446,6 +452,7 @@ def _typo(root: Path, line: str) -> None:
         ("`python benchmarks/dp_stp.py`", benchmark_problems),
         ("```bash\nsnakemake --cores 2 paper/main/tables/acuracy.md\n```", snakemake_problems),
         ("`snakemake -n --quiet rules demo`", snakemake_problems),
+        ("```bash\nsnakemake --cores 2 --configfile my-grid.yaml runs\n```", snakemake_problems),
         ("See [the audit](docs/audti.md).", path_problems),
         ("See [the audit](docs/audit.md#no-such-heading).", path_problems),
         ("The schema: `workflow/schemas/config.schema.yml`.", path_problems),
