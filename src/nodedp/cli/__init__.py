@@ -17,6 +17,7 @@ from nodedp.cli import audit, data, report, structure, train, verify
 from nodedp.cli.common import (
     AddVerb,
     LogProgress,
+    VerbFailure,
     format_epsilon,
     note,
     parse_delta,
@@ -101,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = LogProgress(stderr)  # a rule's log: bars as lines, not one growing line
     try:
         status = args.func(args)
+    except VerbFailure as err:  # the network's fault, not the input's: one line, no traceback
+        print(f"nodedp {args.verb}: error: {err}", file=sys.stderr)
+        tell_console(f"nodedp {args.verb}: error: {err}")
+        return 1
     except (ValueError, KeyError, FileNotFoundError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"nodedp {args.verb}: error: {message}", file=sys.stderr)

@@ -251,6 +251,11 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress_default(), help=PROGRESS_HELP)
 
 
+class VerbFailure(Exception):
+    """A verb's failure that is no bad input (a download the network refused): `main` prints its one line, without
+    a traceback, on stderr and on the console, and exits 1."""
+
+
 def tell_console(line: str) -> None:
     """``line`` (and where the full output went) on ``$NODEDP_CONSOLE_FD``, unless that is this process's stderr."""
     try:

@@ -92,6 +92,7 @@ def add_check_config(verb: AddVerb) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> None:
+    from nodedp.cli.common import VerbFailure
     from nodedp.data import get_dataset
     from nodedp.data.download import DownloadError, fetch_files, resolve_mirror
 
@@ -102,8 +103,8 @@ def cmd_download(args: argparse.Namespace) -> None:
     lock = Path(args.lock) if args.lock else None
     try:
         paths = fetch_files(info.files, out, mirror=resolve_mirror(args.mirror), lock_path=lock, progress=args.progress)
-    except DownloadError as err:  # the network's fault, not the input's: no traceback either
-        raise SystemExit(f"nodedp download: error: {err} [dataset {args.dataset}: {info.description}]") from None
+    except DownloadError as err:  # the network's fault, not the input's: one line on the console, no traceback
+        raise VerbFailure(f"{err} [dataset {args.dataset}: {info.description}]") from None
     left_out = len(info.files) - len(paths)
     print(f"{args.dataset}: {len(paths)} file(s) in {out}" + (f"; {left_out} optional not served" if left_out else ""))
 
