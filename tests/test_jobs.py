@@ -46,7 +46,7 @@ def only(monkeypatch, tmp_path):
         ("printf 'gpu:a100:4(S:0-1)\\n(null)\\n'", True),
         ("printf '(null)\\n(null)\\n'", False),
         ("printf 'tmpdisk:100,gpu:2\\n'", True),
-        ("printf 'gpu:1\\n'; exit 1", False),  # a failing sinfo says nothing
+        ("printf 'gpu:1\\n'; exit 1", False),  # a failing sinfo's output is not trusted
     ],
 )
 def test_the_cluster_has_gpus_where_sinfo_lists_a_gpu_gres(only, output, gpus):
@@ -55,10 +55,23 @@ def test_the_cluster_has_gpus_where_sinfo_lists_a_gpu_gres(only, output, gpus):
     assert calls(only) == ["--noheader --format=%G"]
 
 
-def test_no_sinfo_or_a_hanging_one_means_no_gpus(only):
-    assert jobs.cluster_has_gpus() is False  # not on PATH
+def test_no_sinfo_or_a_hanging_one_means_no_gpus(only, capsys, monkeypatch):
+    monkeypatch.setattr(jobs, "_WARNED", set())
+    assert jobs.cluster_has_gpus() is False  # not on PATH: no Slurm here, nothing to say
+    assert capsys.readouterr().err == ""
     fake_sinfo(only, f"{SLEEP} 5; echo gpu:1")
     assert jobs.cluster_has_gpus(timeout=0.5) is False
+    assert "did not answer" in capsys.readouterr().err
+
+
+def test_a_failing_sinfo_is_said_on_the_console_once_with_how_to_set_the_gres(only, capsys, monkeypatch):
+    monkeypatch.setattr(jobs, "_WARNED", set())
+    fake_sinfo(only, "echo 'slurm_load_partitions: Unable to contact slurm controller' >&2; exit 1")
+    assert jobs.resolve_gres("auto") == "" and jobs.resolve_gres("auto") == ""
+    err = capsys.readouterr().err
+    assert err.count("nodedp: ") == 1, err  # once
+    assert "failed (exit 1: slurm_load_partitions: Unable to contact slurm controller)" in err
+    assert 'resources: {train_gres: "gpu:1"}' in err and "\\" not in err
 
 
 def test_resolve_gres():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,16 +38,35 @@ JOB_SETTINGS = {
 Request = Callable[[Any, int], int]
 
 
+_WARNED: set[str] = set()  # what the console was told already (once per process)
+
+
+def _warn_once(text: str) -> None:
+    if text not in _WARNED:
+        _WARNED.add(text)
+        print(f"nodedp: {text}", file=sys.stderr)
+
+
 def cluster_has_gpus(sinfo: str = "sinfo", timeout: float = 30) -> bool:
     """Whether any node of the Slurm cluster this host submits to offers a `gpu` GRES: `sinfo --noheader
-    --format=%G` lists one starting with "gpu". False where there is no ``sinfo`` on PATH, or it fails or hangs."""
+    --format=%G` lists one starting with "gpu". False where there is no ``sinfo`` on PATH (no Slurm here), or it
+    fails or hangs; then the console is told so, once, and how to set the GRES by hand."""
     if shutil.which(sinfo) is None:
         return False
+    command = [sinfo, "--noheader", "--format=%G"]
     try:
-        out = subprocess.run([sinfo, "--noheader", "--format=%G"], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and any(g.startswith("gpu") for line in out.stdout.split() for g in line.split(","))
+        out = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        failure = f"did not answer ({type(err).__name__}: {err})"
+    else:
+        if out.returncode == 0:
+            return any(g.startswith("gpu") for line in out.stdout.split() for g in line.split(","))
+        failure = f"failed (exit {out.returncode}: {(out.stderr.strip().splitlines() or ['no message'])[0]})"
+    _warn_once(
+        f"`{' '.join(command)}` {failure}, so train_gres: auto asks for no GPU; to choose by hand, set "
+        "`resources: {train_gres: \"gpu:1\"}` (a GPU per training job) or `\"\"` (none) in the config"
+    )
+    return False
 
 
 def resolve_gres(setting: str, has_gpus: Callable[[], bool] = cluster_has_gpus) -> str:
