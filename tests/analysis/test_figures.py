@@ -661,3 +661,17 @@ def test_plot_sweep_uses_a_log_axis_for_wide_ranges(tmp_path: Path, saved: list)
     (ax,) = visible_axes(saved[0])
     assert ax.get_xscale() == "log" and "log scale" in caption
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "3", "10", "30"]
+
+
+def test_a_long_legend_entry_does_not_widen_the_figure_beyond_its_panels(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    from nodedp.analysis.figures import DPI, PANEL_SIZE
+
+    methods = [("gap", "conditional"), ("progap", "conditional"), ("dp-mlp", "unconditional"), ("dp-gcn", "conditional")]
+    rows = [cell(d, m, e, 0.5, guarantee=g) for d in ("cora", "csbm") for m, g in methods for e in (1.0, 8.0)]
+    png = tmp_path / "f.png"
+    plot_accuracy_vs_epsilon(pl.DataFrame(rows), png)
+    height, width = matplotlib.image.imread(png).shape[:2]
+    panels = 2 * PANEL_SIZE[0] * DPI  # two panels side by side
+    assert width <= 1.1 * panels, f"{width} px wide for {panels:.0f} px of panels"

@@ -290,3 +290,10 @@ def test_constant_predictors_are_marked_with_their_count(tmp_path: Path) -> None
     assert "◇" not in latex and "a constant predictor" in latex
     unmarked, _ = write(tmp_path, fake_summary().with_columns(pl.lit(0).alias("n_one_class_runs")))
     assert "◇" not in unmarked
+
+
+def test_a_one_seed_cell_shows_no_interval(tmp_path: Path) -> None:
+    one = pl.DataFrame([{**cell("cora", "gap", 8.0, 0.6, n_runs=1), "test_accuracy_ci_low": 0.6, "test_accuracy_ci_high": 0.6}])
+    markdown, latex = write(tmp_path, one)
+    assert "| cora | gap | 60.0 |" in markdown and "60.0 (" not in markdown and "60.0 (" not in latex
+    assert "A cell with one seed has no interval." in markdown

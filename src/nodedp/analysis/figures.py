@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,8 +283,14 @@ def _panels(n: int, *, extra_legend: bool = True) -> tuple[Figure, np.ndarray, i
     return fig, axes, n_cols
 
 
+# Legend entries wrap at this many characters, so that a long one (a mark's explanation) never sets the figure's width.
+LEGEND_WRAP = 38
+
+
 def _legend(fig: Figure, handles: list[Line2D], n_cols: int) -> None:
-    # One column of panels is narrow: the legend goes beside it, otherwise below.
+    # One column of panels is narrow: the legend goes beside it, otherwise below, as many columns as fit the panels.
+    for handle in handles:
+        handle.set_label(textwrap.fill(str(handle.get_label()), LEGEND_WRAP))
     if n_cols == 1:
         fig.legend(handles=handles, loc="outside right upper", frameon=False)
     else:

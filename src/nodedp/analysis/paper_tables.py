@@ -317,6 +317,8 @@ def _with_stand_ins(
 
 def _value_text(row: dict, metric: str, interval: str) -> str:
     m, lo, hi = (100 * row[f"{metric}_{k}"] for k in ("mean", "ci_low", "ci_high"))
+    if row.get("n_runs") == 1:  # one seed: no interval
+        return f"{m:.1f}"
     if interval == "range":
         return f"{m:.1f} ({lo:.1f}–{hi:.1f})"
     return f"{m:.1f} ± {(hi - lo) / 2:.1f}"

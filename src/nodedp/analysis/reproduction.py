@@ -42,7 +42,7 @@ def _cell_text(row: dict | None) -> str:
     if row is None:
         return "—"
     m, lo, hi = (100 * row[f"test_accuracy_{k}"] for k in ("mean", "ci_low", "ci_high"))
-    return f"{m:.1f} ({lo:.1f}–{hi:.1f})"
+    return f"{m:.1f}" if row.get("n_runs") == 1 else f"{m:.1f} ({lo:.1f}–{hi:.1f})"  # one seed: no interval
 
 
 def _index(summary: pl.DataFrame) -> dict[tuple[str, str, float], dict]:

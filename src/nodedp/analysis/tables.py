@@ -142,8 +142,11 @@ class _Cell:
         )
 
     def text(self, *, max_runs: int) -> str:
-        # Percent with one decimal; a cell with fewer runs than the rest says so.
-        body = f"{100 * self.mean:.1f} ({100 * self.low:.1f}–{100 * self.high:.1f})"
+        # Percent with one decimal; one run has no interval (the caption says so); a cell with fewer runs than
+        # the rest says so.
+        body = f"{100 * self.mean:.1f}"
+        if self.n_runs > 1:
+            body += f" ({100 * self.low:.1f}–{100 * self.high:.1f})"
         if self.actual_epsilon is not None:
             body += f" [ε = {format_epsilon_value(self.actual_epsilon)}]"
         return body if self.n_runs == max_runs else f"{body} [n={self.n_runs}]"
