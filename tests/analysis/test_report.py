@@ -328,3 +328,14 @@ def test_study_index_refuses_unknown_files_and_an_empty_study(tmp_path: Path) ->
         study_index("demo", [csv], root=tmp_path)
     with pytest.raises(ValueError, match="study demo: nothing to index"):
         study_index("demo", [tmp_path / "figures" / "a.caption.txt"], root=tmp_path)
+
+
+def test_a_studys_note_comes_first_and_the_demo_says_why_three_methods_sit_at_chance(tmp_path: Path) -> None:
+    import yaml
+
+    files = drawn(tmp_path, "tables/accuracy.md")
+    demo = yaml.safe_load((Path(__file__).resolve().parents[2] / "config.yaml").read_text())["studies"]["demo"]
+    text = study_index("demo", files, root=tmp_path, note=demo["note"])
+    assert text.index("# Study demo") < text.index("Three of the six private methods") < text.index("## Tables")
+    assert "majority-class line" in text and "docs/reproduction.md" in text
+    assert "Three of" not in study_index("demo", files, root=tmp_path)

@@ -21,6 +21,7 @@ TINY = {
             "epsilons": [1, 8],
             "seeds": [0, 1],
             "sweeps": ["hidden_dim"],  # dp-mlp (64) against dp-mlp-wide (96): paper/demo/figures/sweep-hidden_dim.png
+            "note": "The reader's first line: ε = 8, `quoted` and $(not run).",  # shown atop paper/demo/index.md
             # The demo's quick audit: paper/demo/tables/audit.{md,tex}, paper/demo/figures/audit.png.
             "audit": {"methods": ["dp-mlp", "dp-mlp@paper"], "epsilons": [8], "canaries": 40},
         }

@@ -331,6 +331,7 @@ def test_tiny_study_end_to_end_then_redraw_without_retraining(tiny_study):
         assert "<table>" in (paper / f"report/{page}.html").read_text() or page == "reproduction"
     index = (paper / "index.md").read_text()
     assert "![frontier](figures/frontier.png)" in index and "[tables/accuracy.md](tables/accuracy.md)" in index
+    assert "The reader's first line: ε = 8, `quoted` and $(not run)." in index  # the study's note, as written
     assert (tmp_path / "paper/about.html").exists()
 
     # The demo's quick audit: one audited cell per (method, ε, seed), drawn into a table and a figure.

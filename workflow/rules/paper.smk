@@ -219,5 +219,8 @@ rule study_index:
     localrule: True
     conda:
         "../../envs/nodedp.yaml"
+    params:
+        note=lambda wildcards: shlex.quote(STUDIES[wildcards.study].get("note", "")),
     shell:
-        "python -m nodedp report-page --kind index --title {wildcards.study} --out {output} {input} > {log} 2>&1"
+        "python -m nodedp report-page --kind index --title {wildcards.study} --note {params.note} --out {output}"
+        " {input} > {log} 2>&1"

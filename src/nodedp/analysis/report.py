@@ -221,10 +221,11 @@ def write_html(path: Path, text: str) -> Path:
     return atomic_write(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def study_index(study: str, files: list[Path], *, root: Path) -> str:
+def study_index(study: str, files: list[Path], *, root: Path, note: str = "") -> str:
     """A Markdown page listing what was drawn for ``study`` (``files``, under ``root``, the study's folder): its
     tables (.md, .tex and the report's .html) and its figures, each shown with the caption written beside it
-    (``.caption.txt``); the audit's table and figure (named ``audit``), where given, in a section of their own."""
+    (``.caption.txt``); the audit's table and figure (named ``audit``), where given, in a section of their own.
+    ``note`` (the study's config `note`), where given, comes first."""
     sections: dict[str, tuple[list[str], list[str]]] = {"study": ([], []), "audit": ([], [])}
     for path in map(Path, files):
         rel = Path(os.path.relpath(path, root)).as_posix()
@@ -250,6 +251,7 @@ def study_index(study: str, files: list[Path], *, root: Path) -> str:
         "",
         "Regenerate: `make paper STUDY=" + study + "` (never trains).",
         "",
+        *([" ".join(note.split()), ""] if note.strip() else []),
         "## Tables",
         "",
         *tables,

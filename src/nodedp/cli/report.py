@@ -251,7 +251,7 @@ def cmd_report_page(args: argparse.Namespace) -> None:
     if args.kind == "index":
         from nodedp.io import write_text
 
-        text = study_index(args.title, [Path(i) for i in args.inputs], root=Path(args.out).parent)
+        text = study_index(args.title, [Path(i) for i in args.inputs], root=Path(args.out).parent, note=args.note)
         print(f"wrote {write_text(Path(args.out), text)}")
         return
     print(f"wrote {write_html(Path(args.out), report_page(args))}")
@@ -302,5 +302,6 @@ def add_report_page(verb: AddVerb) -> None:
     )
     p.add_argument("--title", default="nodedp", help="the page's title (with --kind index: the study's name)")
     p.add_argument("--config-name", default="config.yaml", help="with --kind about: the configuration file's name")
+    p.add_argument("--note", default="", help="with --kind index: what a reader should know first (the study's `note`)")
     p.add_argument("--out", required=True, help="output .html page")
     p.add_argument("inputs", nargs="+", help="the input file(s), as --kind says")
