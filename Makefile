@@ -51,7 +51,7 @@ test: $(STAMP)
 ## Redraw every study's tables and figures (or STUDY's) from existing runs; refuses to train anything.
 ## Targets come first: options that take several values (--allowed-rules, --configfile) would swallow them.
 paper: $(STAMP)
-	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) paper --rerun-triggers mtime --forcerun about \
+	$(CHECK_CONFIG) $(BIN)/snakemake --cores $(CORES) paper --rerun-triggers mtime input --forcerun about \
 	  $(CONFIG_ARGS) --allowed-rules $(REDRAW_RULES) $(SNAKEMAKE_ARGS)
 
 ## The HTML report of what is drawn (after `make demo` or `make paper`): tables, figures with captions, ledger

@@ -527,6 +527,23 @@ def make_paper(workdir: Path, config: Path, *variables: str) -> subprocess.Compl
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_paper_redraws_a_study_another_grid_drew_under_the_same_name(tiny_study, tmp_path):
+    """Two grids name their study alike (the README's dataset and method examples both say `mine`): each
+    `make paper CONFIG=…` redraws the study as its own grid says, never leaving the other's table."""
+    studied, _ = tiny_study
+    work = tmp_path / "workspace"
+    shutil.copytree(studied, work, symlinks=True)
+    demo = {key: value for key, value in TINY["studies"]["demo"].items() if key not in ("audit", "sweeps")}
+    table = work / "paper/demo/tables/accuracy.md"
+    for methods in (["mlp"], ["mlp", "dp-mlp"], ["mlp"]):
+        config = write_config(tmp_path, {**TINY, "studies": {"demo": {**demo, "methods": methods}}})
+        result = make_paper(work, config)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+        rows = {line.split(" | ")[1] for line in table.read_text().splitlines() if line.startswith("| csbm-tiny")}
+        assert rows - {"*majority class*"} == set(methods), (methods, rows)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_paper_redraws_every_study_from_the_runs_alone_on_a_fresh_workspace(tiny_study, tmp_path):
     studied, _ = tiny_study
     fresh = tmp_path / "fresh"
