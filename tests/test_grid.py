@@ -236,6 +236,4 @@ def test_epsilons_that_agree_to_six_digits_train_in_two_folders_at_their_own_eps
     config = resolved({**GRID, "studies": {"fine": {**GRID["studies"]["later"], "methods": ["dp-mlp"]}}})
     config["studies"]["fine"]["epsilons"] = [1.2345678, 1.2345679]
     targets = grid.run_targets(config, "fine", "csbm-tiny")
-    assert targets == [
-        f"results/runs/csbm-tiny/dp-mlp/eps~{e}/seed~3/metrics.json" for e in ("1.2345678", "1.2345679")
-    ]
+    assert targets == [f"results/runs/csbm-tiny/dp-mlp/eps~{e}/seed~3/metrics.json" for e in ("1.2345678", "1.2345679")]

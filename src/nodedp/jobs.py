@@ -64,7 +64,7 @@ def cluster_has_gpus(sinfo: str = "sinfo", timeout: float = 30) -> bool:
         failure = f"failed (exit {out.returncode}: {(out.stderr.strip().splitlines() or ['no message'])[0]})"
     _warn_once(
         f"`{' '.join(command)}` {failure}, so train_gres: auto asks for no GPU; to choose by hand, set "
-        "`resources: {train_gres: \"gpu:1\"}` (a GPU per training job) or `\"\"` (none) in the config"
+        '`resources: {train_gres: "gpu:1"}` (a GPU per training job) or `""` (none) in the config'
     )
     return False
 

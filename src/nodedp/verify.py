@@ -118,7 +118,9 @@ def verify_run(run: Path, *, workspace: Path = Path(".")) -> RunCheck:
     except ValueError as err:
         return RunCheck(run, (Refusal("files", str(err), "metrics.json and ledger.json"),), False)
     if not isinstance(metrics, dict) or not isinstance(ledger, dict):
-        return RunCheck(run, (Refusal("files", None, None, detail="metrics.json and ledger.json must be objects"),), False)
+        return RunCheck(
+            run, (Refusal("files", None, None, detail="metrics.json and ledger.json must be objects"),), False
+        )
     method = str(metrics.get("method", "?"))
     try:
         return _verify(run, metrics, ledger, workspace, method)
@@ -166,6 +168,7 @@ def _close(a: Any, b: Any) -> bool:
 def _replan(
     run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any], workspace: Path
 ) -> tuple[bool, list[Refusal]]:
+    from nodedp.accounting.ledger import with_current_text
     from nodedp.methods import RunSpec, get_method
     from nodedp.plans import PublicInputs, planner_of
 
@@ -203,7 +206,8 @@ def _replan(
             planned = planner(public, spec, hp, **supplied).ledger.to_dict()
         except (ValueError, KeyError, TypeError) as err:
             return True, [Refusal("plan", str(err), "a plan the method can make from these inputs")]
-    return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(ledger, planned)]
+    worded = with_current_text(ledger)  # a ledger worded before this version: the same numbers
+    return True, [Refusal(field, stated, expected) for field, stated, expected in _diff(worded, planned)]
 
 
 def split_path(workspace: Path, dataset: str, seed: int) -> Path:

@@ -149,3 +149,16 @@ def test_private_units_are_nodes_or_edges_of_the_public_metadata() -> None:
     assert private_units(meta, level="node") == 10
     assert private_units(meta, level="edge") == 20
     assert private_units({**meta, "is_undirected": False}, level="edge") == 40
+
+
+def test_a_run_written_before_the_guarantee_named_what_is_not_private_still_agrees(dp_run) -> None:
+    from nodedp.accounting.ledger import NOT_PRIVATE
+
+    metrics, ledger = copy.deepcopy(dp_run[0]), copy.deepcopy(dp_run[1])
+    for stated in (metrics["guarantee"], ledger["guarantee"]):
+        assert stated["holds"].endswith(NOT_PRIVATE)
+        stated["holds"] = stated["holds"].removesuffix(NOT_PRIVATE)  # as older runs word it
+    verify_ledger_dict(ledger)
+    check(metrics, ledger)
+    metrics["guarantee"]["holds"] += "; and more"
+    refused(metrics, ledger, "guarantee")

@@ -548,3 +548,19 @@ def test_a_ledger_stating_a_count_of_its_input_is_refused_with_a_rerun_message(c
     assert Ledger.from_dict(old).guarantee_class == "conditional"  # readable: the count is not read
     with pytest.raises(ValueError, match="nodes_over.*rerun the cell"):
         verify_ledger_dict(old)
+
+
+def test_every_private_guarantee_says_inference_and_evaluation_are_not_private_and_older_wording_verifies(calibrated):
+    from nodedp.accounting.ledger import NOT_PRIVATE
+
+    guarantee = calibrated.guarantee()
+    assert guarantee["holds"].endswith(NOT_PRIVATE) and "inference and evaluation" in guarantee["holds"]
+    assert "not private" not in Ledger.non_private().guarantee()["holds"]
+    # A ledger (and its metrics.json) written before the sentence: the same numbers, so it still verifies.
+    older = calibrated.to_dict()
+    older["guarantee"] = {**guarantee, "holds": guarantee["holds"].removesuffix(NOT_PRIVATE)}
+    assert verify_ledger_dict(older) == pytest.approx(calibrated.composed()[0], rel=1e-12)
+    # but any other change of its words is refused
+    older["guarantee"] = {**guarantee, "holds": guarantee["holds"].replace("node", "edge")}
+    with pytest.raises(ValueError, match="guarantee"):
+        verify_ledger_dict(older)

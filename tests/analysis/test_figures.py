@@ -668,7 +668,12 @@ def test_a_long_legend_entry_does_not_widen_the_figure_beyond_its_panels(tmp_pat
 
     from nodedp.analysis.figures import DPI, PANEL_SIZE
 
-    methods = [("gap", "conditional"), ("progap", "conditional"), ("dp-mlp", "unconditional"), ("dp-gcn", "conditional")]
+    methods = [
+        ("gap", "conditional"),
+        ("progap", "conditional"),
+        ("dp-mlp", "unconditional"),
+        ("dp-gcn", "conditional"),
+    ]
     rows = [cell(d, m, e, 0.5, guarantee=g) for d in ("cora", "csbm") for m, g in methods for e in (1.0, 8.0)]
     png = tmp_path / "f.png"
     plot_accuracy_vs_epsilon(pl.DataFrame(rows), png)

@@ -293,7 +293,9 @@ def test_constant_predictors_are_marked_with_their_count(tmp_path: Path) -> None
 
 
 def test_a_one_seed_cell_shows_no_interval(tmp_path: Path) -> None:
-    one = pl.DataFrame([{**cell("cora", "gap", 8.0, 0.6, n_runs=1), "test_accuracy_ci_low": 0.6, "test_accuracy_ci_high": 0.6}])
+    one = pl.DataFrame(
+        [{**cell("cora", "gap", 8.0, 0.6, n_runs=1), "test_accuracy_ci_low": 0.6, "test_accuracy_ci_high": 0.6}]
+    )
     markdown, latex = write(tmp_path, one)
     assert "| cora | gap | 60.0 |" in markdown and "60.0 (" not in markdown and "60.0 (" not in latex
     assert "A cell with one seed has no interval." in markdown

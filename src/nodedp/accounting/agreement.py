@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from nodedp.accounting.ledger import _BUDGET_SLACK, _VERIFY_RTOL, Ledger
+from nodedp.accounting.ledger import _BUDGET_SLACK, _VERIFY_RTOL, Ledger, current_guarantee
 
 __all__ = ["RunDisagreement", "check_run_agreement", "private_units"]
 
@@ -77,7 +77,7 @@ def check_run_agreement(
         raise RunDisagreement(where, field, detail)
 
     def states(field: str, expected: Any, *, rtol: float | None = None) -> None:
-        stated = metrics.get(field)
+        stated = current_guarantee(metrics.get(field)) if field == "guarantee" else metrics.get(field)
         agree = stated == expected if rtol is None else _same(stated, expected, rtol=rtol)
         if not agree:
             refuse(field, f"metrics.json states {stated!r}, its ledger {expected!r}")

@@ -155,7 +155,7 @@ def audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
         method=name,
         seed=seed,
         target_epsilon=epsilon,
-        target_delta=target_delta(info, meta, graph, delta),
+        target_delta=target_delta(info, meta, delta),
         accountant=info.resolve_accountant(accountant),
         device=args.device,
         progress=args.progress,

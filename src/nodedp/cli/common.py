@@ -192,18 +192,16 @@ def method_settings(
     return method, name, info, hp, delta, accountant
 
 
-def target_delta(info, meta: dict, graph, delta: float | str) -> float:
-    """δ of a private method: the configured one, or 'auto' from the number of private units."""
+def target_delta(info, meta: dict, delta: float | str) -> float:
+    """δ of a private method: the configured one, or 'auto' from the number of private units, which is the
+    dataset's public metadata (meta.json; nodedp.accounting.agreement.private_units), never a count of the graph
+    in hand: a neighbouring graph gets the same δ."""
     from nodedp.accounting import resolve_delta
+    from nodedp.accounting.agreement import private_units
 
     if not info.private:
         return 0.0
-    # Private units are nodes (node level) or edges (edge level, an undirected edge once);
-    # their number is public metadata of the dataset.
-    units = graph.num_nodes
-    if info.level == "edge":
-        units = graph.num_edges // 2 if meta.get("is_undirected") else graph.num_edges
-    return resolve_delta(delta, num_private_units=units)
+    return resolve_delta(delta, num_private_units=private_units(meta, level=info.level))
 
 
 ACCOUNTANT_HELP = (
@@ -230,6 +228,13 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--delta", type=parse_delta, default="auto", help="target δ, or 'auto' (a power of ten below 1/N)")
     p.add_argument("--accountant", default="auto", choices=ACCOUNTANT_POLICIES, help=ACCOUNTANT_HELP)
+
+
+def add_bootstrap_options(p: argparse.ArgumentParser) -> None:
+    """The bootstrap's settings (config.yaml's ``bootstrap:``), for every verb that draws intervals."""
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default: 0)")
 
 
 def add_stage_timings_option(p: argparse.ArgumentParser, what: str) -> None:

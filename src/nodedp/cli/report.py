@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from nodedp.cli.common import AddVerb
+from nodedp.cli.common import AddVerb, add_bootstrap_options
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
@@ -41,13 +41,6 @@ def add_summarize(verb: AddVerb) -> None:
     p.add_argument("--out", required=True, help="output summary .parquet file")
     add_bootstrap_options(p)
     p.add_argument("runs", nargs="+", help="run tables (.parquet) from `collect`")
-
-
-def add_bootstrap_options(p: argparse.ArgumentParser) -> None:
-    """The bootstrap's settings (config.yaml's ``bootstrap:``), for every verb that draws intervals."""
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default: 1000)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals (default: 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default: 0)")
 
 
 def cmd_tables(args: argparse.Namespace) -> None:

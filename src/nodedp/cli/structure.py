@@ -68,6 +68,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     from nodedp.io import torch_save_atomic
     from nodedp.methods import get_method
     from nodedp.methods.dpar import OPTIONS, build_dp_appr
+    from nodedp.plans import PublicInputs
 
     if args.method not in OPTIONS:
         raise ValueError(
@@ -87,10 +88,14 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     # The artifact needs the edges and sizes only: the checked tensors, without torch_geometric's import.
     tensors = load_graph_tensors(graph_dir)
     edges = tensors["edge_index"]
-    graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1))
+    graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1), x=tensors["x"])
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
-    delta = target_delta(info, meta, graph, args.delta)
+    # The plan reads the dataset's public metadata, never the graph's own counts (PublicInputs.from_run).
+    public = PublicInputs.from_run(
+        SimpleNamespace(graph=graph, split=split, meta=meta), SimpleNamespace(dataset=meta["name"])
+    )
+    delta = target_delta(info, meta, args.delta)
     artifact = recorded_stages(
         args,
         lambda: build_dp_appr(
@@ -103,6 +108,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
             target_delta=delta,
             seed=args.seed,
             accountant=info.resolve_accountant(args.accountant),
+            public=public,
         ),
     )
     out = Path(args.out)

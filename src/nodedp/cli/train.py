@@ -180,12 +180,12 @@ def train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
         method=name,
         seed=cell["seed"],
         target_epsilon=cell["epsilon"],
-        target_delta=target_delta(info, meta, graph, delta),
+        target_delta=target_delta(info, meta, delta),
         accountant=info.resolve_accountant(accountant),
         device=args.device,
         progress=args.progress,
     )
-    inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"], structure=structure)
+    inputs = RunInputs(graph=graph, split=split, num_classes=meta["num_classes"], structure=structure, meta=meta)
     result = recorded_stages(args, lambda: info.run(inputs, spec, hp), device=args.device)
     check_run_ledger(result.ledger, spec, hp)
     spent = result.ledger.composed()  # (ε, δ)

@@ -82,6 +82,10 @@ class RunInputs:
     # Degree-bounded edge sets a method declared in `needs`, by kind:
     # {"kind", "bound" (the public K or D), "seed", "edge_index"}.
     structure: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The dataset's public metadata (its meta.json): the plan's sizes (N, edges, direction) come from it, never from
+    # the graph, so that a neighbouring graph gets the same plan (PublicInputs.from_run). None: the graph's own
+    # (the audit's graphs with canaries, tests).
+    meta: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -57,10 +57,22 @@ class PublicInputs:
 
     @classmethod
     def from_run(cls, inputs: Any, spec: RunSpec, *, direction: bool = False) -> PublicInputs:
-        """A run's public inputs (``RunInputs``): the sizes its graph and split show, which are the dataset's
-        public metadata; what the plan reads, and all it reads. ``direction``: also whether the graph is
-        undirected (a pass over every edge: only for the plans that read it, ``undirected``)."""
+        """A run's public inputs (``RunInputs``): the dataset's public metadata (``inputs.meta``, its meta.json:
+        node, edge and feature counts, direction) and its split's training-set size and setting; what the plan
+        reads, and all it reads. Never a count of the graph in hand, so that a neighbouring graph (a node or an
+        edge more or less) gets the same plan, as the ledger's relation states; the graph must only have the
+        metadata's feature count (the model's input width). Without ``inputs.meta`` (the audit's graphs with
+        canaries, tests) the graph's own sizes stand in; ``direction`` then also reads whether it is undirected
+        (a pass over every edge: only for the plans that read it, ``undirected``)."""
         graph, split = inputs.graph, inputs.split
+        meta = getattr(inputs, "meta", None)
+        if meta is not None:
+            if int(graph.x.size(1)) != int(meta["num_features"]):
+                raise ValueError(
+                    f"{spec.dataset}: the graph has {int(graph.x.size(1))} features, its meta.json "
+                    f"{meta['num_features']}; rebuild the graph (`nodedp graph`)"
+                )
+            return cls.of({**meta, "name": spec.dataset}, num_train=int(split.train.numel()), setting=split.setting)
         return cls(
             dataset=spec.dataset,
             num_nodes=int(graph.num_nodes),
