@@ -9,7 +9,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 import torch
 
 from tests.workflow._snakemake import snakemake, write_config

@@ -88,13 +88,11 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     # The artifact needs the edges and sizes only: the checked tensors, without torch_geometric's import.
     tensors = load_graph_tensors(graph_dir)
     edges = tensors["edge_index"]
-    graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1), x=tensors["x"])
+    graph = SimpleNamespace(edge_index=edges, num_nodes=tensors["x"].size(0), num_edges=edges.size(1))
     split = load_split(Path(args.split), num_nodes=graph.num_nodes)
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
-    # The plan reads the dataset's public metadata, never the graph's own counts (PublicInputs.from_run).
-    public = PublicInputs.from_run(
-        SimpleNamespace(graph=graph, split=split, meta=meta), SimpleNamespace(dataset=meta["name"])
-    )
+    # The plan reads the dataset's public metadata, never the graph's own counts (as PublicInputs.from_run).
+    public = PublicInputs.of(meta, num_train=int(split.train.numel()), setting=split.setting)
     delta = target_delta(info, meta, args.delta)
     artifact = recorded_stages(
         args,
