@@ -53,7 +53,7 @@ def test_per_row_gradient_norms_equal_a_brute_force_loop() -> None:
 
 
 def test_power_iteration_in_chunks_of_edges_equals_it_at_once(monkeypatch) -> None:
-    from nodedp.models import edge_sum
+    from nodedp.mechanisms import edge_sum
 
     gen = torch.Generator().manual_seed(4)
     edges = torch.randint(0, 50, (2, 400), generator=gen)

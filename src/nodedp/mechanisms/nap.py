@@ -15,6 +15,7 @@ from torch import Tensor
 
 from nodedp.accounting import LEVELS
 from nodedp.mechanisms.clipping import clip_rows
+from nodedp.mechanisms.edge_sum import neighbour_sum
 from nodedp.mechanisms.noise import gaussian_noise_like
 
 __all__ = ["NAP", "nap_aggregate", "nap_sensitivity"]
@@ -48,7 +49,7 @@ def nap_sensitivity(*, level: str, max_degree: int | None, row_clip: float, undi
 
 
 def nap_aggregate(x: Tensor, edge_index: Tensor, *, num_nodes: int, row_clip: float) -> Tensor:
-    """S = clip_R(Σ_{j->i} x_j/‖x_j‖): the deterministic part of NAP, one index_add over the edges."""
+    """S = clip_R(Σ_{j->i} x_j/‖x_j‖): the deterministic part of NAP, a sum over the edges (``neighbour_sum``)."""
     _check_row_clip(row_clip)
     if x.dim() != 2 or x.size(0) != num_nodes:
         raise ValueError(f"x must be [num_nodes={num_nodes}, F], got {list(x.shape)}")
@@ -57,7 +58,7 @@ def nap_aggregate(x: Tensor, edge_index: Tensor, *, num_nodes: int, row_clip: fl
     src, dst = edge_index
     # normalize divides by max(‖x‖, 1e-12): zero rows stay zero, every norm ≤ 1.
     normalized = F.normalize(x, p=2.0, dim=-1)
-    summed = torch.zeros_like(normalized).index_add_(0, dst, normalized[src])
+    summed = neighbour_sum(normalized, src, dst)  # in chunks of edges on large graphs, the same sum
     return summed if math.isinf(row_clip) else clip_rows(summed, max_norm=row_clip)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from nodedp.models.edge_sum import neighbour_sum
+from nodedp.mechanisms.edge_sum import neighbour_sum
 from nodedp.models.mlp import MLP
 
 __all__ = ["PPRGo", "power_iteration"]

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
-from nodedp.models.edge_sum import edge_chunks, neighbour_sum
+from nodedp.mechanisms.edge_sum import edge_chunks, neighbour_sum
 from nodedp.models.mlp import _ACTIVATIONS, MLP
 
 __all__ = ["LAYERS", "SubgraphGNN"]

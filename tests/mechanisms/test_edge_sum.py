@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from nodedp.models.edge_sum import neighbour_sum
+from nodedp.mechanisms.edge_sum import neighbour_sum
 
 
 def test_chunks_of_edges_give_the_one_pass_sum_and_its_gradient():
@@ -23,7 +23,7 @@ def test_gat_attention_in_chunks_of_edges_is_the_one_pass_layer_and_its_gradient
     would be 36.8 GB): the same output and gradient as in one pass, and as PyG's scatter of every message."""
     from torch_geometric.utils import scatter, softmax
 
-    from nodedp.models.edge_sum import edge_chunks
+    from nodedp.mechanisms.edge_sum import edge_chunks
     from nodedp.models.subgraph_gnn import GATLayer
 
     torch.manual_seed(0)
