@@ -12,7 +12,6 @@ from typing import cast
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.utils import softmax
 
 from nodedp.mechanisms.edge_sum import edge_chunks, neighbour_sum
 from nodedp.models.mlp import _ACTIVATIONS, MLP
@@ -109,18 +108,32 @@ class GATLayer(nn.Module):
         return (attention @ v).transpose(1, 2).flatten(2)
 
     def sparse(self, h: Tensor, edge_index: Tensor, *, chunk: int | None = None) -> Tensor:
-        """The layer on a whole graph. Queries, keys and values are gathered per edge in chunks
-        (``edge_chunks``): at Reddit size all of them at once are [E, heads·d] each, 36.8 GB."""
+        """The layer on a whole graph, in chunks of edges (``edge_chunks``): no per-edge tensor of the whole graph is
+        held, only [N, heads] maxima and denominators. At Reddit size the per-edge queries, keys and values at once
+        are [E, heads·d], 36.8 GB, and the scores' softmax over [E, heads] several copies of 4.6 GB. The scores are
+        computed anew in each of three passes: per-node maxima (for stability), softmax denominators, weighted
+        values."""
         n = h.shape[0]
         loops = torch.arange(n, device=h.device).expand(2, n)
         src, dst = torch.cat([edge_index, loops], dim=1)
         q, k, v = (self._split(f(h)) for f in (self.query, self.key, self.value))
         chunks = edge_chunks(src.numel(), self.out_dim, chunk=chunk)
-        scores = torch.cat([(q[dst[c]] * k[src[c]]).sum(-1) for c in chunks]) / math.sqrt(self.head_dim)  # [E, heads]
-        attention = softmax(scores, dst, num_nodes=n)
+        scale = math.sqrt(self.head_dim)
+
+        def scores(c: slice) -> Tensor:  # [edges of c, heads]
+            return (q[dst[c]] * k[src[c]]).sum(-1) / scale
+
+        top = q.new_full((n, self.heads), float("-inf"))
+        with torch.no_grad():  # a shift: softmax does not depend on it
+            for c in chunks:
+                top.scatter_reduce_(0, dst[c].unsqueeze(-1).expand(-1, self.heads), scores(c), reduce="amax")
+        total = q.new_zeros((n, self.heads))
+        for c in chunks:
+            total = total.index_add(0, dst[c], (scores(c) - top[dst[c]]).exp())
         out = v.new_zeros(v.shape)
         for c in chunks:
-            out = out.index_add(0, dst[c], attention[c].unsqueeze(-1) * v[src[c]])
+            attention = (scores(c) - top[dst[c]]).exp() / total[dst[c]]  # every node has its self-loop: total > 0
+            out = out.index_add(0, dst[c], attention.unsqueeze(-1) * v[src[c]])
         return out.flatten(1)
 
 
