@@ -21,10 +21,10 @@ def edge_chunks(num_edges: int, width: int, *, chunk: int | None = None) -> list
 def neighbour_sum(h: Tensor, src: Tensor, dst: Tensor, *, chunk: int | None = None) -> Tensor:
     """[N, H]: row v is Σ_{edges u -> v} h_u, the edges taken in chunks in their order (so every row sums in
     the same order as in one pass: the same result). Differentiable."""
-    per_chunk = max(1, (MESSAGES_PER_CHUNK if chunk is None else chunk) // max(1, h[0].numel() if h.dim() else 1))
-    if src.numel() <= per_chunk:
+    chunks = edge_chunks(src.numel(), h[0].numel() if h.dim() else 1, chunk=chunk)
+    if len(chunks) <= 1:
         return h.new_zeros(h.shape).index_add_(0, dst, h[src])
     total = h.new_zeros(h.shape)
-    for start in range(0, src.numel(), per_chunk):
-        total = total.index_add_(0, dst[start : start + per_chunk], h[src[start : start + per_chunk]])
+    for c in chunks:
+        total = total.index_add_(0, dst[c], h[src[c]])
     return total
