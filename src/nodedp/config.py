@@ -433,7 +433,7 @@ def regime_study(config: Mapping[str, Any], study: str) -> str | None:
     return study if value is True else str(value)
 
 
-def _check_regime(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]) -> None:
+def _check_regime(config: Mapping[str, Any], study: str) -> None:
     source = regime_study(config, study)
     if source is None:
         return
@@ -549,7 +549,7 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
             raise ConfigError(f"{field}: {err}") from None
     for study, spec in config["studies"].items():
         _check_sweeps(config, study, spec)
-        _check_regime(config, study, spec)
+        _check_regime(config, study)
         if "audit" in spec:
             audit_plan(config, study)  # raises on an audit the study cannot run
     _check_public_limits(config, graphs_dir=graphs_dir)
