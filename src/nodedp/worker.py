@@ -130,20 +130,30 @@ def _submit(conn: socket.socket, argv: list[str]) -> int | None:
     request = json.dumps(
         {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask, "fds": fds}
     ).encode()
+    # A signal that lands before the child's pid is known waits (blocked) and is forwarded once it is: never may the
+    # caller die of it while its command goes on in the worker, unseen by whoever interrupted it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+    previous = {}
     try:
-        conn.sendmsg([struct.pack("!Q", len(request))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        conn.sendall(request)
-        reader = conn.makefile("rb")
-        first = reader.readline()
-    except OSError:
-        return None
-    if not first:
-        return None  # refused before it started: run the command here
-    child = json.loads(first)["pid"]
-    previous = {sig: signal.signal(sig, lambda sig, _frame: _forward(child, sig)) for sig in _FORWARDED}
-    try:
+        try:
+            conn.settimeout(STARTUP_SECONDS)
+            conn.sendmsg(
+                [struct.pack("!Q", len(request))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+            )
+            conn.sendall(request)
+            reader = conn.makefile("rb")
+            first = reader.readline()
+            conn.settimeout(None)
+        except OSError:
+            return None  # the worker's handler sees the caller gone and stops whatever it started
+        if not first:
+            return None  # refused before it started: run the command here
+        child = json.loads(first)["pid"]
+        previous = {sig: signal.signal(sig, lambda sig, _frame: _forward(child, sig)) for sig in _FORWARDED}
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)  # a pending signal goes to the child now
         line = reader.readline()
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if not line:
@@ -230,9 +240,15 @@ def _handle(conn: socket.socket) -> None:
     if child == 0:
         conn.close()
         _run(request, list(fds))
+    with contextlib.suppress(OSError):  # its own group from the start (the child sets it too): _kill reaches it
+        os.setpgid(child, child)
     for fd in fds:
         os.close(fd)
-    conn.sendall(json.dumps({"pid": child}).encode() + b"\n")
+    try:
+        conn.sendall(json.dumps({"pid": child}).encode() + b"\n")
+    except OSError:  # the caller died (interrupted) before it heard of its command: so does the command
+        _kill(child)
+        return
     conn.setblocking(False)
     while True:
         done, status = os.waitpid(child, os.WNOHANG)

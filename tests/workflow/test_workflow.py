@@ -470,8 +470,28 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    _settled(workdir)
     finished = {c for c in cells if (workdir / c).exists()}
     return finished, set(cells)
+
+
+def _settled(workdir: Path, timeout: float = 60.0) -> None:
+    """Wait until no process works in ``workdir`` (a job's command, in the warm worker or not, may outlive Snakemake
+    by the moment its interrupt takes), so that what exists now is what the interrupt left."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = False
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if proc.name.isdigit() and Path(os.readlink(proc / "cwd")) == workdir.resolve():
+                    busy = True
+                    break
+        if not busy:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"a command still works in {workdir} {timeout:.0f} s after Snakemake exited")
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
