@@ -135,6 +135,33 @@ def test_every_forgery_of_a_real_run_is_refused_naming_the_field(workspace, tmp_
     ]
 
 
+@pytest.mark.parametrize(("factor", "verifies"), [(1 + 1e-7, True), (1 - 1e-7, True), (1 + 1e-5, False)])
+def test_a_stated_cost_is_held_to_the_accountant_s_tolerance_its_raw_parameters_to_the_plan_s(
+    workspace, tmp_path, monkeypatch, factor, verifies
+):
+    """ε is what the accountant derives from the raw parameters: a ledger whose ε differs in the 7th digit (written
+    by a version whose accountant summed in another order) states the same cost; one off in the 5th does not. The
+    raw parameters themselves must be re-derived to a relative 1e-9 (the noise forgery above)."""
+    from nodedp import verify
+    from nodedp.accounting import ledger
+
+    assert verify._COST_RTOL == ledger._VERIFY_RTOL
+    monkeypatch.chdir(workspace)
+
+    forged = _forged(workspace, tmp_path, None, lambda m: m.update(epsilon=m["epsilon"] * factor))
+    stated = json.loads((forged / "ledger.json").read_text())
+    stated["epsilon"] *= factor  # as written (forge would recompute it)
+    (forged / "ledger.json").write_text(json.dumps(stated))
+    refusals = verify_run(forged).refusals
+    assert (refusals == ()) is verifies, [str(r) for r in refusals]
+    nudged = _forged(
+        workspace,
+        tmp_path / "noise",
+        lambda d: _dpsgd(d)["params"].update(clip_norm=_dpsgd(d)["params"]["clip_norm"] * (1 + 1e-7)),
+    )
+    assert verify_run(nudged).refusals, "a raw parameter off in the 7th digit is not the plan's"
+
+
 def test_verify_prints_one_line_per_refused_run_and_exits_1(workspace, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(workspace)
     forged = _forged(workspace, tmp_path, FORGERIES["steps"][0])

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dp_accounting import dp_event
+from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 from dp_accounting.rdp import RdpAccountant, rdp_privacy_accountant
@@ -122,3 +123,30 @@ def test_a_missing_private_name_fails_naming_it_the_installed_version_and_the_pi
         message = str(err.value)
         assert name in message and f"dp-accounting {installed_version()}" in message and PINNED in message
     assert isinstance(missing_function.value, ImportError)  # an import of the module that reads it fails
+
+
+@pytest.mark.parametrize("attribute", _dp_private.PLD_ATTRIBUTES)
+def test_a_pld_has_the_attributes(attribute):
+    with relied_on(f"PrivacyLossDistribution.{attribute}"):
+        assert hasattr(pld_lib.identity(), attribute)
+
+
+def test_a_pld_s_pmfs_and_a_dense_pmf_s_parts_are_its_masses():
+    """``mixture_pld._mix`` reads each component's remove and add PMFs and their masses by loss, and builds the
+    mixture from them: rebuilt from its parts, a PLD gives the same δ(ε)."""
+    with relied_on("PrivacyLossDistribution._pmf_remove/_pmf_add/_symmetric and DensePLDPmf's masses"):
+        gaussian = pld_lib.from_gaussian_mechanism(1.3, value_discretization_interval=1e-3)
+        remove, add = _dp_private.pld_pmfs(gaussian)
+        assert add is None  # symmetric
+        subsampled = pld_lib.from_gaussian_mechanism(1.3, sampling_prob=0.1, value_discretization_interval=1e-3)
+        remove, add = _dp_private.pld_pmfs(subsampled)
+        assert add is not None
+        rebuilt = []
+        for pmf in (remove, add):
+            lower, probs, infinity, discretization, pessimistic = _dp_private.dense_parts(pmf)
+            assert discretization == 1e-3 and pessimistic and infinity >= 0
+            assert math.isclose(float(np.sum(probs)) + infinity, 1.0, rel_tol=1e-9)
+            rebuilt.append(pld_pmf.DensePLDPmf(discretization, lower, probs, infinity, True))
+        again = pld_lib.PrivacyLossDistribution(*rebuilt)
+        for eps in (0.0, 0.5, 2.0):
+            assert again.get_delta_for_epsilon(eps) == subsampled.get_delta_for_epsilon(eps)

@@ -12,6 +12,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.integrate import trapezoid
 from scipy.stats import binom, norm
 
+from nodedp.accounting import mixture_pld
 from nodedp.accounting.events import RDP_ORDERS, subsampled_gaussian_event
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_params,
@@ -217,3 +218,37 @@ def test_refuses_bad_params():
     with pytest.raises(ValueError, match="value_discretization_interval"):
         mixture_pld_of_params(POISSON, params, value_discretization_interval=0.5)
     assert math.isinf(epsilon_pld([pld_of_event(dp_event.NonPrivateDpEvent())], delta=1e-5))
+
+
+def test_a_negligible_component_is_never_built(monkeypatch):
+    """DPDGC's encoder at Reddit size (d = 401): Binomial(400, γ) puts < 1e-18 on most k, and those components, the
+    widest grids (shift 2k/z), are charged as infinite loss without being built; building them first took minutes
+    per evaluation and, at a trial σ far below the answer, more memory than the machine had."""
+    gamma, d, z = 256 / 153431, 401, 76.6
+    built: list[float] = []
+    gaussian = mixture_pld._gaussian_pld
+
+    def counted(shift, interval):
+        built.append(shift)
+        return gaussian(shift, interval)
+
+    monkeypatch.setattr(mixture_pld, "_gaussian_pld", counted)
+    lazy = mixture_pld.poisson_occurrence_step_pld(sampling_rate=gamma, max_occurrences=d, noise_multiplier=z)
+    k = np.arange(1, d)
+    weights = np.concatenate([binom.pmf(k, d - 1, gamma) * (1 - gamma), binom.pmf(k, d - 1, gamma) * gamma])
+    counted_weights = int((weights >= mixture_pld._NEGLIGIBLE).sum())
+    assert len(built) == counted_weights < 40 < len(weights), (len(built), counted_weights, len(weights))
+    assert max(built) < 2.0 * 30 / z  # only small k: the heavy end of the binomial
+    # what was dropped is charged: the infinity mass holds the negligible weights
+    dropped = float(weights[weights < mixture_pld._NEGLIGIBLE].sum())
+    assert lazy.get_delta_for_epsilon(math.inf) >= dropped > 0
+
+
+def test_a_component_below_rounding_of_the_total_is_still_charged():
+    """Weight 1e-17 counts (above the negligible 1e-18) but vanishes against 1 in floating point: mixing by the
+    ratio of running totals dropped it, and with it the δ of its large shift. Accumulated exactly, it stays."""
+    pld = revealed_gaussian_mixture_pld(
+        shifts=[0.1, 60.0], weights=[1.0 - 1e-17, 1e-17], value_discretization_interval=VALUE_DISCRETIZATION_INTERVAL
+    )
+    # N(60, 1) against N(0, 1) has δ(ε = 20) ≈ 1; N(0.1, 1)'s is 0 there: the mixture's is its weight.
+    assert pld.get_delta_for_epsilon(20.0) >= 0.99e-17

@@ -13,15 +13,21 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Any
 
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
 __all__ = [
+    "DENSE_PMF_ATTRIBUTES",
     "PINNED",
     "PLD_ACCOUNTANT_ATTRIBUTES",
+    "PLD_ATTRIBUTES",
     "PrivateNameMissing",
     "accountant_pld",
+    "dense_parts",
     "installed_version",
+    "pld_pmfs",
     "poisson_subsampled_gaussian_rdp",
     "private_function",
     "require_attributes",
@@ -31,6 +37,11 @@ __all__ = [
 PINNED = "dp-accounting>=0.4.4,<0.7"
 # PLDAccountant's instance attributes read by ``accountant_pld``.
 PLD_ACCOUNTANT_ATTRIBUTES: tuple[str, ...] = ("_pld", "_contains_non_dp_event")
+# A PrivacyLossDistribution's attributes read by ``pld_pmfs``, and a DensePLDPmf's read by ``dense_parts``.
+PLD_ATTRIBUTES: tuple[str, ...] = ("_pmf_remove", "_pmf_add", "_symmetric")
+DENSE_PMF_ATTRIBUTES: tuple[str, ...] = (
+    "_lower_loss", "_probs", "_infinity_mass", "_discretization", "_pessimistic_estimate"
+)  # fmt: skip
 
 
 class PrivateNameMissing(ImportError):
@@ -69,6 +80,9 @@ def require_attributes(instance: Any, names: Iterable[str]) -> None:
 # The RDP of one Poisson-subsampled Gaussian step at each order: f(q, noise_multiplier, orders) -> array.
 poisson_subsampled_gaussian_rdp = private_function(rdp_privacy_accountant, "_compute_rdp_poisson_subsampled_gaussian")
 require_attributes(PLDAccountant(), PLD_ACCOUNTANT_ATTRIBUTES)
+_IDENTITY = pld_lib.identity()
+require_attributes(_IDENTITY, PLD_ATTRIBUTES)
+require_attributes(_IDENTITY._pmf_remove.to_dense_pmf(), DENSE_PMF_ATTRIBUTES)
 
 
 def accountant_pld(accountant: PLDAccountant) -> Any:
@@ -77,3 +91,15 @@ def accountant_pld(accountant: PLDAccountant) -> Any:
     if accountant._contains_non_dp_event:
         return None
     return accountant._pld
+
+
+def pld_pmfs(pld: pld_lib.PrivacyLossDistribution) -> tuple[pld_pmf.PLDPmf, pld_pmf.PLDPmf | None]:
+    """A PLD's remove and add PMFs (its ``_pmf_remove``, ``_pmf_add``); the add one None where it is symmetric."""
+    return pld._pmf_remove, None if pld._symmetric else pld._pmf_add
+
+
+def dense_parts(pmf: pld_pmf.PLDPmf) -> tuple[int, Any, float, float, bool]:
+    """(lower loss index, probabilities, infinity mass, discretization, pessimistic) of ``pmf`` made dense: the
+    i-th probability is the mass at loss (lower + i)·discretization."""
+    dense = pmf.to_dense_pmf()
+    return dense._lower_loss, dense._probs, dense._infinity_mass, dense._discretization, dense._pessimistic_estimate

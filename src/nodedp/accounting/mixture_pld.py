@@ -21,6 +21,7 @@ from scipy.special import log_ndtr, ndtr
 from scipy.stats import binom, hypergeom
 
 from nodedp.accounting._checks import check_delta, check_int, check_positive
+from nodedp.accounting._dp_private import dense_parts, pld_pmfs
 from nodedp.accounting.calibration import calibrate
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
@@ -32,7 +33,6 @@ from nodedp.accounting.pld import (  # the grid and the DpEvents' PLDs, re-expor
     LOG_MASS_TRUNCATION_BOUND,
     VALUE_DISCRETIZATION_INTERVAL,
     _check_interval,
-    _infinite_loss_pld,
     epsilon_pld,
     pld_of_event,
 )
@@ -60,28 +60,74 @@ _TAIL_SDS = 10.0
 MIXTURE_PLD_KINDS: tuple[str, ...] = ("hypergeometric_gaussian", "poisson_occurrence_gaussian")
 
 
+class _Weighted:
+    """Σ_l w_l·PMF_l on one grid, accumulated exactly: each weight multiplies its component's masses (never the
+    ratio of running totals, which rounds a component of weight below ~1e-16 of the total to nothing)."""
+
+    def __init__(self) -> None:
+        self.lower = 0
+        self.probs: np.ndarray | None = None
+        self.infinity = 0.0
+        self.discretization: float | None = None
+
+    def add(self, weight: float, pmf: pld_pmf.PLDPmf) -> None:
+        lower, probs, infinity, discretization, pessimistic = dense_parts(pmf)
+        if not pessimistic or (self.discretization is not None and discretization != self.discretization):
+            raise ValueError("a mixture's components must be pessimistic PMFs on one grid")
+        self.discretization = discretization
+        self.infinity += weight * infinity
+        if self.probs is None:
+            self.lower, self.probs = lower, weight * np.asarray(probs, dtype=np.float64)
+            return
+        start, end = min(self.lower, lower), max(self.lower + self.probs.size, lower + len(probs))
+        if (start, end) != (self.lower, self.lower + self.probs.size):
+            grown = np.zeros(end - start)
+            grown[self.lower - start : self.lower - start + self.probs.size] = self.probs
+            self.lower, self.probs = start, grown
+        self.probs[lower - self.lower : lower - self.lower + len(probs)] += weight * np.asarray(probs)
+
+    def copy(self) -> _Weighted:
+        twin = _Weighted()
+        twin.lower, twin.infinity, twin.discretization = self.lower, self.infinity, self.discretization
+        twin.probs = None if self.probs is None else self.probs.copy()
+        return twin
+
+    def pmf(self, total: float, dropped: float) -> pld_pmf.DensePLDPmf:
+        """The mixture normalized by ``total``, ``dropped`` (weight left out) at infinite loss, and whatever the
+        floating-point sums lost added there too: its masses sum to ≥ 1 (pessimistic)."""
+        assert self.probs is not None and self.discretization is not None
+        probs = self.probs / total
+        infinity = (self.infinity + dropped) / total
+        infinity += max(0.0, 1.0 - (math.fsum(probs) + infinity))
+        return pld_pmf.DensePLDPmf(self.discretization, self.lower, probs, infinity, True)
+
+
 def _mix(
-    components: Iterable[tuple[float, pld_lib.PrivacyLossDistribution]], interval: float
+    components: Iterable[tuple[float, Callable[[], pld_lib.PrivacyLossDistribution]]], interval: float
 ) -> pld_lib.PrivacyLossDistribution:
-    """Σ_l π_l·PLD_l (F2); components with π_l < ``_NEGLIGIBLE`` become infinite loss (pessimistic)."""
-    mixture: pld_lib.PrivacyLossDistribution | None = None
-    total = 0.0
-    dropped = 0.0
-    for weight, pld in components:
+    """Σ_l π_l·PLD_l (F2); components with π_l < ``_NEGLIGIBLE`` become infinite loss (pessimistic).
+
+    Each component comes as its weight and a function that builds its PLD, called only for a weight that counts:
+    a negligible component is often the widest (the largest shift), and building it first cost minutes and, at a
+    trial σ far below the answer, more memory than a machine has (DPDGC's encoder at Reddit size)."""
+    remove, add = _Weighted(), None  # add: None while every component is symmetric (then it is remove)
+    total = dropped = 0.0
+    for weight, build in components:
+        total += weight
         if weight < _NEGLIGIBLE:
             dropped += weight
             continue
-        if mixture is None:
-            mixture, total = pld, weight
-            continue
-        total += weight
-        mixture = mixture.compute_mixture(pld, (total - weight) / total)
-    if mixture is None:
+        pmf_remove, pmf_add = pld_pmfs(build())
+        if pmf_add is not None and add is None:
+            add = remove.copy()
+        remove.add(weight, pmf_remove)
+        if add is not None:
+            add.add(weight, pmf_add if pmf_add is not None else pmf_remove)
+    if remove.probs is None:
         raise ValueError("every mixture component is negligible")
-    if dropped > 0:
-        total += dropped
-        mixture = mixture.compute_mixture(_infinite_loss_pld(interval), (total - dropped) / total)
-    return mixture
+    if not total > 0:
+        raise ValueError(f"a mixture's weights must sum to > 0, got {total!r}")
+    return pld_lib.PrivacyLossDistribution(remove.pmf(total, dropped), None if add is None else add.pmf(total, dropped))
 
 
 def _gaussian_pld(shift: float, interval: float) -> pld_lib.PrivacyLossDistribution:
@@ -109,6 +155,11 @@ def _gaussian_pld(shift: float, interval: float) -> pld_lib.PrivacyLossDistribut
     return pld_lib.PrivacyLossDistribution(pmf)
 
 
+def _gaussian_builder(shift: float, interval: float) -> Callable[[], pld_lib.PrivacyLossDistribution]:
+    """``_gaussian_pld(shift, interval)``, built when called."""
+    return lambda: _gaussian_pld(shift, interval)
+
+
 def revealed_gaussian_mixture_pld(
     *,
     shifts: Sequence[float] | np.ndarray,
@@ -127,7 +178,7 @@ def revealed_gaussian_mixture_pld(
         raise ValueError("shifts must be finite numbers >= 0, one per weight")
     if np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, rel_tol=1e-9):
         raise ValueError(f"weights must be a probability vector, sum to {float(w.sum())!r}")
-    return _mix(((float(wi), _gaussian_pld(float(si), interval)) for si, wi in zip(s, w)), interval)
+    return _mix(((float(wi), _gaussian_builder(float(si), interval)) for si, wi in zip(s, w)), interval)
 
 
 def hypergeometric_step_pld(
@@ -181,12 +232,12 @@ def poisson_occurrence_step_pld(
     k = np.arange(d)
     pk = binom.pmf(k, d - 1, gamma)
 
-    def components() -> Iterable[tuple[float, pld_lib.PrivacyLossDistribution]]:
-        yield float(pk[0]), own_hidden
+    def components() -> Iterable[tuple[float, Callable[[], pld_lib.PrivacyLossDistribution]]]:
+        yield float(pk[0]), lambda: own_hidden
         for kk in k[1:]:
-            yield float(pk[kk] * (1 - gamma)), _gaussian_pld(2.0 * kk / z, interval)
+            yield float(pk[kk] * (1 - gamma)), _gaussian_builder(2.0 * kk / z, interval)
             if gamma > 0:
-                yield float(pk[kk] * gamma), _gaussian_pld((2.0 * kk + 1) / z, interval)
+                yield float(pk[kk] * gamma), _gaussian_builder((2.0 * kk + 1) / z, interval)
 
     return _mix(components(), interval)
 
