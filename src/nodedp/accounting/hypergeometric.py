@@ -110,9 +110,12 @@ def _mixture_rdp(
     log_mgf = logsumexp(log_pmf[None, :] + exponent, axis=1)
     # Near 0, logsumexp's answer is swamped by the rounding of Σ pmf = 1;
     # ln(1 + Σ pmf·(e^x − 1)) keeps the digits (the ρ = 0 term adds exactly 0).
+    # A heavy tail's e^x overflows there (ρ large, P(ρ) tiny): that order's term is NaN, then +inf below, which is
+    # sound (the order is given up) and leaves the minimum over the other orders; no warning for it.
     small = log_mgf < 1.0
     if np.any(small):
-        log_mgf[small] = np.log1p(np.expm1(exponent[small]) @ np.exp(log_pmf))
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_mgf[small] = np.log1p(np.expm1(exponent[small]) @ np.exp(log_pmf))
     rdp = log_mgf / (alphas - 1)
     return np.where(np.isnan(rdp), np.inf, rdp)
 
