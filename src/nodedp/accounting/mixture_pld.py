@@ -64,17 +64,19 @@ class _Weighted:
     """Σ_l w_l·PMF_l on one grid, accumulated exactly: each weight multiplies its component's masses (never the
     ratio of running totals, which rounds a component of weight below ~1e-16 of the total to nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float) -> None:
         self.lower = 0
         self.probs: np.ndarray | None = None
         self.infinity = 0.0
-        self.discretization: float | None = None
+        self.discretization = interval
 
     def add(self, weight: float, pmf: pld_pmf.PLDPmf) -> None:
         lower, probs, infinity, discretization, pessimistic = dense_parts(pmf)
-        if not pessimistic or (self.discretization is not None and discretization != self.discretization):
-            raise ValueError("a mixture's components must be pessimistic PMFs on one grid")
-        self.discretization = discretization
+        if not pessimistic or discretization != self.discretization:
+            raise ValueError(
+                f"a mixture's components must be pessimistic PMFs on its grid ({self.discretization}), got "
+                f"pessimistic = {pessimistic} on {discretization}"
+            )
         self.infinity += weight * infinity
         if self.probs is None:
             self.lower, self.probs = lower, weight * np.asarray(probs, dtype=np.float64)
@@ -87,15 +89,15 @@ class _Weighted:
         self.probs[lower - self.lower : lower - self.lower + len(probs)] += weight * np.asarray(probs)
 
     def copy(self) -> _Weighted:
-        twin = _Weighted()
-        twin.lower, twin.infinity, twin.discretization = self.lower, self.infinity, self.discretization
+        twin = _Weighted(self.discretization)
+        twin.lower, twin.infinity = self.lower, self.infinity
         twin.probs = None if self.probs is None else self.probs.copy()
         return twin
 
     def pmf(self, total: float, dropped: float) -> pld_pmf.DensePLDPmf:
         """The mixture normalized by ``total``, ``dropped`` (weight left out) at infinite loss, and whatever the
         floating-point sums lost added there too: its masses sum to ≥ 1 (pessimistic)."""
-        assert self.probs is not None and self.discretization is not None
+        assert self.probs is not None
         probs = self.probs / total
         infinity = (self.infinity + dropped) / total
         infinity += max(0.0, 1.0 - (math.fsum(probs) + infinity))
@@ -110,7 +112,7 @@ def _mix(
     Each component comes as its weight and a function that builds its PLD, called only for a weight that counts:
     a negligible component is often the widest (the largest shift), and building it first cost minutes and, at a
     trial σ far below the answer, more memory than a machine has (DPDGC's encoder at Reddit size)."""
-    remove, add = _Weighted(), None  # add: None while every component is symmetric (then it is remove)
+    remove, add = _Weighted(interval), None  # add: None while every component is symmetric (then it is remove)
     total = dropped = 0.0
     for weight, build in components:
         total += weight
