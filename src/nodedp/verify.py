@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nodedp.accounting._checks import VERIFY_RTOL
+
 __all__ = [
     "Refusal",
     "RunCheck",
@@ -31,7 +33,6 @@ _RTOL = 1e-9  # what a re-plan must reproduce: the same computation, so the same
 # above, held to _RTOL), to the accountant's own tolerance: a ledger written by an earlier version whose numerics
 # differ in the last digits (a mixture PLD accumulated exactly) states the same cost.
 _COSTS = frozenset({"ledger.epsilon", "ledger.claim.actual_epsilon"})
-_COST_RTOL = 1e-6  # nodedp.accounting.ledger.verify_ledger_dict's
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def _split_sizes(path: str, num_nodes: int, mtime_ns: int) -> tuple[int, str]:
 
 def _diff(stated: Any, expected: Any, where: str = "ledger") -> Iterator[tuple[str, Any, Any]]:
     """(field path, stated, re-derived) of every difference; floats equal up to a relative 1e-9 (the costs the
-    accountant derives, ``_COSTS``: 1e-6)."""
+    accountant derives, ``_COSTS``: ``VERIFY_RTOL``)."""
     if isinstance(stated, Mapping) and isinstance(expected, Mapping):
         for key in sorted(set(stated) | set(expected), key=str):
             if key not in stated:
@@ -250,5 +251,5 @@ def _diff(stated: Any, expected: Any, where: str = "ledger") -> Iterator[tuple[s
             yield f"{where} (length)", len(stated), len(expected)
         for i, (a, b) in enumerate(zip(stated, expected)):
             yield from _diff(a, b, f"{where}[{i}]")
-    elif not _close(stated, expected, _COST_RTOL if where in _COSTS else _RTOL):
+    elif not _close(stated, expected, VERIFY_RTOL if where in _COSTS else _RTOL):
         yield where, stated, expected

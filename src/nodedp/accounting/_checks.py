@@ -7,6 +7,10 @@ from typing import Any
 
 import numpy as np
 
+# A cost (ε, δ) recomputed from a ledger's raw parameters agrees with the one it states to this relative tolerance
+# (ledger, metrics.json and verify's re-plan alike); raw parameters themselves are compared more tightly.
+VERIFY_RTOL = 1e-6
+
 
 def check_int(value: Any, name: str, *, minimum: int) -> int:
     """``value`` as an int ≥ ``minimum`` (numpy integers accepted, bools refused)."""

@@ -13,7 +13,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from nodedp.accounting.ledger import _BUDGET_SLACK, _VERIFY_RTOL, Ledger, current_guarantee
+from nodedp.accounting._checks import VERIFY_RTOL
+from nodedp.accounting.ledger import _BUDGET_SLACK, Ledger, current_guarantee
 
 __all__ = ["RunDisagreement", "check_run_agreement", "private_units"]
 
@@ -99,8 +100,8 @@ def check_run_agreement(
     states("target_epsilon", run.target_epsilon, rtol=_INPUT_RTOL)
     states("target_delta", run.target_delta, rtol=_INPUT_RTOL)
     epsilon, delta = run.composed()
-    states("epsilon", epsilon, rtol=_VERIFY_RTOL)
-    states("delta", delta, rtol=_VERIFY_RTOL)
+    states("epsilon", epsilon, rtol=VERIFY_RTOL)
+    states("delta", delta, rtol=VERIFY_RTOL)
     if run.claim is None and not epsilon <= run.target_epsilon * (1 + _BUDGET_SLACK):
         refuse("epsilon", f"its ledger's ε = {epsilon!r} exceeds the target ε = {run.target_epsilon!r}")
     if not math.isfinite(epsilon):
@@ -127,7 +128,7 @@ def _check_claim(stated: Any, run: Ledger, refuse: _Refuse) -> None:
         if isinstance(value, str):
             agree = stated[key] == value
         else:
-            agree = _same(stated[key], value, rtol=_VERIFY_RTOL if key == "actual_epsilon" else _INPUT_RTOL)
+            agree = _same(stated[key], value, rtol=VERIFY_RTOL if key == "actual_epsilon" else _INPUT_RTOL)
         if not agree:
             refuse(f"claim.{key}", f"metrics.json states {stated[key]!r}, its ledger {value!r}")
 

@@ -24,6 +24,7 @@ from dp_accounting.privacy_accountant import UnsupportedEventError
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
+from nodedp.accounting._checks import VERIFY_RTOL
 from nodedp.accounting._memo import Memo
 from nodedp.accounting.events import (
     ACCOUNTANTS,
@@ -93,7 +94,6 @@ GUARANTEE_CLASSES: tuple[str, ...] = ("unconditional", "conditional", "edge", "n
 # A composed ε above target·(1 + this) is an overrun, not floating-point noise.
 _BUDGET_SLACK = 1e-9
 # Recomputed and stored ε must agree to this relative precision.
-_VERIFY_RTOL = 1e-6
 
 
 def amplify_epsilon(epsilon: float, *, rate: float) -> float:
@@ -631,14 +631,14 @@ def verify_ledger_dict(d: Mapping[str, Any]) -> float:
     if epsilon == math.inf or stored == math.inf:
         agree = epsilon == stored
     else:
-        agree = math.isclose(epsilon, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)
+        agree = math.isclose(epsilon, stored, rel_tol=VERIFY_RTOL, abs_tol=1e-12)
     if not agree:
         raise PrivacyBudgetExceeded(
             f"stored ε = {stored!r} does not match the ε recomputed from the mechanisms, {epsilon!r}"
         )
     if ledger.claim is not None:
         actual, stored = ledger.composed_at(ledger.claim.delta)[0], _float_from_json(d["claim"]["actual_epsilon"])
-        if not (actual == stored or math.isclose(actual, stored, rel_tol=_VERIFY_RTOL, abs_tol=1e-12)):
+        if not (actual == stored or math.isclose(actual, stored, rel_tol=VERIFY_RTOL, abs_tol=1e-12)):
             raise PrivacyBudgetExceeded(
                 f"stored ε at the claimed δ = {stored!r} does not match the ε recomputed "
                 f"from the mechanisms, {actual!r}"
