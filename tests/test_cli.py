@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from unittest import mock
@@ -468,16 +469,25 @@ def test_figures_refuses_a_parameter_that_does_not_fit_the_kind(tmp_path, capsys
     assert not png.exists()
 
 
-def test_paper_tables_writes_markdown_and_latex_naming_the_missing_cells(tmp_path, capsys):
+@pytest.mark.parametrize("by", ["workflow", "hand"])
+def test_paper_tables_writes_markdown_and_latex_naming_the_missing_cells(tmp_path, capsys, monkeypatch, by):
     summary = tmp_path / "summary.parquet"
     tiny_summary(summary)
     out = tmp_path / "paper" / "tables"
-    assert main(["paper-tables", "--summary", str(summary), "--table", "dpar-t1", "--out-dir", str(out)]) == 0
+    argv = ["paper-tables", "--summary", str(summary), "--table", "dpar-t1", "--out-dir", str(out)]
+    monkeypatch.setenv("NODEDP_WORKFLOW", "1" if by == "workflow" else "")
+    assert main(argv) == 0
     assert sorted(p.name for p in out.iterdir()) == ["dpar-t1.md", "dpar-t1.tex"]
     md = (out / "dpar-t1.md").read_text(encoding="utf-8")
     assert "needs dp-sage at ε = 1" in md  # a missing cell says what would produce it
     assert "51.0 ± " in md  # gap at ε = 8 from the summary
-    assert f"`snakemake --cores 2 {out / 'dpar-t1'}.md {out / 'dpar-t1'}.tex`" in md
+    # A rule's output names its workflow target; one written by hand is no target, so it names its own command.
+    command = (
+        f"snakemake --cores 2 {out / 'dpar-t1'}.md {out / 'dpar-t1'}.tex"
+        if by == "workflow"
+        else shlex.join(["python", "-m", "nodedp", *argv])
+    )
+    assert f"Regenerate with: `{command}`" in md
     assert "{key}" not in md and "{key}" not in (out / "dpar-t1.tex").read_text(encoding="utf-8")
     assert str(out / "dpar-t1.md") in capsys.readouterr().out
 

@@ -17,9 +17,10 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 # NODEDP_CONSOLE_FD: a rule's output goes to its log, so a failing command also writes its one-line error on
 # descriptor 9, Snakemake's own stderr (the console), naming the log.
+# NODEDP_WORKFLOW=1: a table's or figure's footer names its workflow target (by hand: the command itself).
 shell.prefix(
     f"set -euo pipefail; exec 9>&2; export PYTHONPATH={shlex.quote(SRC)} NODEDP_PROGRESS=1"
-    " NODEDP_WORKER=${{NODEDP_WORKER-60}} NODEDP_CONSOLE_FD=9; "
+    " NODEDP_WORKER=${{NODEDP_WORKER-60}} NODEDP_CONSOLE_FD=9 NODEDP_WORKFLOW=1; "
 )
 
 from nodedp import grid

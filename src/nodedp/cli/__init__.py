@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for a footer's by-hand command
     restart_clock(time.monotonic())
     stderr = sys.stderr
     if getattr(args, "progress", False) and not stderr.isatty():

@@ -16,6 +16,7 @@ from nodedp.cli.common import (
     method_settings,
     note,
     parse_epsilon,
+    regenerate_command,
     target_delta,
 )
 
@@ -234,7 +235,7 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
         from nodedp.analysis.audit import mia_summary
 
         write_runs(mia_summary(frame, confidence=args.confidence), Path(args.mia_summary))
-    command = "snakemake --cores 2 " + " ".join(args.markdown.rsplit(".", 1)[0] + ext for ext in (".md", ".tex"))
+    command = regenerate_command(args, [args.markdown.rsplit(".", 1)[0] + ext for ext in (".md", ".tex")])
     write_audit_tables(summary, markdown=Path(args.markdown), latex=Path(args.latex), regenerate_command=command)
     caption = plot_audit(summary, Path(args.png))
     write_text(Path(args.caption), caption + "\n")

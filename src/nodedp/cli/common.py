@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -28,12 +29,22 @@ PROGRESS_HELP = (
     f"workflow's rules); into a log file it is one line every {PROGRESS_INTERVAL_S:g} s"
 )
 STARTED = time.monotonic()
+# "1": the verb runs as one of the workflow's rules (their shell prefix sets it), so its outputs are targets.
+WORKFLOW_ENV = "NODEDP_WORKFLOW"
 
 
 def note(message: str) -> None:
     """A line on stderr with the seconds since the verb started: what a rule's log shows while a long
     step runs (stdout, redirected to the same log, is buffered until the end)."""
     print(f"[{time.monotonic() - STARTED:8.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+def regenerate_command(args: argparse.Namespace, outputs: list[str]) -> str:
+    """The command a table's or figure's footer gives to rebuild it: the workflow target when a rule of the
+    workflow wrote it, else the very ``python -m nodedp`` command that did (a by-hand output is no target)."""
+    if os.environ.get(WORKFLOW_ENV) == "1":
+        return "snakemake --cores 2 " + " ".join(outputs)
+    return shlex.join(["python", "-m", "nodedp", *getattr(args, "argv", sys.argv[1:])])
 
 
 def restart_clock(started: float) -> float:

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from nodedp.cli.common import AddVerb, add_bootstrap_options
+from nodedp.cli.common import AddVerb, add_bootstrap_options, regenerate_command
 
 
 def cmd_collect(args: argparse.Namespace) -> None:
@@ -61,7 +61,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
         summary,
         markdown_path=Path(args.markdown),
         latex_path=Path(args.latex),
-        regenerate_command=f"snakemake --cores 2 {args.markdown} {args.latex}",
+        regenerate_command=regenerate_command(args, [args.markdown, args.latex]),
         dataset_notes=notes,
     )
 
@@ -91,7 +91,7 @@ def cmd_reproduction(args: argparse.Namespace) -> None:
     counts = write_reproduction_tables(
         pl.read_parquet(args.summary),
         **paths,
-        regenerate_command="snakemake --cores 2 " + " ".join(str(paths[f"{n}_md"]) for n in names),
+        regenerate_command=regenerate_command(args, [str(paths[f"{n}_md"]) for n in names]),
     )
     print(", ".join(f"{n}: {c} rows" for n, c in zip(names, counts, strict=True)) + f" in {out}")
 
@@ -171,7 +171,7 @@ def cmd_regime(args: argparse.Namespace) -> None:
         n_resamples=args.resamples,
         confidence=args.confidence,
         seed=args.seed,
-        regenerate_command=f"snakemake --cores 2 {args.png} {args.markdown}",
+        regenerate_command=regenerate_command(args, [args.png, args.markdown]),
     )
     print(f"{args.png}: {caption}")
 
@@ -199,7 +199,7 @@ def cmd_paper_tables(args: argparse.Namespace) -> None:
 
     summary = pl.concat([pl.read_parquet(p) for p in args.summary], how="diagonal_relaxed")
     out = Path(args.out_dir)
-    command = "snakemake --cores 2 " + " ".join(f"{out / '{key}'}.{ext}" for ext in ("md", "tex"))
+    command = regenerate_command(args, [f"{out / '{key}'}.{ext}" for ext in ("md", "tex")])
     written = write_paper_tables(summary, out, args.table, regenerate_command=command, interval=args.interval)
     print("wrote " + ", ".join(map(str, written)))
 
