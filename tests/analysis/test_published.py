@@ -9,12 +9,15 @@ import pytest
 import yaml
 
 from nodedp.analysis.published import (
+    COLUMNS,
     PAPERS,
     PUBLISHED,
+    PUBLISHED_CSV,
     PUBLISHED_UNREGISTERED,
     SPREADS,
     UNREGISTERED_DATASETS,
     published_for,
+    read_published,
 )
 from nodedp.config import method_variants
 
@@ -158,3 +161,77 @@ def test_published_for_matches_the_suite_run_and_metric() -> None:
         True,
     )
     assert published_for("ogbn-arxiv-clustered", "gcn", math.inf) == []  # unregistered: never a suite run
+
+
+def _plain(line: str) -> str:
+    """A line of a paper's text without its markup and spaces: "<b>48.5 <math>\\pm</math> 0.36</b>" -> "48.5±0.36"."""
+    for markup, plain in (
+        ("$", ""),
+        ("\\pm", "±"),
+        ("<math>", ""),
+        ("</math>", ""),
+        ("<b>", ""),
+        ("</b>", ""),
+        ("**", ""),
+    ):
+        line = line.replace(markup, plain)
+    return re.sub(r"\s+", "", line)
+
+
+def test_every_cell_s_source_line_prints_its_value() -> None:
+    # The source names the line of the paper's text that prints the cell; a cell moved to another row or
+    # table, or a typo in its value or ±, puts a number there that the line does not print.
+    for p in ALL:
+        name, line = p.source.rsplit(":", 1)
+        assert name in TEXTS.values(), p
+        text = _text(p.paper).splitlines()[int(line) - 1]
+        if p.printed:  # printed in percent, with its ± where there is one
+            assert p.printed.replace(" ", "") in _plain(text), (p, text)
+        else:  # DPAR prints fractions, one or three to a line
+            assert f"{p.accuracy / 100:.6g}" in [f"{float(x):.6g}" for x in text.split()], (p, text)
+
+
+def test_the_table_ships_with_the_package() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert PUBLISHED_CSV.relative_to(ROOT / "src" / "nodedp").as_posix() in package_data["package-data"]["nodedp"]
+    cells = read_published(PUBLISHED_CSV)
+    assert len(cells) == len(ALL) and set(cells) == set(ALL)  # every cell on the table is one the suite reads
+
+
+_GOOD = "progap-t2,fb-100,progap,,8,48.5,0.36,percent,ci95,,test_accuracy,Node-level private | ProGAP | 8.0,FB-100,progap.txt:256"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (_GOOD.replace("progap-t2,", "progap-t9,", 1), "published.csv:2: paper 'progap-t9' is not one of dpar-t1, "),
+        (_GOOD.replace(",percent,", ",percents,"), "published.csv:2: unit 'percents' is not one of percent, fraction"),
+        (_GOOD.replace(",48.5,", ",48,5,"), "published.csv:2: expected 14 fields"),
+        (_GOOD.replace(",48.5,", ",48.5%,"), "published.csv:2: value '48.5%' is not a number"),
+        (_GOOD.replace(",ci95,", ",sem,"), "published.csv:2: spread 'sem' is not one of ci95, sd, none"),
+        (_GOOD.replace(",0.36,percent,", ",0.36,fraction,"), "published.csv:2: a value printed as a fraction has no ±"),
+    ],
+)
+def test_a_malformed_line_is_refused_naming_its_line_and_the_valid_choices(tmp_path, line, message) -> None:
+    path = tmp_path / "published.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        read_published(path)
+    assert str(err.value).startswith(message), err.value
+    path.write_text(",".join(COLUMNS) + "\n" + _GOOD + "\n", encoding="utf-8")
+    (cell,) = read_published(path)
+    assert (cell.accuracy, cell.ci, cell.printed, cell.row) == (
+        48.5,
+        0.36,
+        "48.5 ± 0.36",
+        ("Node-level private", "ProGAP", "8.0"),
+    )
+
+
+def test_a_table_with_another_header_is_refused(tmp_path) -> None:
+    path = tmp_path / "published.csv"
+    path.write_text("paper,dataset,method,epsilon,value\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="the header must be paper,dataset,method,run,epsilon,value,pm,"):
+        read_published(path)
