@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from nodedp.audit.canaries import plant_canaries
 from nodedp.audit.statistics import attack_auc, epsilon_one_run, tpr_at_fpr
+from nodedp.contract.base import RunInputs, RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.data import load_graph
 from nodedp.data.registry import build_dataset, get_dataset, make_split
 from nodedp.io import read_json
-from nodedp.methods import RunInputs, get_method
-from nodedp.methods.base import RunSpec
 from nodedp.plans import mlp as mlp_module
 
 

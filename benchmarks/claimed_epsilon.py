@@ -47,14 +47,16 @@ from nodedp.accounting import (
 from nodedp.accounting import dpar as dpar_accounting
 from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise, gap_reference_epsilon
 from nodedp.accounting.nip import nip_reference_epsilon
-from nodedp.config import REFERENCE_SUFFIX, resolve_method
+from nodedp.config import resolve_method
+from nodedp.contract.base import MethodInfo, RunInputs, RunSpec
+from nodedp.contract.naming import REFERENCE_SUFFIX
+from nodedp.contract.registry import get_method
 from nodedp.data import get_dataset, random_split
 from nodedp.mechanisms import nap_sensitivity
-from nodedp.methods import dp_gnn, dpar, get_method
-from nodedp.methods.base import MethodInfo, RunInputs, RunSpec
+from nodedp.methods import dp_gnn, dpar
 from nodedp.methods.dpdgc import plan_dpdgc
-from nodedp.methods.dpsgd import plan_dpsgd
 from nodedp.models import GraphReadout, SubgraphGNN
+from nodedp.plans.dpsgd import plan_dpsgd
 from nodedp.train import total_clip_norm, trainable_layer_names
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"

@@ -39,9 +39,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from nodedp.accounting import resolve_delta
+    from nodedp.contract.base import RunInputs, RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.data import bound_in_degree, build_dataset, load_graph, make_split
     from nodedp.io import read_json
-    from nodedp.methods import RunInputs, RunSpec, get_method
 
     with tempfile.TemporaryDirectory() as tmp:
         graph_dir = Path(args.graph_dir) if args.graph_dir else Path(tmp) / "graph"

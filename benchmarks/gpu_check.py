@@ -37,7 +37,7 @@ DEFAULT_TARGETS = ("csbm-homophilous", "arxiv:169343")
 
 def private_methods() -> list[str]:
     """Every registered private method (node and edge level)."""
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     return [name for name in method_names() if get_method(name).private]
 

@@ -19,7 +19,6 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.stats import binom
 
 from nodedp.accounting.calibration import calibrate, calibrate_dpsgd
-from nodedp.accounting.events import RDP_ORDERS
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_params,
     hypergeometric_gaussian_rdp_of_params,
@@ -27,6 +26,7 @@ from nodedp.accounting.hypergeometric import (
     poisson_occurrence_gaussian_rdp_of_params,
 )
 from nodedp.accounting.mixture_pld import calibrate_mixture_pld, revealed_gaussian_mixture_pld
+from nodedp.accounting.orders import RDP_ORDERS
 
 DELTA = 1e-4
 ROWS = [(1, 0.114, 176, 1.0), (6, 0.296, 800, 8.0), (21, 0.114, 176, 4.0), (30, 0.05, 1000, 4.0)]

@@ -185,9 +185,10 @@ class Bench:
     ) -> None:
         import dataclasses
 
-        from nodedp.config import resolve_method, structure_bounds
-        from nodedp.methods import get_method
-        from nodedp.methods.specs.dpar import appr_spec
+        from nodedp.config import resolve_method
+        from nodedp.contract.registry import get_method
+        from nodedp.contract.specs.dpar import appr_spec
+        from nodedp.contract.structure import structure_bounds
 
         args = self.args
         base, hparams = resolve_method(self.config, method)

@@ -29,9 +29,9 @@ def tiny_split_path(tiny_graph_dir: Path, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="session")
 def tiny_inputs(tiny_graph_dir: Path, tiny_split_path: Path):
+    from nodedp.contract.base import RunInputs
     from nodedp.data import load_graph, load_split
     from nodedp.io import read_json
-    from nodedp.methods import RunInputs
 
     graph = load_graph(tiny_graph_dir)
     meta = read_json(tiny_graph_dir / "meta.json")

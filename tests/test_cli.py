@@ -11,7 +11,9 @@ from unittest import mock
 import pytest
 import torch
 
-from nodedp.cli import format_epsilon, main, parse_epsilon
+from nodedp.cli import main
+from nodedp.cli.common import parse_epsilon
+from nodedp.contract.naming import format_epsilon
 
 
 def test_help_lists_the_verbs_the_rules_call():
@@ -341,7 +343,7 @@ def tqdm_run(stream, steps: int) -> None:
 def test_a_progress_bar_in_a_log_is_lines_at_most_one_per_interval_and_the_last(interval):
     import io
 
-    from nodedp.cli import LogProgress
+    from nodedp.cli.common import LogProgress
 
     log = io.StringIO()
     stream = LogProgress(log, interval=interval)
@@ -683,9 +685,9 @@ def public_bound(method: str, hparams: str | dict, kind: str, dataset: str = "cs
     run refuses an artifact bounded to another)."""
     import dataclasses
 
-    from nodedp.config import structure_bounds
+    from nodedp.contract.registry import get_method
+    from nodedp.contract.structure import structure_bounds
     from nodedp.data import get_dataset
-    from nodedp.methods import get_method
 
     values = json.loads(hparams) if isinstance(hparams, str) else hparams
     hp = get_method(method).parse_hparams(values)
@@ -1025,7 +1027,7 @@ def _private_counts(value, path: str = ""):
 
 
 def _private_methods() -> list[str]:
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     return sorted(m for m in method_names() if get_method(m).private)
 
@@ -1036,7 +1038,7 @@ def test_no_run_writes_a_count_of_the_private_graph(tiny_graph_dir, tiny_split_p
     many nodes exceed a degree bound, nor DPAR's realised sample, its sources or empty rows."""
     from dataclasses import fields
 
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     info = get_method(method)
     names = {f.name for f in fields(info.hparams)}

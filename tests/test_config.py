@@ -85,7 +85,7 @@ def test_every_method_config_yaml_trains_resolves_as_pinned(config):
 
 
 def test_a_grid_naming_a_method_without_a_block_gets_the_tuned_settings(config):
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     for grid in (one_cell(), {k: v for k, v in one_cell().items() if k != "methods"}):  # `methods: {}` or none
         check_config(grid)
@@ -120,7 +120,7 @@ def test_an_unknown_method_lists_the_packaged_variants():
 
 def test_every_tuned_block_parses_and_passes_the_schema():
     from nodedp.config import SCHEMA, check_schema
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     blocks = {name: dict(block) for name, block in tuned_blocks().items()}
     check_schema({**one_cell(), "methods": blocks}, SCHEMA)
@@ -176,7 +176,7 @@ def test_reference_mode_is_named_and_only_by_name(config, edit, message):
 
 def test_a_run_name_must_say_the_method_and_mode_the_run_is():
     from nodedp.config import check_run_name
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     check_run_name("dp-gcn@paper", base="dp-gcn", reference=True, epsilon=4.0)
     check_run_name("dp-gcn-fb100@paper", base="dp-gcn", reference=True, epsilon=4.0)  # a variant's reference run
@@ -296,7 +296,7 @@ def test_a_batch_of_training_nodes_cannot_exceed_the_training_set(monkeypatch):
     grid["methods"]["dp-mlp"] = {"batch_size": n + 1}
     with pytest.raises(ConfigError, match=r"^methods.dp-mlp.batch_size: "):
         check_config(grid)
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     assert tuned_blocks()["gap"]["batch_size"] > n  # a tuned value, named as such
     with pytest.raises(ConfigError, match=r"^methods.gap.batch_size \(the suite's tuned setting, .*tuned.yaml\)"):
@@ -330,7 +330,7 @@ def test_a_built_graphs_meta_gives_the_size_of_a_downloaded_dataset(tmp_path):
 
 def test_the_batch_limit_follows_the_registry_entry(tmp_path):
     from nodedp.config import size_limits
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     # dp-mlp draws its batch from the training nodes (its entry says so); dpar-em0 draws an expected batch of its
     # own node sample, so its batch size is no limit on the dataset.
@@ -348,7 +348,7 @@ def test_the_batch_limit_follows_the_registry_entry(tmp_path):
 
 
 def test_plugins_name_a_module_that_can_be_imported(monkeypatch, tmp_path):
-    from nodedp.methods.registry import PLUGINS_ENV
+    from nodedp.contract.registry import PLUGINS_ENV
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(PLUGINS_ENV, raising=False)

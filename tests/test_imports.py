@@ -26,13 +26,15 @@ import json, math, sys, tempfile
 
 from nodedp.accounting import ACCOUNTANT_POLICIES, ACCOUNTANTS, default_delta, resolve_delta
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.cli import format_epsilon
-from nodedp.config import (REFERENCE_SUFFIX, audit_plan, check_config, check_schema, read_config, resolve_method,
-                           structure_bounds, variant_overrides)
+from nodedp.contract.naming import format_epsilon
+from nodedp.config import audit_plan, check_config, check_schema, read_config, resolve_method, variant_overrides
+from nodedp.contract.naming import REFERENCE_SUFFIX
+from nodedp.contract.structure import structure_bounds
 from nodedp.data import DATASETS, dataset_names, get_dataset
 from nodedp.data.preprocess import get_protocol
-from nodedp.methods import MethodInfo, RunInputs, RunResult, RunSpec, get_method, method_names
-from nodedp.methods.specs.dpar import appr_spec
+from nodedp.contract.base import MethodInfo, RunInputs, RunResult, RunSpec
+from nodedp.contract.registry import get_method, method_names
+from nodedp.contract.specs.dpar import appr_spec
 
 assert PAPER_TABLES and set(DATASETS) == set(dataset_names()) and REFERENCE_SUFFIX == "@paper"
 assert format_epsilon(float("inf")) == "inf"
@@ -134,14 +136,15 @@ def test_lazy_packages_still_provide_every_public_name(package):
         value = getattr(module, name)
         home = importlib.import_module(f"{package}.{homes[name]}")
         assert value is getattr(home, name), name
+        assert name in _defined_names(Path(home.__file__)), f"{name} is not defined in {home.__name__}"
     with pytest.raises(AttributeError, match="no_such_name"):
         module.no_such_name  # noqa: B018
 
 
 def test_registry_entries_are_the_implementations_own():
     """Hyperparameters are the classes the implementation modules export, and every run target resolves."""
-    from nodedp.methods import get_method, method_names
-    from nodedp.methods.base import LazyRun
+    from nodedp.contract.base import LazyRun
+    from nodedp.contract.registry import get_method, method_names
 
     for name in method_names():
         info = get_method(name)
@@ -156,10 +159,10 @@ def test_registry_entries_are_the_implementations_own():
 
 def test_the_torch_free_names_match_their_torch_twins():
     """The spec's GNN layers and optimizers are named twice (once torch-free): they must agree."""
-    from nodedp.methods.base import OPTIMIZERS, OptimHparams
-    from nodedp.methods.dpar import appr_spec
-    from nodedp.methods.specs import dpar
-    from nodedp.methods.specs.gnn import LAYERS
+    from nodedp.contract.base import OPTIMIZERS, OptimHparams
+    from nodedp.contract.specs import dpar
+    from nodedp.contract.specs.dpar import appr_spec
+    from nodedp.contract.specs.gnn import LAYERS
     from nodedp.models import LAYERS as MODEL_LAYERS
     from nodedp.train import OptimConfig
 
@@ -251,8 +254,8 @@ def test_the_dp_appr_verb_imports_no_torch_geometric_and_builds_what_the_full_gr
     its artifact is the one build_dp_appr gives on the loaded graph."""
     import torch
 
+    from nodedp.contract.registry import get_method
     from nodedp.data import load_graph, load_split
-    from nodedp.methods import get_method
     from nodedp.methods.dpar import build_dp_appr
 
     hparams = {"num_sources": 20, "k": 3, "sample_rate": 0.5, "max_rows": 2}
@@ -473,6 +476,103 @@ def test_no_module_of_nodedp_is_in_an_import_circle():
         [" -> ".join(cycle) for cycle in import_cycles(graph)]
         + [f"circle of {len(group)} modules: {', '.join(group)}" for group in circles]
     )
+
+
+# The layers of nodedp, bottom first (its top-level modules and packages; "" is the package's own face): a module
+# imports only from its own layer or those below, function-level imports included (docs/workflow.md, Layout).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("", "_lazy", "io", "signals"),
+    ("provenance", "accounting"),
+    ("data", "mechanisms", "structure"),
+    ("models", "train", "resources"),
+    ("contract",),  # the method contract: entries, hyperparameters, run inputs and results, cell names
+    ("plans",),
+    ("methods",),
+    ("audit", "config"),
+    ("jobs", "verify"),
+    ("analysis",),
+    ("cli",),
+    ("grid", "worker"),
+    ("__main__",),
+)
+
+
+def _unit(module: str) -> str:
+    """The top-level module or package of nodedp that ``module`` belongs to ("" for nodedp itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` (module -> modules it imports) folded onto nodedp's top-level modules and packages."""
+    units: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        unit = _unit(module)
+        units.setdefault(unit, set()).update(_unit(t) for t in targets if _unit(t) != unit)
+    return units
+
+
+def test_every_import_runs_down_the_layers_or_within_one():
+    graph = import_graph(PACKAGE_DIR)
+    rank = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+    assert set(package_graph(graph)) <= set(rank), f"place {set(package_graph(graph)) - set(rank)} in LAYERS"
+    upward = sorted(
+        f"{module} -> {target} ({_unit(module) or 'nodedp'} is below {_unit(target) or 'nodedp'})"
+        for module, targets in graph.items()
+        for target in targets
+        if rank[_unit(target)] > rank[_unit(module)]
+    )
+    assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_no_package_of_nodedp_is_in_an_import_circle():
+    units = package_graph(import_graph(PACKAGE_DIR))
+    assert not import_circles(units), "package circles:\n" + "\n".join(" -> ".join(c) for c in import_cycles(units))
+
+
+def test_the_layer_check_sees_an_upward_import_and_a_package_circle():
+    graph = {"nodedp.plans.x": {"nodedp.methods.y"}, "nodedp.methods.y": {"nodedp.plans.z"}, "nodedp.plans.z": set()}
+    units = package_graph(graph)
+    assert units == {"plans": {"methods"}, "methods": {"plans"}}
+    assert import_cycles(units) == [["methods", "plans", "methods"]]
+    rank = {unit: level for level, layer in enumerate(LAYERS) for unit in layer}
+    assert rank["plans"] < rank["methods"]  # so plans.x -> methods.y runs up
+
+
+def _defined_names(path: Path) -> set[str]:
+    """The names a module's own top-level statements define (functions, classes, assignments), not those it imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def test_every_name_is_imported_from_its_home():
+    """A name is imported from the module that defines it, or from its package's face (an ``__init__`` whose
+    ``__all__`` lists it, each face name defined in the submodule it names): no module passes on another's."""
+    modules = _module_files(PACKAGE_DIR)
+    faces = {name for name, path in modules.items() if path.name == "__init__.py" and "__all__" in _defined_names(path)}
+    defined = {name: _defined_names(path) for name, path in modules.items()}
+    passed_on = []
+    sources = [*REPO.glob("src/**/*.py"), *REPO.glob("tests/**/*.py"), *REPO.glob("benchmarks/*.py")]
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules):
+                continue
+            if node.module in faces:
+                continue
+            passed_on += [
+                f"{path.relative_to(REPO)}: {alias.name} from {node.module}"
+                for alias in node.names
+                if alias.name != "*"  # a face taking its submodule's __all__
+                and alias.name not in defined[node.module]
+                and f"{node.module}.{alias.name}" not in modules
+            ]
+    assert not passed_on, "names imported from a module that does not define them:\n" + "\n".join(passed_on)
 
 
 def _write_package(root: Path, files: dict[str, str]) -> Path:

@@ -184,7 +184,7 @@ def test_every_planner_resolves_and_imports_no_torch():
 
     code = (
         "import json, sys\n"
-        "from nodedp.methods import get_method, method_names\n"
+        "from nodedp.contract.registry import get_method, method_names\n"
         "from nodedp.plans import planner_of\n"
         "found = [n for n in method_names() if get_method(n).private and planner_of(get_method(n)) is not None]\n"
         "print(json.dumps({'planned': found, 'heavy': [m for m in ('torch', 'torch_geometric') "
@@ -201,7 +201,7 @@ def test_every_planner_resolves_and_imports_no_torch():
     )
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     private = sorted(n for n in method_names() if get_method(n).private)
     assert sorted(report["planned"]) == private and report["heavy"] == [], report  # every private method planned

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from nodedp.contract.naming import REFERENCE_SUFFIX
+
 __all__ = [
     "SCHEMA",
     "TUNED",
@@ -37,15 +39,11 @@ __all__ = [
     "regime_study",
     "resolve_method",
     "size_limits",
-    "structure_bounds",
     "tuned_blocks",
     "variant_overrides",
 ]
 
 BASE_KEY = "base"
-REFERENCE_SUFFIX = "@paper"  # a reference-mode run: the paper's accounting (module docstring)
-# Hyperparameters that override a dataset's public degree bounds for a method's structure artifacts.
-DEGREE_BOUND_KEYS = {"in-degree": "in_degree_bound", "out-degree": "out_degree_bound", "degree": "max_degree"}
 # The grid's JSON schema, in a checkout (the workflow passes its own copy).
 # The suite's tuned hyperparameters, one block per method or named variant, beneath every grid's `methods:`.
 TUNED = Path(__file__).resolve().parent / "methods" / "tuned.yaml"
@@ -54,21 +52,6 @@ SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.
 
 class ConfigError(ValueError):
     pass
-
-
-def structure_bounds(dataset: Any, hparams: Mapping[str, Any]) -> dict[str, int]:
-    """The public degree bound of each degree-bounded structure kind for a method on a dataset: the dataset's
-    (``in_degree_bound`` K for in-degree, ``out_degree_bound`` D for out-degree and, NIP-GNN's undirected
-    bounding, degree) unless the method's hyperparameters set their own (``DEGREE_BOUND_KEYS``, 0: unset)."""
-    bounds = {
-        "in-degree": dataset.in_degree_bound,
-        "out-degree": dataset.out_degree_bound,
-        "degree": dataset.out_degree_bound,
-    }
-    for kind, key in DEGREE_BOUND_KEYS.items():
-        if hparams.get(key):  # 0 or unset: the dataset's (the methods' own convention)
-            bounds[kind] = hparams[key]
-    return bounds
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -163,8 +146,8 @@ def load_plugins(config: Mapping[str, Any]) -> None:
     starts (its jobs) register them as well. Raises ConfigError naming a module that cannot be imported."""
     import os
 
-    from nodedp.methods.registry import PLUGINS_ENV, PluginError
-    from nodedp.methods.registry import load_plugins as load
+    from nodedp.contract.registry import PLUGINS_ENV, PluginError
+    from nodedp.contract.registry import load_plugins as load
 
     modules = config.get("plugins") or []
     if not modules:
@@ -181,7 +164,7 @@ def load_plugins(config: Mapping[str, Any]) -> None:
 
 def known_methods(config: Mapping[str, Any]) -> list[str]:
     """Every name a study may list: registered methods, variants, and their ``@paper`` reference names."""
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     load_plugins(config)
     variants = method_variants(config)
@@ -196,8 +179,7 @@ def known_methods(config: Mapping[str, Any]) -> list[str]:
 
 def _choices(config: Mapping[str, Any]) -> str:
     """The names a study may list, for an error: registered methods, then variants (tuned and the grid's)."""
-    from nodedp.methods import get_method, method_names
-    from nodedp.methods.registry import HOW_PLUGINS_ARE_FOUND
+    from nodedp.contract.registry import HOW_PLUGINS_ARE_FOUND, get_method, method_names
 
     with_mode = [n for n in method_names() if get_method(n).has_reference_mode]
     return (
@@ -211,7 +193,7 @@ def _choices(config: Mapping[str, Any]) -> str:
 def resolve_method(config: Mapping[str, Any], name: str) -> tuple[str, dict[str, Any]]:
     """(registered method id, hyperparameters as configured) of a method, variant or reference name: its block
     (``method_block``: tuned, the grid's keys on top), on top of its base's block for a variant."""
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     load_plugins(config)
     block = method_block(config, name)
@@ -247,7 +229,7 @@ def check_run_name(name: str, *, base: str, reference: bool, epsilon: float) -> 
     that is a registered method id (``@paper`` aside) must have that id as its base; ``@paper`` ends the name
     exactly when the run is in reference mode (the paper's accounting); a private base runs at a finite ε, a
     non-private one at ε = ∞ only. Raises ValueError naming the rule broken."""
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     stem = name.removesuffix(REFERENCE_SUFFIX)
     if stem in method_names() and stem != base:
@@ -336,7 +318,7 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     numeric δ (``None`` for 'auto') with the first node-level and the first edge-level run (δ must lie below 1/N
     of the nodes, or of the edges), and the run drawing the largest batch of training nodes (the training set
     must hold it). A run is its study and method (and, for the batch, its size and the field that sets it)."""
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     delta = (config.get("privacy") or {}).get("delta", "auto")
     limits: dict[str, Any] = {
@@ -402,7 +384,7 @@ def _check_sweeps(config: Mapping[str, Any], study: str, spec: Mapping[str, Any]
     """A sweep's hyperparameter must be numeric in at least two of the study's private methods' settings."""
     import dataclasses
 
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     for parameter in spec.get("sweeps") or []:
         values = set()
@@ -455,7 +437,7 @@ def audit_plan(config: Mapping[str, Any], study: str) -> dict[str, Any]:
     reference runs included), epsilons, seeds (its first), canaries (0: the default count), confidence (0.95).
     Raises ConfigError naming the field when an audited dataset or method is not the study's, or a method has no
     node-level ε to audit (the canaries are nodes)."""
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     spec = config["studies"][study]
     audit = spec.get("audit") or {}
@@ -520,8 +502,8 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
     it declares (``declare_datasets``) first. ``graphs_dir`` (the workflow's ``resources/graphs``) holds already
     built graphs, whose ``meta.json`` gives the sizes that synthetic specs and declared files give before a graph
     is built (``public_size``)."""
+    from nodedp.contract.registry import get_method
     from nodedp.data import dataset_names
-    from nodedp.methods import get_method
 
     declared = declare_datasets(config)
     known = known_methods(config)

@@ -20,8 +20,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.cli.common import format_epsilon
-from nodedp.config import audit_plan, regime_study, resolve_method, size_limits, structure_bounds
+from nodedp.config import audit_plan, regime_study, resolve_method, size_limits
+from nodedp.contract.naming import format_epsilon
+from nodedp.contract.structure import structure_bounds
 
 __all__ = [
     "ABOUT_PAGE",
@@ -74,7 +75,7 @@ def _studies(config: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
 
 
 def _private(config: Mapping[str, Any], method: str) -> bool:
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     return get_method(resolve_method(config, method)[0]).private
 
@@ -157,8 +158,8 @@ def dp_appr_key(config: Mapping[str, Any], method: str) -> tuple[str, str, dict[
     """(key, registered method, hyperparameters) of a DPAR method's or variant's DP-APPR artifact. The key is
     `<option>-<digest of its DP-APPR settings>`, so runs whose settings differ only in training share one
     artifact (and its ledger)."""
-    from nodedp.methods import get_method
-    from nodedp.methods.specs.dpar import appr_spec
+    from nodedp.contract.registry import get_method
+    from nodedp.contract.specs.dpar import appr_spec
 
     base, hparams = resolve_method(config, method)
     spec = appr_spec(base, get_method(base).parse_hparams(hparams))
@@ -168,7 +169,7 @@ def dp_appr_key(config: Mapping[str, Any], method: str) -> tuple[str, str, dict[
 
 def dp_appr_keys(config: Mapping[str, Any]) -> dict[str, str]:
     """Every DP-APPR artifact the grid can ask for: key -> the first method (or variant, by name) using it."""
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     methods = sorted({m for s in _studies(config).values() for m in s["methods"]})
     keys: dict[str, str] = {}
@@ -182,8 +183,8 @@ def structure_kinds(config: Mapping[str, Any], dataset: str, method: str) -> tup
     """(kind, public bound) of every artifact the method needs on the dataset (bound None for DP-APPR): the
     dataset's public degree bounds unless the method's hyperparameters set their own (`in_degree_bound`,
     `out_degree_bound`)."""
+    from nodedp.contract.registry import get_method
     from nodedp.data import get_dataset
-    from nodedp.methods import get_method
 
     base, hparams = resolve_method(config, method)
     bounds = structure_bounds(get_dataset(dataset), hparams)

@@ -112,7 +112,7 @@ class _Requests:
                     base, _size(dataset), margin=self.resources["memory_margin"], floor=self.resources["train_mem_mb"]
                 )
             else:
-                from nodedp.methods import get_method
+                from nodedp.contract.registry import get_method
 
                 epochs = training_epochs(dataclasses.asdict(get_method(base).parse_hparams(hparams)))
                 value = cell_runtime_min(

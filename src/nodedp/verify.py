@@ -66,8 +66,7 @@ def check_run_identity(metrics: Mapping[str, Any], ledger: Mapping[str, Any]) ->
     iff reference mode, a finite ε iff private) and its ``private`` flag is its method's. Raises ValueError naming
     the rule broken, or UnregisteredMethod naming the plugin module to load."""
     from nodedp.config import check_run_name
-    from nodedp.methods import get_method
-    from nodedp.methods.registry import HOW_PLUGINS_ARE_FOUND, PLUGINS_ENV, UnknownMethodError
+    from nodedp.contract.registry import HOW_PLUGINS_ARE_FOUND, PLUGINS_ENV, UnknownMethodError, get_method
 
     name, base = metrics.get("method"), metrics.get("base_method")
     if not isinstance(name, str) or not isinstance(base, str):
@@ -175,7 +174,8 @@ def _replan(
     run: Path, metrics: Mapping[str, Any], ledger: Mapping[str, Any], meta: Mapping[str, Any], workspace: Path
 ) -> tuple[bool, list[Refusal]]:
     from nodedp.accounting.ledger import with_current_text
-    from nodedp.methods import RunSpec, get_method
+    from nodedp.contract.base import RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.plans import PublicInputs, planner_of
 
     try:

@@ -27,7 +27,7 @@ from nodedp.accounting._dp_private import (
     private_function,
     require_attributes,
 )
-from nodedp.accounting.events import RDP_ORDERS
+from nodedp.accounting.orders import RDP_ORDERS
 from nodedp.accounting.pld import VALUE_DISCRETIZATION_INTERVAL, pld_of_event
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"

@@ -28,7 +28,7 @@ from nodedp.accounting import (
     verify_ledger_dict,
     write_ledger,
 )
-from nodedp.accounting.nip import label_keep_probability
+from nodedp.accounting.nip_bounds import label_keep_probability
 
 DELTA = 1e-4
 Q, STEPS = 0.05, 100

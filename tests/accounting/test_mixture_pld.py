@@ -13,7 +13,7 @@ from scipy.integrate import trapezoid
 from scipy.stats import binom, norm
 
 from nodedp.accounting import mixture_pld
-from nodedp.accounting.events import RDP_ORDERS, subsampled_gaussian_event
+from nodedp.accounting.events import subsampled_gaussian_event
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_params,
     hypergeometric_gaussian_rdp_of_params,
@@ -21,16 +21,15 @@ from nodedp.accounting.hypergeometric import (
     poisson_occurrence_gaussian_rdp_of_params,
 )
 from nodedp.accounting.mixture_pld import (
-    VALUE_DISCRETIZATION_INTERVAL,
     calibrate_mixture_pld,
-    epsilon_pld,
     hypergeometric_step_pld,
     mixture_epsilon_of_params,
     mixture_pld_of_params,
-    pld_of_event,
     poisson_occurrence_step_pld,
     revealed_gaussian_mixture_pld,
 )
+from nodedp.accounting.orders import RDP_ORDERS
+from nodedp.accounting.pld import VALUE_DISCRETIZATION_INTERVAL, epsilon_pld, pld_of_event
 
 POISSON = "poisson_occurrence_gaussian"
 HYPER = "hypergeometric_gaussian"

@@ -9,15 +9,17 @@ import pytest
 
 from nodedp.accounting.ledger import Claim, Ledger, MechanismRecord, PrivacyBudgetExceeded, verify_ledger_dict
 from nodedp.accounting.nip import (
-    aggregation_sensitivity,
-    edge_randomization_epsilon,
-    label_keep_probability,
-    min_keep_parameter,
     nip_aggregation_record,
     nip_edge_record,
     nip_label_record,
     nip_paper_noise,
     nip_reference_epsilon,
+)
+from nodedp.accounting.nip_bounds import (
+    aggregation_sensitivity,
+    edge_randomization_epsilon,
+    label_keep_probability,
+    min_keep_parameter,
     split_budget,
     worst_case_budget_ratio,
 )

@@ -228,7 +228,7 @@ def test_registered_methods_have_fixed_distinct_styles_and_variants_a_stable_one
     import sys
 
     from nodedp.analysis.figures import _FALLBACK_COLOURS, _REGISTERED_STYLES
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     assert set(method_names()) <= set(_REGISTERED_STYLES), "give a newly registered method a style of its own"
     private = [m for m in method_names() if get_method(m).private]

@@ -56,8 +56,8 @@ _PM = r"\s*(?:±|\$\\pm\$|<math>\\pm</math>)\s*"
 
 def test_every_cell_names_a_known_paper_dataset_method_and_variant() -> None:
     from nodedp.analysis.paper_tables import NOT_CONFIGURED
+    from nodedp.contract.registry import method_names
     from nodedp.data import dataset_names
-    from nodedp.methods import method_names
 
     variants = method_variants(_config())
     for p in ALL:

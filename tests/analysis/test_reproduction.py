@@ -70,8 +70,8 @@ def summary() -> pl.DataFrame:
 
 
 def test_every_published_cell_names_a_known_paper_method_and_a_percent() -> None:
+    from nodedp.contract.registry import method_names
     from nodedp.data import dataset_names
-    from nodedp.methods import method_names
 
     variants = {"nip-gnn-uniform", "nip-gnn-no-sampling", "nip-gnn-sage"}  # config variants (config.yaml)
     for p in PUBLISHED:

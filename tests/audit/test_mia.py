@@ -12,9 +12,9 @@ from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger
 from nodedp.audit.mia import partition_nodes, sorted_posteriors, tstf_attack
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.data import Split, random_split
-from nodedp.methods import RunInputs, get_method
-from nodedp.methods.base import RunResult, RunSpec
 
 
 def method_train(inputs: RunInputs, method: str, epsilon: float, seed: int, **hparams):

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from nodedp.audit.run import audit_run, canary_degree_bound, canary_scores
-from nodedp.methods import get_method
-from nodedp.methods.base import RunSpec
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
 
 BOUNDS = {"in-degree": 16, "out-degree": 8, "degree": 8}  # public degree bounds (K, D, D) for the tiny graph
 
@@ -70,10 +70,10 @@ def test_a_canary_scores_the_log_probability_of_its_own_label():
 @pytest.fixture(scope="module")
 def csbm_inputs(tmp_path_factory):
     """csbm-homophilous (3000 nodes) with its seed-0 split: big enough for 300 canaries."""
+    from nodedp.contract.base import RunInputs
     from nodedp.data import load_graph
     from nodedp.data.registry import build_dataset, make_split
     from nodedp.io import read_json
-    from nodedp.methods.base import RunInputs
 
     folder = tmp_path_factory.mktemp("audit") / "csbm-homophilous"
     build_dataset("csbm-homophilous", folder)

@@ -10,8 +10,8 @@ import torch
 
 from nodedp.data import OFFICIAL_SPLIT_FILE, build_dataset, get_dataset, load_graph, make_split
 from nodedp.data.catalog import FACEBOOK100_SCHOOLS, PINNED_SHA256, read_facebook100_union, school_id
+from nodedp.data.constants import FACEBOOK100_FEATURE_COLUMNS
 from nodedp.data.download import fetch_files
-from nodedp.data.formats import FACEBOOK100_FEATURE_COLUMNS
 from nodedp.data.preprocess import get_protocol
 from nodedp.data.registry import DATASETS
 from tests.data.test_formats import OGB_SPLIT, write_ogb_homogeneous, write_reddit

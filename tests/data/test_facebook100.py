@@ -21,8 +21,9 @@ from nodedp.data.catalog import (
     facebook100_url,
     read_facebook100_union,
 )
+from nodedp.data.constants import FB100_FEATURE_COLUMNS
 from nodedp.data.download import DownloadError, RemoteFile, fetch_files
-from nodedp.data.formats import FB100_FEATURE_COLUMNS, encode_facebook100, fb100_year_labels
+from nodedp.data.formats import encode_facebook100, fb100_year_labels
 from nodedp.data.registry import DATASETS, build_dataset
 from nodedp.data.user import (
     ENV,

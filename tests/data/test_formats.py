@@ -14,10 +14,9 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.utils import is_undirected
 
+from nodedp.data.constants import FACEBOOK100_CLASS_YEARS, DatasetFormatError
 from nodedp.data.formats import (
-    FACEBOOK100_CLASS_YEARS,
     OGB_NODE_DATASETS,
-    DatasetFormatError,
     RawGraph,
     encode_facebook100,
     read_facebook100_mat,

@@ -7,15 +7,14 @@ import pytest
 import torch
 from torch import Tensor
 
+from nodedp.accounting.nip_bounds import label_keep_probability, min_keep_parameter
 from nodedp.data.degree import bound_undirected_degree
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.mechanisms.nip import (
     debiased_degree,
     degree_preserving_randomization,
     influence_ranks,
-    label_keep_probability,
     laplace_sum_aggregate,
-    min_keep_parameter,
     nip_budget_weights,
     paper_sampling_probability,
     randomize_labels,

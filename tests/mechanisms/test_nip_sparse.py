@@ -11,6 +11,7 @@ import torch
 from scipy import stats
 from torch import Tensor
 
+from nodedp.accounting.nip_bounds import min_keep_parameter
 from nodedp.data.degree import bound_undirected_degree
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.mechanisms import nip_sparse
@@ -18,7 +19,6 @@ from nodedp.mechanisms.edge_rr import flip_probability
 from nodedp.mechanisms.nip import (
     debiased_degree,
     degree_preserving_randomization,
-    min_keep_parameter,
     paper_sampling_probability,
     sample_randomized_edges,
     unbiased_sampling_probability,

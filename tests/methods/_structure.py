@@ -7,8 +7,8 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.audit.canaries import plant_canaries
+from nodedp.contract.base import RunInputs
 from nodedp.data import degree_artifact
-from nodedp.methods import RunInputs
 from nodedp.train import metrics_from_logits
 
 

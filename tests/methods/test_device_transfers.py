@@ -67,7 +67,7 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
     """One cell of ``method`` (config.yaml's hyperparameters, every ``*epochs`` set to ``epochs``) through the CLI."""
     import dataclasses
 
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     base, hparams = resolve_method(yaml.safe_load((ROOT / "config.yaml").read_text()), method)
     info = get_method(base)

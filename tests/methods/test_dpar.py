@@ -14,19 +14,14 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, inner_budget, poisson_occurrence_gaussian_params, verify_ledger_dict
+from nodedp.contract.base import RunInputs, RunSpec
+from nodedp.contract.registry import get_method
+from nodedp.contract.specs.dpar import OPTIONS
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import clip_columns_l1
-from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.dpar import (
-    OPTIONS,
-    SOURCE_RULE,
-    _training_rows,
-    build_dp_appr,
-    rank_sources,
-    remove_coupled,
-    training_examples,
-)
+from nodedp.methods.dpar import _training_rows, build_dp_appr, rank_sources, remove_coupled, training_examples
 from nodedp.models import PPRGo
+from nodedp.plans.dpar import SOURCE_RULE
 from nodedp.train import PerSampleGradients
 from tests.methods._structure import accuracy_on as _accuracy
 from tests.methods._structure import extended_graph
@@ -353,7 +348,7 @@ def test_bad_hyperparameters_are_refused(hparams, match):
 
 
 def test_artifact_settings_hold_only_what_the_option_reads():
-    from nodedp.methods.dpar import appr_spec
+    from nodedp.contract.specs.dpar import appr_spec
 
     info = get_method("dpar-em0")
     base, other = info.parse_hparams({}), info.parse_hparams({"gm_clip": 0.5, "lr": 0.1, "tau": 0.5})
@@ -373,7 +368,7 @@ def _rule_delta(num_train: int, q: float) -> float:
 @pytest.mark.parametrize("method", ["dpar-em0", "dpar-em1", "dpar-gm"])
 def test_reference_run_records_the_claim_and_its_actual_epsilon(tiny_inputs, method):
     from nodedp.accounting.dpar import PAPER_RULE, reference_dpsgd_epsilon
-    from nodedp.methods.dpar import paper_noise, reference_ledger
+    from nodedp.plans.dpar import paper_noise, reference_ledger
 
     q, eps = FAST["sample_rate"], 4.0
     num_train = tiny_inputs.split.train.numel()
@@ -438,7 +433,7 @@ def test_reference_gm_artifact_actual_epsilon_by_hand(tiny_inputs):
 
 
 def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
-    from nodedp.methods.dpar import appr_spec
+    from nodedp.contract.specs.dpar import appr_spec
 
     info = get_method("dpar-em0")
     suite, paper = info.parse_hparams(FAST), info.parse_hparams({**FAST, "accounting": "paper"})
@@ -485,7 +480,7 @@ def test_features_artifact_is_em0s_node_sample_alone_and_every_example_is_a_self
 
 
 def test_features_settings_are_the_node_sample_rate_alone():
-    from nodedp.methods.dpar import appr_spec
+    from nodedp.contract.specs.dpar import appr_spec
 
     info = get_method("dpar-features")
     base = info.parse_hparams({})
@@ -503,7 +498,7 @@ def test_features_settings_are_the_node_sample_rate_alone():
 def test_features_every_removal_from_the_sample_changes_exactly_one_training_example():
     """Remove each sampled node in turn (no sources, no rows: nothing to couple) and rebuild every example:
     exactly one changes, the removed node's own, so d = 1 is attained and never exceeded."""
-    from nodedp.methods.dpar import dp_sgd_record
+    from nodedp.plans.dpar import dp_sgd_record
 
     hp = get_method("dpar-features").parse_hparams({"sample_rate": 0.6, "max_rows": 3, "k": 4})
     record = dp_sgd_record(
@@ -596,7 +591,7 @@ def test_features_suite_run_spends_all_of_the_target_on_dp_sgd_at_one_occurrence
 
 def test_features_reference_run_puts_the_whole_claim_on_dp_sgd(tiny_inputs):
     from nodedp.accounting.dpar import PAPER_FEATURES_RULE, paper_dp_sgd_noise_multiplier, reference_dpsgd_epsilon
-    from nodedp.methods.dpar import paper_noise, reference_ledger
+    from nodedp.plans.dpar import paper_noise, reference_ledger
 
     q, eps = FAST["sample_rate"], 4.0
     num_train = tiny_inputs.split.train.numel()

@@ -16,24 +16,22 @@ from torch.utils._pytree import tree_flatten
 from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, verify_ledger_dict
-from nodedp.accounting.mixture_pld import pld_of_event
+from nodedp.accounting.pld import pld_of_event
+from nodedp.contract.base import RunInputs, RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.data import bound_out_degree, degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors, clip_rows
-from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.dpdgc import (
+from nodedp.methods.dpdgc import adjacency_rows, clipped_gradient_sum, in_neighbours, plan_dpdgc
+from nodedp.models import AdjacencyEncoder
+from nodedp.models.dpdgc import AdjacencyRows
+from nodedp.plans.dpdgc import (
     PLD_MIN_NOISE_MULTIPLIER,
-    adjacency_rows,
-    clipped_gradient_sum,
-    in_neighbours,
-    plan_dpdgc,
     public_code_delta,
     public_code_epsilon,
     public_code_noise,
     reference_accountant,
 )
-from nodedp.models import AdjacencyEncoder
-from nodedp.models.dpdgc import AdjacencyRows
 from nodedp.train import OptimConfig, PerSampleGradients, PrivacyConfig, train_model
 from nodedp.train.per_sample import split_flat
 from tests.methods._structure import accuracy_on as _accuracy

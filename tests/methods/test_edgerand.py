@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from nodedp.accounting import verify_ledger_dict
-from nodedp.methods import RunSpec, get_method
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
 
 
 def run(inputs, method: str, epsilon: float):

@@ -10,9 +10,10 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.accounting import verify_ledger_dict
+from nodedp.contract.base import RunInputs, RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.data import degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
-from nodedp.methods import RunInputs, RunSpec, get_method
 from nodedp.methods.aggregation_perturbation import plan_aggregation_perturbation
 from nodedp.plans.aggregation_perturbation import plan_progap
 from tests.methods._structure import accuracy_on as _accuracy
@@ -256,7 +257,7 @@ def test_an_out_degree_bound_of_its_own_must_match_the_artifact(tiny_inputs, met
 
 
 def test_out_degree_bound_is_a_checked_hyperparameter_under_the_key_the_workflow_reads():
-    from nodedp.config import DEGREE_BOUND_KEYS
+    from nodedp.contract.structure import DEGREE_BOUND_KEYS
 
     assert DEGREE_BOUND_KEYS["out-degree"] == "out_degree_bound"
     assert get_method("gap").parse_hparams({"out_degree_bound": 168}).out_degree_bound == 168

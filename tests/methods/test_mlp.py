@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodedp.methods import RunSpec, get_method
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
 
 
 def run_dp_mlp(inputs, *, epsilon: float, seed: int, **hparams):

@@ -9,7 +9,10 @@ import torch
 from torch_geometric.data import Data
 
 from nodedp.accounting import Ledger, min_keep_parameter, split_budget, verify_ledger_dict
-from nodedp.accounting.nip import worst_case_budget_ratio
+from nodedp.accounting.nip_bounds import worst_case_budget_ratio
+from nodedp.contract.base import RunInputs, RunSpec
+from nodedp.contract.registry import get_method
+from nodedp.contract.specs.nip_gnn import NipHparams
 from nodedp.data import bound_undirected_degree, random_split
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
 from nodedp.mechanisms import (
@@ -20,8 +23,7 @@ from nodedp.mechanisms import (
     unbiased_sampling_probability,
 )
 from nodedp.mechanisms.nip_sparse import uses_dense_release
-from nodedp.methods import RunInputs, RunSpec, get_method
-from nodedp.methods.nip_gnn import NipHparams, nap_budgets, tnie_scores
+from nodedp.methods.nip_gnn import nap_budgets, tnie_scores
 from nodedp.models import aca_propagate
 from tests.methods._structure import accuracy_on as _accuracy
 from tests.methods._structure import extended_graph, with_bound

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from nodedp.cli import main
-from nodedp.config import structure_bounds
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
+from nodedp.contract.structure import structure_bounds
 from nodedp.data import get_dataset
-from nodedp.methods import RunSpec, get_method
 from nodedp.plans import PublicInputs, planner_of
 from nodedp.verify import verify_run
 from tests._runs import forge, lay_out_workspace

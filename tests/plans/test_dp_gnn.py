@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from nodedp.cli import main
-from nodedp.methods import RunSpec, get_method
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.plans import PublicInputs
 from nodedp.plans.dp_gnn import layer_names, plan_dp_gnn, stated_thresholds
 from nodedp.verify import _diff, verify_run

@@ -76,9 +76,10 @@ def workspace(tiny_graph_dir, tiny_split_path, tmp_path_factory):
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_real_dpar_runs_verify_and_their_artifacts_hold_the_planned_ledger(workspace, monkeypatch, name):
+    from nodedp.contract.base import RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.data import load_split
     from nodedp.io import read_json
-    from nodedp.methods import RunSpec, get_method
     from nodedp.plans import PublicInputs, planner_of
     from nodedp.plans.dpar import plan_dp_appr
 
@@ -168,7 +169,8 @@ def test_an_untouched_copy_of_a_dpar_run_verifies(workspace, tmp_path, monkeypat
 
 
 def test_a_run_refuses_an_artifact_whose_ledger_is_not_its_plans(tiny_inputs):
-    from nodedp.methods import RunInputs, RunSpec, get_method
+    from nodedp.contract.base import RunInputs, RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.methods.dpar import build_dp_appr
 
     info = get_method("dpar-em0")
@@ -201,7 +203,8 @@ def test_the_plans_read_public_inputs_only_and_match_the_reference_ledger():
     """The reference run's plan is ``reference_ledger`` at §4.1's δ (csbm-tiny is not in Table 1), from the
     training-set size alone; M = ⌈q'·|train|⌉ when num_sources is 0."""
     from nodedp.accounting.dpar import paper_delta
-    from nodedp.methods import RunSpec, get_method
+    from nodedp.contract.base import RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.plans import PublicInputs
     from nodedp.plans.dpar import plan_dp_appr, plan_dpar_em0, reference_ledger
 

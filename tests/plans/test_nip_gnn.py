@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from nodedp.accounting.nip import worst_case_budget_ratio
+from nodedp.accounting.nip_bounds import worst_case_budget_ratio
 from nodedp.cli import main
+from nodedp.contract.base import RunSpec
+from nodedp.contract.registry import get_method
 from nodedp.data import load_split
-from nodedp.methods import RunSpec, get_method
 from nodedp.plans import PublicInputs
 from nodedp.plans.nip_gnn import NipReleased, plan_nip_gnn, released_inputs
 from nodedp.verify import _diff, verify_run

@@ -32,8 +32,9 @@ def test_a_run_plans_from_the_datasets_metadata_so_a_neighbouring_graph_gets_the
     import torch
 
     from nodedp.cli.common import target_delta
+    from nodedp.contract.base import RunSpec
+    from nodedp.contract.registry import get_method
     from nodedp.io import read_json
-    from nodedp.methods import RunSpec, get_method
     from nodedp.plans import plan_run
 
     meta = read_json(tiny_graph_dir / "meta.json")

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from nodedp.accounting import ACCOUNTANT_POLICIES
+from nodedp.contract.registry import method_names
 from nodedp.data import dataset_names
-from nodedp.methods import method_names
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())

@@ -26,7 +26,7 @@ shell.prefix(
 from nodedp import grid
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.config import ConfigError, check_config, check_schema, regime_study, resolve_method
-from nodedp.methods.registry import PluginError
+from nodedp.contract.registry import PluginError
 from nodedp.jobs import job_resources as _job_resources
 
 # The grid's file(s), named in every config error: config.yaml, or what --configfile gave instead (Snakefile).

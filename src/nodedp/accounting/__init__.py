@@ -35,13 +35,11 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "dp_appr_plan",
         "gm_sensitivity",
         "gumbel_topk_epsilon",
-        "gumbel_topk_rdp",
         "inner_budget",
         "paper_composition_epsilon",
         "reference_understated",
     ),
     "events": (
-        "RDP_ORDERS",
         "compose",
         "epsilon_of",
         "event_from_dict",
@@ -77,14 +75,13 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "write_ledger",
     ),
     "nip": (
-        "aggregation_sensitivity",
-        "edge_randomization_epsilon",
-        "min_keep_parameter",
         "nip_aggregation_record",
         "nip_edge_record",
         "nip_label_record",
-        "split_budget",
     ),
+    "nip_bounds": ("aggregation_sensitivity", "edge_randomization_epsilon", "min_keep_parameter", "split_budget"),
+    "gumbel": ("gumbel_topk_rdp",),
+    "orders": ("RDP_ORDERS",),
     "rebuild": ("MECHANISMS", "RecordMismatch", "check_record"),
 }
 

@@ -16,12 +16,9 @@ from typing import Any
 
 from dp_accounting.dp_event import DpEvent
 
-from nodedp.accounting.events import (
-    ACCOUNTANTS,
-    check_delta,
-    epsilon_of,
-    subsampled_gaussian_event,
-)
+from nodedp.accounting._checks import check_delta
+from nodedp.accounting.constants import ACCOUNTANTS
+from nodedp.accounting.events import epsilon_of, subsampled_gaussian_event
 from nodedp.accounting.hypergeometric import hypergeometric_gaussian_epsilon, hypergeometric_gaussian_rdp
 
 __all__ = ["calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_ledger", "calibrate_noise_multiplier"]

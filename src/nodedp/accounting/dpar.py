@@ -18,17 +18,16 @@ from dp_accounting import dp_event
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.optimize import brentq
 
-from nodedp.accounting._checks import check_int, check_positive
+from nodedp.accounting._checks import check_delta, check_int, check_positive
 from nodedp.accounting._dp_private import poisson_subsampled_gaussian_rdp
 from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
 from nodedp.accounting.constants import EM_VALUE_SHARE  # re-exported
-from nodedp.accounting.events import RDP_ORDERS, check_delta
 from nodedp.accounting.gumbel import gumbel_topk_rdp
 from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
+from nodedp.accounting.orders import RDP_ORDERS
 
 __all__ = [
     "EM_OPTIONS",
-    "EM_VALUE_SHARE",
     "FEATURES_RATIO",
     "PAPER_DELTAS",
     "PAPER_DELTA_SHARE",
@@ -47,7 +46,6 @@ __all__ = [
     "dp_appr_plan",
     "gm_sensitivity",
     "gumbel_topk_epsilon",
-    "gumbel_topk_rdp",
     "gumbel_topk_selection_epsilon",
     "inner_budget",
     "paper_composition_epsilon",

@@ -23,15 +23,11 @@ from dp_accounting.rdp import RdpAccountant
 
 from nodedp.accounting._checks import check_delta, check_positive  # check_delta re-exported
 from nodedp.accounting._memo import Memo
-from nodedp.accounting.constants import ACCOUNTANT_POLICIES, ACCOUNTANTS  # re-exported
+from nodedp.accounting.constants import ACCOUNTANTS  # re-exported
 from nodedp.accounting.orders import RDP_ORDERS  # re-exported
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 
 __all__ = [
-    "ACCOUNTANTS",
-    "ACCOUNTANT_POLICIES",
-    "RDP_ORDERS",
-    "check_delta",
     "compose",
     "epsilon_of",
     "event_from_dict",

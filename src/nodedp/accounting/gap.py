@@ -17,10 +17,10 @@ import numpy as np
 from dp_accounting import dp_event
 from scipy.special import gammaln, logsumexp
 
-from nodedp.accounting._checks import check_int, check_positive
+from nodedp.accounting._checks import check_delta, check_int, check_positive
 from nodedp.accounting.calibration import calibrate_noise_multiplier
 from nodedp.accounting.delta import default_delta
-from nodedp.accounting.events import check_delta, compose, epsilon_of, gaussian_event, subsampled_gaussian_event
+from nodedp.accounting.events import compose, epsilon_of, gaussian_event, subsampled_gaussian_event
 
 __all__ = [
     "GapPaperNoise",

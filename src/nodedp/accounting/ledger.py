@@ -26,20 +26,15 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from nodedp.accounting._checks import VERIFY_RTOL
 from nodedp.accounting._memo import Memo
-from nodedp.accounting.events import (
-    ACCOUNTANTS,
-    RDP_ORDERS,
-    compose,
-    epsilon_of,
-    event_from_dict,
-    event_to_dict,
-)
+from nodedp.accounting.constants import ACCOUNTANTS
+from nodedp.accounting.events import compose, epsilon_of, event_from_dict, event_to_dict
 from nodedp.accounting.gumbel import gumbel_topk_rdp_of_params
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
     poisson_occurrence_gaussian_rdp_of_params,
 )
 from nodedp.accounting.mixture_pld import MIXTURE_PLD_KINDS, mixture_pld_of_params
+from nodedp.accounting.orders import RDP_ORDERS
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 from nodedp.accounting.rebuild import check_record
 

@@ -34,19 +34,14 @@ from nodedp.accounting.pld import (  # the grid and the DpEvents' PLDs, re-expor
     VALUE_DISCRETIZATION_INTERVAL,
     _check_interval,
     epsilon_pld,
-    pld_of_event,
 )
 
 __all__ = [
-    "LOG_MASS_TRUNCATION_BOUND",
     "MIXTURE_PLD_KINDS",
-    "VALUE_DISCRETIZATION_INTERVAL",
     "calibrate_mixture_pld",
-    "epsilon_pld",
     "hypergeometric_step_pld",
     "mixture_epsilon_of_params",
     "mixture_pld_of_params",
-    "pld_of_event",
     "poisson_occurrence_step_pld",
     "revealed_gaussian_mixture_pld",
 ]

@@ -27,20 +27,13 @@ from nodedp.accounting.nip_bounds import (  # re-exported
 )
 
 __all__ = [
-    "BUDGET_SCHEMES",
     "NipActualEpsilon",
     "NipPaperNoise",
-    "aggregation_sensitivity",
-    "edge_randomization_epsilon",
-    "label_keep_probability",
-    "min_keep_parameter",
     "nip_aggregation_record",
     "nip_edge_record",
     "nip_label_record",
     "nip_paper_noise",
     "nip_reference_epsilon",
-    "split_budget",
-    "worst_case_budget_ratio",
 ]
 
 # Floating-point room when checking a claimed bound (s ≥ s_min, the budget scale).

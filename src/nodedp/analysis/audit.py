@@ -26,7 +26,7 @@ from nodedp.analysis.figures import _save_all, method_style
 from nodedp.analysis.paper_tables import _tex
 from nodedp.analysis.tables import _single, format_epsilon_value
 from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon, epsilon_one_run, tpr_at_fpr
-from nodedp.config import REFERENCE_SUFFIX
+from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.io import read_json, write_text
 
 __all__ = [

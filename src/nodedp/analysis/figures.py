@@ -39,7 +39,7 @@ from nodedp.analysis.tables import (
     format_epsilon_value,
     metric_label,
 )
-from nodedp.config import REFERENCE_SUFFIX
+from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.io import atomic_write
 
 COL_WRAP = 3

@@ -40,7 +40,7 @@ from nodedp.analysis.tables import (
     latex_escape,
     one_class_mark,
 )
-from nodedp.config import REFERENCE_SUFFIX
+from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.io import atomic_write, write_text
 
 if TYPE_CHECKING:  # polars loads when a table is drawn, not when the workflow plans (it reads PAPER_TABLES)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from nodedp.analysis.published import PAPERS, STAND_INS, published_for, stands_in_for
 from nodedp.analysis.tables import DAGGER, _latex_unicode, format_epsilon_value, latex_escape
-from nodedp.config import REFERENCE_SUFFIX
+from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.io import write_text
 
 if TYPE_CHECKING:  # imported where rows are built: planning reads this module's marks without polars

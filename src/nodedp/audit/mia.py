@@ -18,8 +18,8 @@ from torch import Tensor, nn
 from torch_geometric.data import Data
 
 from nodedp.audit.statistics import attack_auc
+from nodedp.contract.base import RunResult
 from nodedp.data.splits import Split, remove_cross_split_edges, validate_split
-from nodedp.methods.base import RunResult
 
 __all__ = ["MiaPartition", "MiaResult", "partition_nodes", "sorted_posteriors", "training_graph", "tstf_attack"]
 

@@ -135,8 +135,8 @@ def method_trainer(
     the structure artifacts it needs built on that graph as the workflow builds them for the cell ``spec``
     (degree bounding at ``bounds`` with the cell's seed, inductive splits without their cross-split edges;
     DP-APPR at the cell's ε, δ and seed, ``dataset`` naming the paper's δ for a reference run)."""
+    from nodedp.contract.base import RunInputs
     from nodedp.data import degree_artifact, remove_cross_split_edges
-    from nodedp.methods.base import RunInputs
 
     def train(graph: Any, split: Any) -> Any:
         structure: dict[str, Any] = {}
@@ -191,14 +191,14 @@ def audit_run(
     """Audit ``method`` (a registry id) on ``inputs`` (``RunInputs`` of the original graph and split): plant
     ``m`` canaries (default ``default_canary_count`` at the run's δ) within ``canary_degree_bound``, train once
     with ``spec`` and ``hparams`` (the method's parsed hyperparameters) on the private graph, its structure built at
-    the public ``bounds`` (``nodedp.config.structure_bounds``), score every canary and bound ε.
+    the public ``bounds`` (``nodedp.contract.structure.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
     ``releases``: also audit white-box the run's NAP release where its ledger records a node-level NAP
     (``nodedp.audit.nap``, synthetic canaries of its own, ``best_canary_count`` at the claim's δ) and its DP-SGD
     release where it records Poisson-sampled DP-SGD (``nodedp.audit.dpsgd``, ``RELEASE_RUNS`` simulated runs)
     into ``AuditResult.nap_release`` and ``dpsgd_release``."""
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     info = get_method(method)
     if not info.private:

@@ -14,28 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodedp.cli import audit, data, report, structure, train, verify
-from nodedp.cli.common import (
-    AddVerb,
-    LogProgress,
-    VerbFailure,
-    format_epsilon,
-    note,
-    parse_delta,
-    parse_epsilon,
-    restart_clock,
-    tell_console,
-)
+from nodedp.cli.common import AddVerb, LogProgress, VerbFailure, restart_clock, tell_console
 
-__all__ = [
-    "LogProgress",
-    "build_parser",
-    "format_epsilon",
-    "main",
-    "note",
-    "parse_delta",
-    "parse_epsilon",
-    "tell_console",
-]
+__all__ = ["build_parser", "main"]
 
 EPILOG = """\
 Typical use on one cell of the grid (what the Snakemake rules run):

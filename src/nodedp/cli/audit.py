@@ -139,10 +139,10 @@ def audit_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     import dataclasses
 
     from nodedp.audit.run import audit_run
-    from nodedp.config import structure_bounds
+    from nodedp.contract.base import RunInputs, RunSpec
+    from nodedp.contract.structure import structure_bounds
     from nodedp.data import get_dataset, load_split
     from nodedp.io import write_json
-    from nodedp.methods import RunInputs, RunSpec
     from nodedp.provenance import provenance
 
     started = time.perf_counter()

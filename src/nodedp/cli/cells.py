@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nodedp.cli.common import LogProgress, format_epsilon, note, parse_epsilon, restart_clock
+from nodedp.cli.common import LogProgress, note, parse_epsilon, restart_clock
+from nodedp.contract.naming import format_epsilon
 
 
 def read_cell_list(text: str) -> tuple[str, object]:

@@ -116,16 +116,6 @@ def progress_default() -> bool:
     return sys.stderr.isatty() or os.environ.get(PROGRESS_ENV) == "1"
 
 
-def format_epsilon(eps: float) -> str:
-    """The `eps~{eps}` path component: `inf` for non-private, else the shortest form that reads back as exactly
-    ``eps`` (``:g`` where it does, e.g. 8 and 0.5; else Python's round-trip repr, e.g. 1.2345678): two ε never
-    share a folder, and a cell trains at the ε its grid gives."""
-    if math.isinf(eps):
-        return "inf"
-    short = f"{float(eps):g}"
-    return short if float(short) == float(eps) else repr(float(eps))
-
-
 def parse_epsilon(text: str) -> float:
     try:
         value = float(text)
@@ -178,7 +168,7 @@ def method_settings(
     """(method, name, registry entry, parsed hyperparameters, δ, accountant) of a run from ``--method``,
     ``--name``, ``--epsilon`` (or ``epsilon``) and either ``--hparams``/``--delta``/``--accountant`` or
     ``--config`` (whose variant, privacy δ and accountant win)."""
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     method, name = args.method, args.name or args.method
     hparams, delta, accountant = args.hparams, args.delta, args.accountant

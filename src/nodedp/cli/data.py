@@ -57,7 +57,7 @@ def cmd_check_config(args: argparse.Namespace) -> None:
 def count_cells(config: dict) -> int:
     """The training cells (dataset, method, ε, seed) of a config's studies, each counted once."""
     from nodedp.config import resolve_method
-    from nodedp.methods import get_method
+    from nodedp.contract.registry import get_method
 
     cells = set()
     for study in config["studies"].values():

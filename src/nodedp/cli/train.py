@@ -36,7 +36,7 @@ METHOD_HELP = "a method id (see `methods`); with --config also a variant named i
 
 def cmd_methods(args: argparse.Namespace) -> None:
     from nodedp.config import read_config
-    from nodedp.methods import get_method, method_names
+    from nodedp.contract.registry import get_method, method_names
 
     config = read_config(args.config) if args.config else {}
     if args.verbose:
@@ -159,9 +159,9 @@ def train_cells(args: argparse.Namespace, cells: list[dict]) -> None:
 
 def train_cell(args: argparse.Namespace, cell: dict, settings: tuple) -> None:
     """One cell: train, check the ledger against the run, write ledger.json then metrics.json, print a line."""
+    from nodedp.contract.base import RunInputs, RunSpec
     from nodedp.data import load_split
     from nodedp.io import write_json
-    from nodedp.methods import RunInputs, RunSpec
 
     started = time.perf_counter()
     method, name, info, hp, delta, accountant = settings  # method_settings(args, cell["epsilon"])
@@ -255,7 +255,7 @@ def run_metrics(
         "device": str(torch.device("cuda" if torch.cuda.is_available() and args.device != "cpu" else "cpu")),
         "version": provenance(),
     }
-    from nodedp.methods.registry import plugin_of
+    from nodedp.contract.registry import plugin_of
 
     if plugin_of(method):  # a method from outside nodedp: the module a reader must load to re-derive the run
         metrics["plugin"] = plugin_of(method)

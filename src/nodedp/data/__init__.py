@@ -46,7 +46,6 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "validate_graph",
     ),
     "splits": (
-        "SETTINGS",
         "Split",
         "SplitValidationError",
         "load_split",

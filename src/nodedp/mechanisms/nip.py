@@ -14,8 +14,8 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting._checks import check_int, check_positive
-from nodedp.accounting.nip import (
-    BUDGET_SCHEMES,
+from nodedp.accounting.constants import BUDGET_SCHEMES
+from nodedp.accounting.nip_bounds import (
     _check_s,
     aggregation_sensitivity,
     label_keep_probability,

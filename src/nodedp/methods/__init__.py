@@ -1,22 +1,3 @@
-"""Methods: one implementation module per family; their registry entries and hyperparameters live in
-``nodedp.methods.specs`` (torch-free), and each implementation is imported when its method runs."""
-
-from nodedp.methods import specs  # noqa: F401  (registration)
-from nodedp.methods.base import MethodInfo, RunInputs, RunResult, RunSpec
-from nodedp.methods.registry import (
-    UnknownMethodError,
-    get_method,
-    method_names,
-    register_method,
-)
-
-__all__ = [
-    "MethodInfo",
-    "RunInputs",
-    "RunResult",
-    "RunSpec",
-    "UnknownMethodError",
-    "get_method",
-    "method_names",
-    "register_method",
-]
+"""Methods: one implementation module per family (torch), imported when its method runs. What a method is
+(its registry entry, hyperparameters, the inputs it receives and the result it returns) is the torch-free
+contract below the plans: ``nodedp.contract``."""

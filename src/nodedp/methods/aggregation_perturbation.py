@@ -19,17 +19,17 @@ import torch
 from torch import Tensor, nn
 
 from nodedp.accounting import Ledger
-from nodedp.data import Split, bound_degree, remove_cross_split_edges
-from nodedp.mechanisms import NAP
-from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.methods.dpsgd import privacy_from_record
-from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
+from nodedp.contract.base import RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.contract.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
     ApHparams,
     ReferenceMode,
     register_levels,
 )
+from nodedp.data import Split, bound_degree, remove_cross_split_edges
+from nodedp.mechanisms import NAP
+from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import Plan, PublicInputs
+from nodedp.plans.dpsgd import privacy_from_record
 from nodedp.train import PrivacyConfig, poisson_batches, train_model
 
 if TYPE_CHECKING:

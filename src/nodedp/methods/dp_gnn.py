@@ -16,12 +16,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from nodedp.contract.base import RunInputs, RunResult, RunSpec, degree_bound_of
+from nodedp.contract.specs.dp_gnn import CLIPPINGS, DpGnnHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.data import bound_out_degree, remove_cross_split_edges
-from nodedp.methods.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.gnn import full_graph_predict
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.dp_gnn import CLIPPINGS, DpGnnHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.plans import PublicInputs
 from nodedp.plans.dp_gnn import (  # noqa: F401  (the paper's accountant, re-exported: torch-free, the plan's)
@@ -35,6 +34,7 @@ from nodedp.plans.dp_gnn import (  # noqa: F401  (the paper's accountant, re-exp
     paper_reference_noise_multiplier,
     plan_dp_gnn,
 )
+from nodedp.plans.dpsgd import privacy_from_record
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train import (
     fixed_size_batches,

@@ -20,12 +20,8 @@ from torch import Tensor
 
 from nodedp.accounting import Ledger
 from nodedp.accounting.hypergeometric import SELF_ONLY
-from nodedp.data import remove_cross_split_edges
-from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.dpsgd import privacy_from_record
-from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.dpar import (  # re-exported: the registry's, torch-free (planning keys artifacts)
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.dpar import (  # re-exported: the registry's, torch-free (planning keys artifacts)
     APPR_KEYS,
     ARTIFACT_KIND,
     FEATURES,
@@ -33,6 +29,9 @@ from nodedp.methods.specs.dpar import (  # re-exported: the registry's, torch-fr
     DparHparams,
     appr_spec,
 )
+from nodedp.data import remove_cross_split_edges
+from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
+from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import PublicInputs
 from nodedp.plans.dpar import (  # re-exported: the plans are torch-free (nodedp.plans.dpar)
     SOURCE_RULE,
@@ -44,6 +43,7 @@ from nodedp.plans.dpar import (  # re-exported: the plans are torch-free (nodedp
     reference_ledger,
     sgd_schedule,
 )
+from nodedp.plans.dpsgd import privacy_from_record
 from nodedp.structure import appr_push
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
 

@@ -20,14 +20,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from nodedp.accounting import Ledger
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.dpdgc import DpdgcHparams  # re-exported: the registry's, torch-free
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.methods.aggregation_perturbation import inference_edges
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.dpsgd import privacy_from_record
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.dpdgc import DpdgcHparams  # re-exported: the registry's, torch-free
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.dpdgc import AdjacencyRows
 from nodedp.plans import PublicInputs
@@ -45,6 +44,7 @@ from nodedp.plans.dpdgc import (  # re-exported: the plan's, torch-free
     reference_accountant,
 )
 from nodedp.plans.dpdgc import plan_dpdgc as plan_dpdgc_public
+from nodedp.plans.dpsgd import privacy_from_record
 from nodedp.train import (
     PrivacyConfig,
     make_generator,

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import torch
 
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.gnn import GnnHparams
 from nodedp.mechanisms.edge_rr import flip_probability, randomize_adjacency
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.gnn import GnnHparams, run_gnn
+from nodedp.methods.gnn import run_gnn
 from nodedp.plans import PublicInputs
 from nodedp.plans.edgerand import plan_edgerand
 

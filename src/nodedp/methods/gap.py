@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.gap import GapHparams, GapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.specs.gap import GapHparams, GapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.models import GAPClassifier, GAPEncoder
 from nodedp.plans.aggregation_perturbation import plan_gap
 from nodedp.train import resolve_device, seed_everything

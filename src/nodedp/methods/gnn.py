@@ -16,10 +16,10 @@ import torch
 from torch import Tensor
 
 from nodedp.accounting import Ledger
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.gnn import GnnHparams  # re-exported: the registry's, torch-free
 from nodedp.data import Split, remove_cross_split_edges
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.gnn import GnnHparams  # re-exported: the registry's, torch-free
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.train import resolve_device, seed_everything
 

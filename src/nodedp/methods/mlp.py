@@ -12,9 +12,9 @@ the actual ε at that δ is the claimed one; only δ may differ from the suite's
 from __future__ import annotations
 
 from nodedp.accounting import Ledger
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.mlp import DpMlpHparams, MlpHparams  # re-exported: the registry's, torch-free
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.mlp import DpMlpHparams, MlpHparams  # re-exported: the registry's, torch-free
 from nodedp.models import MLP
 from nodedp.plans import PublicInputs
 from nodedp.plans.mlp import plan_mlp

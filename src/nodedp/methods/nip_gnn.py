@@ -17,7 +17,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from nodedp.accounting.nip import worst_case_budget_ratio
+from nodedp.accounting.nip_bounds import worst_case_budget_ratio
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.nip_gnn import (  # re-exported: the registry's, torch-free
+    AGGREGATIONS,
+    EXACT_PARTS,
+    NipHparams,
+    exact_parts,
+)
 from nodedp.data import bound_undirected_degree, remove_cross_split_edges
 from nodedp.mechanisms import (
     degree_preserving_randomization,
@@ -30,14 +37,7 @@ from nodedp.mechanisms import (
 )
 from nodedp.mechanisms.nip import ScaledBudgets, paper_sampling_probability, scale_budgets_to_worst_case
 from nodedp.mechanisms.nip_sparse import randomize_and_resample, randomize_and_resample_with_probabilities
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
 from nodedp.methods.node_classifier import fit_node_classifier
-from nodedp.methods.specs.nip_gnn import (  # re-exported: the registry's, torch-free
-    AGGREGATIONS,
-    EXACT_PARTS,
-    NipHparams,
-    exact_parts,
-)
 from nodedp.models import MLP, aca_propagate
 from nodedp.plans import PublicInputs
 from nodedp.plans.nip_gnn import NipReleased, nip_noise, plan_nip_gnn

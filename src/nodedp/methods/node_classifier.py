@@ -10,8 +10,8 @@ import torch
 from torch import Tensor, nn
 
 from nodedp.accounting import Ledger
+from nodedp.contract.base import RunResult, RunSpec
 from nodedp.data import Split
-from nodedp.methods.base import RunResult, RunSpec
 from nodedp.train import OptimConfig, PrivacyConfig, evaluate, metrics_from_logits, train_model
 from nodedp.train.evaluate import majority_class_accuracy
 from nodedp.train.stages import stage

@@ -12,16 +12,11 @@ import time
 
 from torch import Tensor
 
+from nodedp.contract.base import RunInputs, RunResult, RunSpec
+from nodedp.contract.specs.aggregation_perturbation import ApHparams
+from nodedp.contract.specs.progap import ProgapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.mechanisms import NAP
-from nodedp.methods.aggregation_perturbation import (
-    ApHparams,
-    ap_predict,
-    finish,
-    plan_aggregation_perturbation,
-    train_stage,
-)
-from nodedp.methods.base import RunInputs, RunResult, RunSpec
-from nodedp.methods.specs.progap import ProgapNodeHparams  # noqa: F401  (re-exported: the registry's)
+from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
 from nodedp.models import ProGAP, ProGAPStage
 from nodedp.plans.aggregation_perturbation import plan_progap
 from nodedp.train import resolve_device, seed_everything

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nodedp.accounting import Ledger
-    from nodedp.methods.base import MethodInfo, RunSpec
+    from nodedp.contract.base import MethodInfo, RunSpec
 
 __all__ = ["Plan", "PublicInputs", "plan_run", "planner_of"]
 
@@ -95,8 +95,8 @@ class PublicInputs:
 
     def degree_bounds(self, hparams: Mapping[str, Any]) -> dict[str, int]:
         """The public degree bound of each structure kind for a method's hyperparameters (the dataset
-        registry's, unless the hyperparameters set their own: ``nodedp.config.structure_bounds``)."""
-        from nodedp.config import structure_bounds
+        registry's, unless the hyperparameters set their own: ``nodedp.contract.structure.structure_bounds``)."""
+        from nodedp.contract.structure import structure_bounds
         from nodedp.data import get_dataset
 
         return structure_bounds(get_dataset(self.dataset), hparams)

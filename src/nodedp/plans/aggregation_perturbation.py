@@ -16,9 +16,9 @@ from typing import Any
 
 from nodedp.accounting import Claim, DegreeBound, Ledger, MechanismRecord, calibrate_gap, nap_event
 from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise
-from nodedp.methods.base import RunSpec
-from nodedp.methods.dpsgd import dpsgd_record
+from nodedp.contract.base import RunSpec
 from nodedp.plans import Plan, PublicInputs
+from nodedp.plans.dpsgd import dpsgd_record
 
 __all__ = [
     "nap_sensitivity_of",

@@ -26,9 +26,9 @@ from nodedp.accounting import (
     hypergeometric_gaussian_params,
     max_occurrences,
 )
-from nodedp.methods.base import RunSpec
-from nodedp.methods.specs.dp_gnn import DpGnnHparams
-from nodedp.methods.specs.gnn import LAYERS
+from nodedp.contract.base import RunSpec
+from nodedp.contract.specs.dp_gnn import DpGnnHparams
+from nodedp.contract.specs.gnn import LAYERS
 from nodedp.plans import Plan, PublicInputs
 
 __all__ = [

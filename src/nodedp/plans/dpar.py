@@ -38,8 +38,8 @@ from nodedp.accounting.dpar import (
     paper_dp_sgd_noise_multiplier,
 )
 from nodedp.accounting.hypergeometric import RANKED_SOURCES, SELF_ONLY, occurrence_bound
-from nodedp.methods.base import RunSpec
-from nodedp.methods.specs.dpar import FEATURES, OPTIONS, DparHparams, appr_spec
+from nodedp.contract.base import RunSpec
+from nodedp.contract.specs.dpar import FEATURES, OPTIONS, DparHparams, appr_spec
 from nodedp.plans import Plan, PublicInputs
 
 __all__ = [

@@ -33,10 +33,10 @@ from nodedp.accounting import (
     poisson_occurrence_gaussian_params,
 )
 from nodedp.accounting.hypergeometric import OWN_PLUS_ROWS
-from nodedp.methods.base import RunSpec
-from nodedp.methods.dpsgd import dpsgd_record
-from nodedp.methods.specs.dpdgc import DpdgcHparams
+from nodedp.contract.base import RunSpec
+from nodedp.contract.specs.dpdgc import DpdgcHparams
 from nodedp.plans import Plan, PublicInputs
+from nodedp.plans.dpsgd import dpsgd_record
 
 __all__ = [
     "PLD_MIN_NOISE_MULTIPLIER",

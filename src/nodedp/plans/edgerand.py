@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from nodedp.accounting import Ledger, MechanismRecord
-from nodedp.methods.base import RunSpec
+from nodedp.contract.base import RunSpec
 from nodedp.plans import Plan, PublicInputs
 
 __all__ = ["plan_edgerand"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from nodedp.accounting import Claim, Ledger
 from nodedp.accounting.gap import gap_paper_delta
-from nodedp.methods.base import RunSpec
-from nodedp.methods.dpsgd import plan_dpsgd
-from nodedp.methods.specs.mlp import DpMlpHparams
+from nodedp.contract.base import RunSpec
+from nodedp.contract.specs.mlp import DpMlpHparams
 from nodedp.plans import Plan, PublicInputs
+from nodedp.plans.dpsgd import plan_dpsgd
 
 
 def plan_mlp(public: PublicInputs, spec: RunSpec, hp: DpMlpHparams) -> Plan:

@@ -27,13 +27,10 @@ from nodedp.accounting import (
     nip_label_record,
     split_budget,
 )
-from nodedp.accounting.nip import (
-    nip_paper_noise,
-    nip_reference_epsilon,
-    worst_case_budget_ratio,
-)
-from nodedp.methods.base import RunSpec
-from nodedp.methods.specs.nip_gnn import EXACT_PARTS, NipHparams, exact_parts
+from nodedp.accounting.nip import nip_paper_noise, nip_reference_epsilon
+from nodedp.accounting.nip_bounds import worst_case_budget_ratio
+from nodedp.contract.base import RunSpec
+from nodedp.contract.specs.nip_gnn import EXACT_PARTS, NipHparams, exact_parts
 from nodedp.plans import Plan, PublicInputs
 
 __all__ = ["NipNoise", "NipReleased", "nip_noise", "plan_nip_gnn", "reference_reads", "released_inputs"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["ApHparams", "ReferenceMode", "register_levels"]
 
@@ -55,7 +55,7 @@ class ReferenceMode:
     """Mixed into the node-level hyperparameters only (``gap``, ``progap``): their reference mode."""
 
     # "suite": z calibrated to the target with the suite's accountant; "paper": the papers' rule (z at their
-    # δ, NAP std z·√D), the ledger recording the actual ε beside the claim (nodedp.methods.base.ACCOUNTING_MODES).
+    # δ, NAP std z·√D), the ledger recording the actual ε beside the claim (nodedp.contract.base.ACCOUNTING_MODES).
     accounting: str = "suite"
 
 
@@ -68,7 +68,7 @@ _LEVEL_SUFFIXES = (
 
 def register_levels(family: str, *, description: str, hparams: type, node_hparams: type, run: str, plan: str) -> None:
     """Register `family` (node level), `family-edge` and `family-nodp`; ``run`` is the "module:function" of
-    ``run(inputs, spec, hp, level=...)``, imported when a run starts (``nodedp.methods.base.LazyRun``); ``plan``
+    ``run(inputs, spec, hp, level=...)``, imported when a run starts (``nodedp.contract.base.LazyRun``); ``plan``
     the "module:function" of the node level's planner (``nodedp.plans``), the edge level's being the same name
     with ``_edge`` (``nodedp.plans.aggregation_perturbation``: ``plan_gap``, ``plan_gap_edge``); the non-private
     twin needs none.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodedp.methods.specs.aggregation_perturbation import ApHparams, ReferenceMode, register_levels
+from nodedp.contract.specs.aggregation_perturbation import ApHparams, ReferenceMode, register_levels
 
 __all__ = ["GapHparams", "GapNodeHparams"]
 

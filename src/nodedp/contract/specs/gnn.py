@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["LAYERS", "GnnHparams"]
 
 # The GNN layers of ``nodedp.models.SubgraphGNN`` (its ``LAYERS``), named here without torch: each is a
-# non-private method here and a DP-GNN method (``nodedp.methods.specs.dp_gnn``).
+# non-private method here and a DP-GNN method (``nodedp.contract.specs.dp_gnn``).
 LAYERS = ("gcn", "gin", "gat", "sage")
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodedp.accounting.constants import EM_VALUE_SHARE
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["APPR_KEYS", "ARTIFACT_KIND", "FEATURES", "OPTIONS", "DparHparams", "appr_spec"]
 

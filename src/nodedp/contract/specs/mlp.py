@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["DpMlpHparams", "MlpHparams"]
 

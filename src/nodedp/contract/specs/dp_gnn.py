@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
-from nodedp.methods.specs.gnn import LAYERS
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
+from nodedp.contract.specs.gnn import LAYERS
 
 __all__ = ["CLIPPINGS", "DpGnnHparams"]
 

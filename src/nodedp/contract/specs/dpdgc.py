@@ -6,8 +6,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["DpdgcHparams"]
 

@@ -7,13 +7,8 @@ import pytest
 import torch
 
 from nodedp.accounting import Ledger
-from nodedp.methods import (
-    MethodInfo,
-    UnknownMethodError,
-    get_method,
-    method_names,
-    register_method,
-)
+from nodedp.contract.base import MethodInfo
+from nodedp.contract.registry import UnknownMethodError, get_method, method_names, register_method
 
 
 def test_registry_has_the_walking_skeleton_methods():
@@ -68,7 +63,7 @@ def test_check_epsilon_matches_privacy():
 
 
 def test_non_private_methods_return_an_empty_ledger(tiny_inputs):
-    from nodedp.methods import RunSpec
+    from nodedp.contract.base import RunSpec
 
     for name in ("mlp", "gcn"):
         info = get_method(name)
@@ -83,8 +78,8 @@ def test_gcn_inductive_split_never_sees_cross_split_edges(tiny_inputs, monkeypat
     import dataclasses
 
     import nodedp.methods.gnn as gnn_module
+    from nodedp.contract.base import RunInputs, RunSpec
     from nodedp.data import split_masks
-    from nodedp.methods import RunInputs, RunSpec
 
     seen = {}
     real = gnn_module.GraphReadout
@@ -129,7 +124,7 @@ def _public_bound(hp, kind: str) -> int:
     """The bound the method's plan takes for ``kind`` on csbm-tiny (its hyperparameter's, else the dataset's)."""
     import dataclasses
 
-    from nodedp.config import structure_bounds
+    from nodedp.contract.structure import structure_bounds
     from nodedp.data import get_dataset
 
     return structure_bounds(get_dataset("csbm-tiny"), dataclasses.asdict(hp))[kind]
@@ -139,7 +134,7 @@ def _public_bound(hp, kind: str) -> int:
 def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inputs, method):
     """A method whose sensitivity rests on a sampled degree bound must say so: its ledger is never
     'unconditional', and names the bound it used."""
-    from nodedp.methods import RunSpec
+    from nodedp.contract.base import RunSpec
     from tests.methods._structure import with_bound
 
     info = get_method(method)
@@ -170,7 +165,7 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     rule never spends less than it claims (test_dpar.py runs DPAR's, which needs its DP-APPR artifact)."""
     from nodedp.accounting import verify_ledger_dict
     from nodedp.config import check_run_name
-    from nodedp.methods import RunSpec
+    from nodedp.contract.base import RunSpec
     from tests.methods._structure import with_bound
 
     info = get_method(method)
@@ -196,16 +191,16 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
 
 
 def test_every_spec_module_is_found_without_a_list():
-    """Each module of nodedp.methods.specs is imported when the registry loads (pkgutil), so a new family's spec
+    """Each module of nodedp.contract.specs is imported when the registry loads (pkgutil), so a new family's spec
     module registers itself; the entries' batch rule is a field of each entry."""
     import pkgutil
     import sys
 
-    import nodedp.methods.specs as specs
+    import nodedp.contract.specs as specs
 
     modules = [m.name for m in pkgutil.iter_modules(specs.__path__)]
     assert "mlp" in modules and "dp_gnn" in modules
-    assert all(f"nodedp.methods.specs.{m}" in sys.modules for m in modules)
+    assert all(f"nodedp.contract.specs.{m}" in sys.modules for m in modules)
     batch = {m for m in method_names() if get_method(m).batch_of_training_nodes}
     assert {"dp-mlp", "dp-gcn", "gap", "progap", "dpdgc"} <= batch
     assert not batch & {"dpar-em0", "nip-gnn", "mlp", "gap-edge"}
@@ -244,9 +239,9 @@ def _registry_in_a_process(tmp_path, code: str, env: dict[str, str]):
 
 
 PLUGIN_SPEC = """
-from nodedp.methods import MethodInfo, register_method
-from nodedp.methods.base import lazy_run
-from nodedp.methods.specs.mlp import MlpHparams
+from nodedp.contract.base import MethodInfo, lazy_run
+from nodedp.contract.registry import register_method
+from nodedp.contract.specs.mlp import MlpHparams
 
 register_method(MethodInfo(name="my-mlp", description="a plugin's MLP", private=False, level="none",
                            hparams=MlpHparams, run=lazy_run("nodedp.methods.mlp:run_mlp")))
@@ -263,7 +258,7 @@ def test_an_installed_packages_entry_point_registers_its_methods(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[nodedp.methods]\nmy-mlp = myplugin.specs\n")
-    code = "from nodedp.methods import get_method, method_names; print(get_method('my-mlp').description)"
+    code = "from nodedp.contract.registry import get_method, method_names; print(get_method('my-mlp').description)"
     done = _registry_in_a_process(tmp_path, code, {"PYTHONPATH": str(site)})
     assert done.returncode == 0 and done.stdout.strip() == "a plugin's MLP", done.stderr
     (dist / "entry_points.txt").write_text("[nodedp.methods]\nmy-mlp = myplugin.spec\n")
@@ -274,7 +269,7 @@ def test_an_installed_packages_entry_point_registers_its_methods(tmp_path):
 
 def test_nodedp_plugins_names_modules_and_an_unknown_name_says_how_to_register(tmp_path):
     (tmp_path / "mine.py").write_text(PLUGIN_SPEC)
-    code = "from nodedp.methods import method_names; print('my-mlp' in method_names())"
+    code = "from nodedp.contract.registry import method_names; print('my-mlp' in method_names())"
     done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "mine"})  # found in the current directory
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
     done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "mine, nope"})
@@ -298,7 +293,7 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_from_the_cli_and_never_ski
     (tmp_path / "mine.py").write_text(PLUGIN_SPEC)
     # A failed discovery is not remembered as done: the next read fails again rather than miss the later plugins.
     code = (
-        "from nodedp.methods import method_names\n"
+        "from nodedp.contract.registry import method_names\n"
         "for _ in range(2):\n"
         "    try:\n"
         "        method_names()\n"
@@ -307,3 +302,21 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_from_the_cli_and_never_ski
     )
     done = _registry_in_a_process(tmp_path, code, {"NODEDP_PLUGINS": "nope, mine"})
     assert done.stdout.split() == ["PluginError", "PluginError"], (done.stdout, done.stderr)
+
+
+def test_every_entry_says_where_its_spec_plan_and_run_live_and_each_resolves():
+    """The registry is the one table of the wiring: each entry's hyperparameters live in its spec module (the
+    contract, torch-free), its planner in nodedp.plans, its run in nodedp.methods; each resolves."""
+    from nodedp.contract.base import LazyRun
+    from nodedp.plans import planner_of
+
+    for name in method_names():
+        info = get_method(name)
+        assert info.hparams.__module__.startswith("nodedp.contract.specs."), (name, info.hparams.__module__)
+        assert isinstance(info.run, LazyRun) and info.run.target.startswith("nodedp.methods."), name
+        assert callable(info.run.resolve()), name
+        if info.private:
+            assert info.plan is not None and info.plan.startswith("nodedp.plans."), (name, info.plan)
+            assert callable(planner_of(info)), name
+        else:
+            assert info.plan is None and planner_of(info) is not None, name

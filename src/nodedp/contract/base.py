@@ -1,6 +1,6 @@
 """What every method receives and returns, and its registry entry.
 
-Torch-free: the registry (``nodedp.methods.specs``) is read by planning and by the listing and checking verbs;
+Torch-free: the registry (``nodedp.contract.specs``) is read by planning and by the listing and checking verbs;
 a method's implementation is imported when it runs (``LazyRun``).
 """
 

@@ -1,6 +1,7 @@
 """The method registry: every method id the workflow and the CLI accept.
 
-The suite's own entries come from the spec modules in ``nodedp.methods.specs`` (found there, no list to edit).
+The suite's own entries come from the spec modules in ``nodedp.contract.specs`` (found there, no list to edit),
+imported when the registry is first read.
 Methods from elsewhere come from plugin modules: the entry points of group ``nodedp.methods`` of installed packages,
 the modules named in ``$NODEDP_PLUGINS``, and those a grid names under ``plugins:`` (``nodedp.config``). They are
 imported when the registry is first read (``get_method``, ``method_names``); docs/adding-a-method.md is the recipe.
@@ -13,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterable
 
-from nodedp.methods.base import MethodInfo
+from nodedp.contract.base import MethodInfo
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -124,6 +125,8 @@ def _discover() -> None:
     from importlib.metadata import entry_points
 
     try:
+        from nodedp.contract import specs  # noqa: F401  (the suite's own entries register themselves)
+
         for point in entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(point.dist, "name", None) or "an installed package"
             where = f"entry point {point.name!r} of {dist} (group {ENTRY_POINT_GROUP!r})"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nodedp.methods.base import MethodInfo, lazy_run
-from nodedp.methods.registry import register_method
-from nodedp.methods.specs.gnn import GnnHparams
+from nodedp.contract.base import MethodInfo, lazy_run
+from nodedp.contract.registry import register_method
+from nodedp.contract.specs.gnn import GnnHparams
 
 register_method(
     MethodInfo(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodedp.accounting.constants import BUDGET_SCHEMES
-from nodedp.methods.base import MethodInfo, OptimHparams, lazy_run
-from nodedp.methods.registry import register_method
+from nodedp.contract.base import MethodInfo, OptimHparams, lazy_run
+from nodedp.contract.registry import register_method
 
 __all__ = ["AGGREGATIONS", "EXACT_PARTS", "NipHparams", "exact_parts"]
 
