@@ -14,7 +14,7 @@ from snakemake.utils import min_version
 min_version("9.20")  # the workflow tests pass with 9.20.0 and 9.27.1; they fail with 9.0.1 and 8.30.0
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
-from nodedp.config import ConfigError, read_config
+from nodedp.config.read import ConfigError, read_config
 
 # A YAML error in a --configfile never gets here: Snakemake parses that file before it reads this one and names
 # neither file nor line (`make ... CONFIG=` and `python -m nodedp check-config` do; so does `snakemake --verbose`).

@@ -5,7 +5,7 @@
 Data-free: no graph is read. Each row takes public sizes only (node and
 training counts from the papers' dataset tables or the dataset's standard
 split, degree bounds from the config or the dataset registry) and the
-method's hyperparameters from the suite's tuned settings and the config (``nodedp.config.resolve_method`` of
+method's hyperparameters from the suite's tuned settings and the config (``nodedp.config.variants.resolve_method`` of
 ``<method>@paper``, then the method's ``parse_hparams``), sizes the noise as
 the paper's own accounting does for the claimed ε (each method's reference
 mode, docs/privacy.md "Accountant and ledger"), and accounts that noise with the suite's
@@ -47,7 +47,7 @@ from nodedp.accounting import (
 from nodedp.accounting import dpar as dpar_accounting
 from nodedp.accounting.gap import gap_paper_delta, gap_paper_noise, gap_reference_epsilon
 from nodedp.accounting.nip import nip_reference_epsilon
-from nodedp.config import resolve_method
+from nodedp.config.variants import resolve_method
 from nodedp.contract.base import MethodInfo, RunInputs, RunSpec
 from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.contract.registry import get_method

@@ -112,7 +112,7 @@ def fit_exponent(xs: list[float], ys: list[float]) -> float | None:
 
 class Bench:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
-        from nodedp.config import read_config
+        from nodedp.config.read import read_config
 
         self.args, self.workdir = args, workdir
         self.config = read_config(args.config) if args.config else {"methods": {}}
@@ -185,7 +185,7 @@ class Bench:
     ) -> None:
         import dataclasses
 
-        from nodedp.config import resolve_method
+        from nodedp.config.variants import resolve_method
         from nodedp.contract.registry import get_method
         from nodedp.contract.specs.dpar import appr_spec
         from nodedp.contract.structure import structure_bounds
@@ -416,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--methods: name at least one method")
     if args.epochs < 1 or (not args.dataset and min(args.nodes) < 100):
         p.error("--epochs must be >= 1 and every --nodes >= 100")
-    from nodedp.config import ConfigError, read_config, resolve_method
+    from nodedp.config.read import ConfigError, read_config
+    from nodedp.config.variants import resolve_method
 
     config = read_config(args.config) if args.config else {"methods": {}}
     for method in args.methods:  # every name checked before any graph is made

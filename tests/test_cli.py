@@ -76,7 +76,7 @@ def test_train_one_cell_writes_metrics_and_a_ledger_within_target(tiny_graph_dir
 
 def test_train_without_hyperparameters_takes_the_suites_tuned_settings(tiny_graph_dir, tiny_split_path, tmp_path):
     """No --hparams, no --config: the tuned block, as a grid gets it; a tuned variant is named by itself."""
-    from nodedp.config import resolve_method
+    from nodedp.config.variants import resolve_method
 
     out = tmp_path / "run"
     assert (

@@ -11,7 +11,7 @@ import pytest
 from nodedp import grid
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = ROOT / "src" / "nodedp" / "config" / "config.schema.yaml"
 
 GRID = {
     "studies": {

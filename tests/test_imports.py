@@ -27,7 +27,10 @@ import json, math, sys, tempfile
 from nodedp.accounting import ACCOUNTANT_POLICIES, ACCOUNTANTS, default_delta, resolve_delta
 from nodedp.analysis.paper_tables import PAPER_TABLES
 from nodedp.contract.naming import format_epsilon
-from nodedp.config import audit_plan, check_config, check_schema, read_config, resolve_method, variant_overrides
+from nodedp.config.check import check_config
+from nodedp.config.read import check_schema, read_config
+from nodedp.config.studies import audit_plan
+from nodedp.config.variants import resolve_method, variant_overrides
 from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.contract.structure import structure_bounds
 from nodedp.data import DATASETS, dataset_names, get_dataset

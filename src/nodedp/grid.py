@@ -20,7 +20,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.config import audit_plan, regime_study, resolve_method, size_limits
+from nodedp.config.limits import size_limits
+from nodedp.config.studies import audit_plan, regime_study
+from nodedp.config.variants import resolve_method
 from nodedp.contract.naming import format_epsilon
 from nodedp.contract.structure import structure_bounds
 
@@ -114,7 +116,7 @@ def data_targets(config: Mapping[str, Any]) -> list[str]:
 
 class SizeLimits:
     """A split job's `--check-limits`: what the grid's runs ask of the dataset's size (δ below 1/N, the largest
-    batch of training nodes; nodedp.config.size_limits), as JSON. A guard, not an input: Snakemake records a
+    batch of training nodes; nodedp.config.limits.size_limits), as JSON. A guard, not an input: Snakemake records a
     params value (a rerun trigger) only where it can represent it (a str, a number, a list), not an object like
     this, so a changed batch size or δ never re-cuts a split (docs/workflow.md)."""
 
@@ -322,7 +324,7 @@ def all_targets(config: Mapping[str, Any], mode: str = "run") -> list[str]:
 
 
 def audits(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Studies with an `audit:` block, each with its defaults filled in (nodedp.config.audit_plan)."""
+    """Studies with an `audit:` block, each with its defaults filled in (nodedp.config.studies.audit_plan)."""
     return {study: audit_plan(config, study) for study, spec in _studies(config).items() if "audit" in spec}
 
 

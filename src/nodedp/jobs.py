@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodedp.config import resolve_method
+from nodedp.config.variants import resolve_method
 from nodedp.resources import cell_memory_mb, cell_runtime_min, data_memory_mb, data_runtime_min, training_epochs
 
 __all__ = ["JOB_KINDS", "JOB_SETTINGS", "cluster_has_gpus", "job_resources", "resolve_gres"]

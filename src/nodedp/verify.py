@@ -62,10 +62,10 @@ class UnregisteredMethod(LookupError):
 
 
 def check_run_identity(metrics: Mapping[str, Any], ledger: Mapping[str, Any]) -> None:
-    """The run is what its name says (``nodedp.config.check_run_name``: the name's method is its base, ``@paper``
+    """The run is what its name says (``nodedp.config.variants.check_run_name``: the name's method is its base, ``@paper``
     iff reference mode, a finite ε iff private) and its ``private`` flag is its method's. Raises ValueError naming
     the rule broken, or UnregisteredMethod naming the plugin module to load."""
-    from nodedp.config import check_run_name
+    from nodedp.config.variants import check_run_name
     from nodedp.contract.registry import HOW_PLUGINS_ARE_FOUND, PLUGINS_ENV, UnknownMethodError, get_method
 
     name, base = metrics.get("method"), metrics.get("base_method")

@@ -19,7 +19,7 @@ from nodedp.analysis.published import (
     published_for,
     read_published,
 )
-from nodedp.config import method_variants
+from nodedp.config.variants import method_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS_DIR = ROOT.parent / "shared" / "papers"  # the papers' texts, beside the checkout (DESIGN.md)

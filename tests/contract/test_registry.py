@@ -164,7 +164,7 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     """`<method>@paper` on a tiny graph: the ledger carries the claim at the target, verifies, and the paper's
     rule never spends less than it claims (test_dpar.py runs DPAR's, which needs its DP-APPR artifact)."""
     from nodedp.accounting import verify_ledger_dict
-    from nodedp.config import check_run_name
+    from nodedp.config.variants import check_run_name
     from nodedp.contract.base import RunSpec
     from tests.methods._structure import with_bound
 

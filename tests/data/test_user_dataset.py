@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from nodedp.config import ConfigError, check_config, public_size
+from nodedp.config.check import check_config
+from nodedp.config.limits import public_size
+from nodedp.config.read import ConfigError
 from nodedp.data import build_dataset, get_dataset, load_graph, make_split
 from nodedp.data.user import ENV, declare_datasets, declared_files, declared_graph_params
 

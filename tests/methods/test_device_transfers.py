@@ -16,7 +16,7 @@ import torch
 import yaml
 
 from nodedp.cli import main
-from nodedp.config import resolve_method
+from nodedp.config.variants import resolve_method
 from nodedp.data.graph import save_graph
 from nodedp.data.splits import random_split, save_split
 from nodedp.data.synthetic import CSBMSpec, generate_csbm
@@ -76,11 +76,11 @@ def _train(cell: Path, method: str, epochs: int, out: Path) -> None:
     if "batch_size" in fields:
         hparams["batch_size"] = 16
     # Each artifact at the bound the plan takes: the hyperparameters', else the dataset's public one.
-    import nodedp.config
+    from nodedp.contract.structure import structure_bounds
     from nodedp.data import get_dataset
 
     dataset = json.loads((cell / "graph" / "meta.json").read_text())["name"]
-    bounds = nodedp.config.structure_bounds(get_dataset(dataset), dataclasses.asdict(info.parse_hparams(hparams)))
+    bounds = structure_bounds(get_dataset(dataset), dataclasses.asdict(info.parse_hparams(hparams)))
     structure = []
     for kind in info.needs:
         path = out.parent / f"{method}-{epochs}-{kind}.pt"

@@ -14,7 +14,7 @@ from nodedp.contract.registry import method_names
 from nodedp.data import dataset_names
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+SCHEMA = yaml.safe_load((ROOT / "src/nodedp/config/config.schema.yaml").read_text())
 
 
 def validate(config: dict) -> None:

@@ -27,7 +27,7 @@ def test_lint_reports_nothing(tmp_path):
 def test_shipped_config_plans_the_full_grid_one_rule_per_stage(tmp_path):
     result = snakemake(tmp_path, "--summary", config=ROOT / "config.yaml")  # every planned file and its rule
     assert result.returncode == 0, result.stderr
-    from nodedp.config import resolve_method
+    from nodedp.config.variants import resolve_method
     from nodedp.contract.naming import format_epsilon
     from nodedp.contract.registry import get_method
 

@@ -25,7 +25,10 @@ shell.prefix(
 
 from nodedp import grid
 from nodedp.analysis.paper_tables import PAPER_TABLES
-from nodedp.config import ConfigError, check_config, check_schema, regime_study, resolve_method
+from nodedp.config.check import check_config
+from nodedp.config.read import SCHEMA, ConfigError, check_schema
+from nodedp.config.studies import regime_study
+from nodedp.config.variants import resolve_method
 from nodedp.contract.registry import PluginError
 from nodedp.jobs import job_resources as _job_resources
 
@@ -33,8 +36,8 @@ from nodedp.jobs import job_resources as _job_resources
 CONFIG_FILES = " + ".join(str(path) for path in workflow.overwrite_configfiles or ["config.yaml"])
 try:
     # One line naming the field (Snakemake's validate prints the whole schema after it), then the defaults.
-    check_schema(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
-    validate(config, "../schemas/config.schema.yaml")
+    check_schema(config)
+    validate(config, str(SCHEMA))
     # What a JSON schema cannot say (method hyperparameters, δ and batch sizes against the datasets'
     # public sizes): checked by the package itself, before any job runs.
     check_config(config, graphs_dir="resources/graphs")

@@ -173,7 +173,8 @@ def method_settings(
     method, name = args.method, args.name or args.method
     hparams, delta, accountant = args.hparams, args.delta, args.accountant
     if args.config:
-        from nodedp.config import read_config, resolve_method
+        from nodedp.config.read import read_config
+        from nodedp.config.variants import resolve_method
 
         config = read_config(args.config)
         method, hparams = resolve_method(config, args.method)  # a method or a variant of one
@@ -181,10 +182,10 @@ def method_settings(
         delta = privacy.get("delta", delta)
         accountant = privacy.get("accountant", accountant)
     elif hparams is None:  # the suite's tuned settings (nodedp/methods/tuned.yaml), as a grid gets them
-        from nodedp.config import resolve_method
+        from nodedp.config.variants import resolve_method
 
         method, hparams = resolve_method({}, args.method)
-    from nodedp.config import check_run_name
+    from nodedp.config.variants import check_run_name
 
     info = get_method(method)
     hp = info.parse_hparams(json.loads(hparams) if isinstance(hparams, str) else hparams)

@@ -27,12 +27,14 @@ def add_datasets(verb: AddVerb) -> None:
 
 
 def cmd_check_config(args: argparse.Namespace) -> None:
-    from nodedp.config import SCHEMA, ConfigError, check_config, check_schema, public_size, read_config
+    from nodedp.config.check import check_config
+    from nodedp.config.limits import public_size
+    from nodedp.config.read import SCHEMA, ConfigError, check_schema, read_config
 
     config = read_config(args.config)  # a YAML error names the file and line
     schema = Path(args.schema) if args.schema else SCHEMA
     if not schema.is_file():
-        raise ConfigError(f"no config schema at {schema}; pass --schema workflow/schemas/config.schema.yaml")
+        raise ConfigError(f"no config schema at {schema}; name one with --schema, or leave it out for nodedp's own")
     try:
         check_schema(config, schema)
         check_config(config, graphs_dir=Path(args.graphs))
@@ -56,7 +58,7 @@ def cmd_check_config(args: argparse.Namespace) -> None:
 
 def count_cells(config: dict) -> int:
     """The training cells (dataset, method, ε, seed) of a config's studies, each counted once."""
-    from nodedp.config import resolve_method
+    from nodedp.config.variants import resolve_method
     from nodedp.contract.registry import get_method
 
     cells = set()
@@ -87,7 +89,7 @@ def add_check_config(verb: AddVerb) -> None:
         "(default: resources/graphs, the workflow's)",
     )
     p.add_argument(
-        "--schema", default=None, help="the JSON schema (default: workflow/schemas/config.schema.yaml of this checkout)"
+        "--schema", default=None, help="another JSON schema (default: nodedp's own, shipped with the package)"
     )
 
 
@@ -150,10 +152,11 @@ def cmd_split(args: argparse.Namespace) -> None:
 
 
 def check_split_limits(limits: dict, split: Split, *, graph: Path) -> None:
-    """The grid's size checks (``nodedp.config.size_limits``, with the config file(s) under ``config``) against
+    """The grid's size checks (``nodedp.config.limits.size_limits``, with the config file(s) under ``config``) against
     the graph's meta.json and the training nodes of the split just cut: what a planner could not check before the
     dataset was built."""
-    from nodedp.config import ConfigError, PublicSize, check_size_limits
+    from nodedp.config.limits import PublicSize, check_size_limits
+    from nodedp.config.read import ConfigError
     from nodedp.io import read_json
 
     meta = read_json(graph / "meta.json")

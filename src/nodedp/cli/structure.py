@@ -80,7 +80,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     if args.hparams is not None:
         hparams = json.loads(args.hparams)
     else:  # the suite's tuned settings
-        from nodedp.config import resolve_method
+        from nodedp.config.variants import resolve_method
 
         hparams = resolve_method({}, args.method)[1]
     hp = info.parse_hparams(hparams)

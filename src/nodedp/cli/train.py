@@ -35,7 +35,7 @@ METHOD_HELP = "a method id (see `methods`); with --config also a variant named i
 
 
 def cmd_methods(args: argparse.Namespace) -> None:
-    from nodedp.config import read_config
+    from nodedp.config.read import read_config
     from nodedp.contract.registry import get_method, method_names
 
     config = read_config(args.config) if args.config else {}
@@ -56,7 +56,7 @@ def print_hyperparameters(config: dict, name: str, info) -> None:
     """Each hyperparameter of method ``name``: its default, or the value set and where (config or tuned)."""
     import dataclasses
 
-    from nodedp.config import resolve_method
+    from nodedp.config.variants import resolve_method
 
     grid = config.get("methods") or {}
     configured, defaults = resolve_method(config, name)[1], info.hparams()
@@ -71,7 +71,7 @@ def print_hyperparameters(config: dict, name: str, info) -> None:
 
 def print_variants(config: dict, config_path: str | None, *, verbose: bool) -> None:
     """The variants of the tuned settings and of the config: name, base method, the keys set on top."""
-    from nodedp.config import resolve_method, variant_overrides
+    from nodedp.config.variants import resolve_method, variant_overrides
 
     source = "nodedp/methods/tuned.yaml" + (f" and {config_path}" if config_path else "")
     print(f"\nvariants in {source} (a base method with keys on top; `methods:` entries with `base:`):")

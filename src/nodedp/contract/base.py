@@ -26,7 +26,7 @@ LEVELS = ("node", "edge", "none")
 # A private method with a reference mode has a hyperparameter ``accounting``: "suite" calibrates its noise to
 # the target ε with the suite's accountant; "paper" sizes it as its paper (or public code) would for that ε,
 # and its ledger carries the paper's claim beside the actual ε. Reference runs are named ``<method>@paper``
-# (nodedp.config.resolve_method sets the mode from the name), never anything else.
+# (nodedp.config.variants.resolve_method sets the mode from the name), never anything else.
 ACCOUNTING_MODES = ("suite", "paper")
 STRUCTURE_KINDS = ("in-degree", "out-degree", "degree", "dp-appr")
 # A method id names its runs' folders and the workflow's wildcards: lower case, digits and hyphens.
