@@ -320,3 +320,42 @@ def test_every_entry_says_where_its_spec_plan_and_run_live_and_each_resolves():
             assert callable(planner_of(info)), name
         else:
             assert info.plan is None and planner_of(info) is not None, name
+
+
+def _family_rows() -> list[dict[str, set[str]]]:
+    """The family table of docs/design/methods.md: one dict per row, column -> the files it names."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "design" / "methods.md").read_text(encoding="utf-8")
+    table = text.split("## Each family's files", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return [
+        {column: set(re.findall(r"`([\w/]+\.py)`", cell)) for column, cell in zip(header, row.strip("|").split("|"))}
+        for row in lines[2:]
+    ]
+
+
+def test_the_family_table_names_each_entry_s_spec_plan_and_run_and_every_module():
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "nodedp"
+    rows = _family_rows()
+    named = set().union(*(files for row in rows for files in row.values()))
+    assert named and not {f for f in named if not (src / f).is_file()}, "files the table names that do not exist"
+    for layer in ("contract/specs", "plans", "methods"):
+        modules = {f"{layer}/{p.name}" for p in (src / layer).glob("*.py") if p.name != "__init__.py"}
+        assert modules <= named, f"{layer} modules in no family's row: {sorted(modules - named)}"
+
+    def file_of(module: str) -> str:
+        return module.removeprefix("nodedp.").replace(".", "/") + ".py"
+
+    for name in method_names():
+        info = get_method(name)
+        wiring = {
+            "contract": file_of(info.hparams.__module__),
+            "run": file_of(info.run.target.partition(":")[0]),
+            **({"plan": file_of(info.plan.partition(":")[0])} if info.plan else {}),
+        }
+        assert any(all(f in row[column] for column, f in wiring.items()) for row in rows), (name, wiring)
