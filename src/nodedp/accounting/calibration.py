@@ -21,8 +21,6 @@ from nodedp.accounting.constants import ACCOUNTANTS
 from nodedp.accounting.events import epsilon_of, subsampled_gaussian_event
 from nodedp.accounting.hypergeometric import hypergeometric_gaussian_epsilon, hypergeometric_gaussian_rdp
 
-__all__ = ["calibrate", "calibrate_dp_gnn", "calibrate_dpsgd", "calibrate_ledger", "calibrate_noise_multiplier"]
-
 # The σ search range: below it ε is effectively infinite for every mechanism
 # here, above it the noise drowns any signal a model could learn from.
 SIGMA_MIN = 1e-3

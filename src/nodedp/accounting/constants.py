@@ -6,8 +6,6 @@ accountants. Each is re-exported by the module that uses it (``events``, ``dpar`
 
 from __future__ import annotations
 
-__all__ = ["ACCOUNTANTS", "ACCOUNTANT_POLICIES", "BUDGET_SCHEMES", "EM_VALUE_SHARE"]
-
 ACCOUNTANTS: tuple[str, ...] = ("rdp", "pld")
 # What a config may ask for: an accountant, or "auto" (the method's own choice, ``MethodInfo.auto_accountant``:
 # "pld" where its mixture mechanisms have a PLD and it is tighter, "rdp" elsewhere).

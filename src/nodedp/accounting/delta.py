@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["default_delta", "resolve_delta"]
-
 
 def _check_units(num_private_units: int) -> None:
     if isinstance(num_private_units, bool) or not isinstance(num_private_units, int) or num_private_units < 1:

@@ -26,38 +26,6 @@ from nodedp.accounting.gumbel import gumbel_topk_rdp
 from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
 from nodedp.accounting.orders import RDP_ORDERS
 
-__all__ = [
-    "EM_OPTIONS",
-    "FEATURES_RATIO",
-    "PAPER_DELTAS",
-    "PAPER_DELTA_SHARE",
-    "PAPER_FEATURES_RULE",
-    "PAPER_RULE",
-    "PAPER_SOURCE",
-    "REFERENCE_SGD_ORDERS",
-    "advanced_composition_epsilon",
-    "amplified",
-    "calibrate_gumbel_topk",
-    "check_em_option",
-    "claimed_dp_appr_epsilon",
-    "dp_appr_em_records",
-    "dp_appr_gm_event",
-    "dp_appr_gm_record",
-    "dp_appr_plan",
-    "gm_sensitivity",
-    "gumbel_topk_epsilon",
-    "gumbel_topk_selection_epsilon",
-    "inner_budget",
-    "paper_composition_epsilon",
-    "paper_delta",
-    "paper_dp_appr_noise",
-    "paper_dp_sgd_budget",
-    "paper_dp_sgd_noise_multiplier",
-    "paper_row_epsilon",
-    "reference_dpsgd_epsilon",
-    "reference_understated",
-]
-
 EM_OPTIONS: tuple[str, ...] = ("em0", "em1")
 
 

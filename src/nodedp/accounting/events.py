@@ -27,15 +27,6 @@ from nodedp.accounting.constants import ACCOUNTANTS  # re-exported
 from nodedp.accounting.orders import RDP_ORDERS  # re-exported
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 
-__all__ = [
-    "compose",
-    "epsilon_of",
-    "event_from_dict",
-    "event_to_dict",
-    "gaussian_event",
-    "subsampled_gaussian_event",
-]
-
 
 def _drop_nonconvergence_notice(record: logging.LogRecord) -> bool:
     # dp_accounting logs this for every fractional order whose series it cannot sum

@@ -22,18 +22,6 @@ from nodedp.accounting.calibration import calibrate_noise_multiplier
 from nodedp.accounting.delta import default_delta
 from nodedp.accounting.events import compose, epsilon_of, gaussian_event, subsampled_gaussian_event
 
-__all__ = [
-    "GapPaperNoise",
-    "calibrate_gap",
-    "gap_event",
-    "gap_paper_delta",
-    "gap_paper_noise",
-    "gap_reference_epsilon",
-    "nap_event",
-    "progap_edge_epsilon",
-    "progap_eq11_epsilon",
-]
-
 
 def nap_event(*, noise_multiplier: float, hops: int) -> dp_event.DpEvent:
     """``hops`` NAP queries, each a Gaussian mechanism with noise std = ``noise_multiplier`` × its sensitivity."""

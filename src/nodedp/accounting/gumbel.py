@@ -13,8 +13,6 @@ import numpy as np
 
 from nodedp.accounting._checks import check_int, check_positive
 
-__all__ = ["gumbel_topk_rdp", "gumbel_topk_rdp_of_params"]
-
 
 def gumbel_topk_rdp(*, epsilon: float, selections: int, orders: Sequence[float]) -> np.ndarray:
     """RDP at ``orders`` of ``selections`` peeling steps of Gumbel(Δ/ε) selection (docs/design/accounting.md)."""

@@ -21,25 +21,6 @@ from scipy.stats import binom, hypergeom
 from nodedp.accounting._checks import check_delta, check_int, check_positive
 from nodedp.accounting.orders import RDP_ORDERS
 
-__all__ = [
-    "OCCURRENCE_RULES",
-    "OWN_PLUS_ROWS",
-    "POISSON",
-    "RANKED_SOURCES",
-    "SAMPLING",
-    "SELF_ONLY",
-    "dpar_occurrences",
-    "hypergeometric_gaussian_epsilon",
-    "hypergeometric_gaussian_params",
-    "hypergeometric_gaussian_rdp",
-    "hypergeometric_gaussian_rdp_of_params",
-    "max_occurrences",
-    "occurrence_bound",
-    "poisson_occurrence_gaussian_params",
-    "poisson_occurrence_gaussian_rdp",
-    "poisson_occurrence_gaussian_rdp_of_params",
-]
-
 # The batch sampling Theorem 1 assumes; the ledger records it so that a run
 # that samples otherwise cannot borrow this curve.
 SAMPLING = "fixed_size_without_replacement"

@@ -38,25 +38,6 @@ from nodedp.accounting.orders import RDP_ORDERS
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 from nodedp.accounting.rebuild import check_record
 
-__all__ = [
-    "DEGREE_BOUND_KINDS",
-    "GUARANTEE_CLASSES",
-    "LEVELS",
-    "MECHANISM_KINDS",
-    "RDP_CURVES",
-    "TOUCHABLE",
-    "Claim",
-    "DegreeBound",
-    "Ledger",
-    "MechanismRecord",
-    "PrivacyBudgetExceeded",
-    "UnchargedRead",
-    "amplify_epsilon",
-    "read_ledger",
-    "verify_ledger_dict",
-    "write_ledger",
-]
-
 # (ε, δ) of each composition on the node sample (Ledger._composed_on_sample), by its records, accountant and δ.
 _COMPOSED: Memo[tuple[float, float]] = Memo()
 

@@ -26,16 +26,6 @@ from nodedp.accounting.nip_bounds import (  # re-exported
     worst_case_budget_ratio,
 )
 
-__all__ = [
-    "NipActualEpsilon",
-    "NipPaperNoise",
-    "nip_aggregation_record",
-    "nip_edge_record",
-    "nip_label_record",
-    "nip_paper_noise",
-    "nip_reference_epsilon",
-]
-
 # Floating-point room when checking a claimed bound (s ≥ s_min, the budget scale).
 _RTOL = 1e-12
 

@@ -12,15 +12,6 @@ from fractions import Fraction
 
 from nodedp.accounting._checks import check_int, check_positive
 
-__all__ = [
-    "aggregation_sensitivity",
-    "edge_randomization_epsilon",
-    "label_keep_probability",
-    "min_keep_parameter",
-    "split_budget",
-    "worst_case_budget_ratio",
-]
-
 
 def aggregation_sensitivity(max_degree: int) -> float:
     """ΔH⁰ = 2·D_max: the ℓ1 sensitivity of the ℓ1-normalized sum aggregation (Lemma 1)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["RDP_ORDERS"]
-
 # dp_accounting's default grid (1.1..10.9, 11..63; opacus' lacks only 11)
 # plus large orders up to 1024, denser below 256 where the subsampled
 # Gaussian's RDP turns from ~q²α/σ² to ~α/2σ² and the optimum usually sits.

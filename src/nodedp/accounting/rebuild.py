@@ -19,8 +19,6 @@ from nodedp.accounting.events import event_to_dict
 from nodedp.accounting.hypergeometric import POISSON
 from nodedp.accounting.nip_bounds import worst_case_budget_ratio
 
-__all__ = ["MECHANISMS", "RecordMismatch", "check_record", "rebuilt_cost"]
-
 _RTOL = 1e-9
 
 

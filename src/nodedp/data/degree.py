@@ -13,17 +13,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = [
-    "BOUND_KINDS",
-    "bound_degree",
-    "bound_in_degree",
-    "bound_out_degree",
-    "bound_undirected_degree",
-    "capped_degrees",
-    "degree_artifact",
-    "identity_bound",
-]
-
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)

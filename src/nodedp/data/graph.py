@@ -23,19 +23,6 @@ from nodedp.io import read_json, sha256_file, torch_save_atomic, write_json
 if TYPE_CHECKING:  # torch_geometric costs seconds to import: structure jobs that need only the tensors skip it
     from torch_geometric.data import Data
 
-__all__ = [
-    "FORMAT_VERSION",
-    "GRAPH_FILE",
-    "META_FILE",
-    "GraphValidationError",
-    "graph_stats",
-    "load_graph",
-    "load_graph_meta",
-    "load_graph_tensors",
-    "save_graph",
-    "validate_graph",
-]
-
 FORMAT_VERSION = 1
 GRAPH_FILE = "graph.pt"
 META_FILE = "meta.json"

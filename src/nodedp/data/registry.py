@@ -26,23 +26,6 @@ if TYPE_CHECKING:  # building a graph or a split imports these; the registry its
     from nodedp.data.formats import RawGraph
     from nodedp.data.splits import Split
 
-__all__ = [
-    "DATASETS",
-    "KINDS",
-    "OFFICIAL_SPLIT_FILE",
-    "DatasetInfo",
-    "GraphSize",
-    "UnknownDatasetError",
-    "add_dataset_resolver",
-    "build_dataset",
-    "csbm_dataset",
-    "dataset_names",
-    "get_dataset",
-    "make_split",
-    "register_dataset",
-    "unregister_dataset",
-]
-
 KINDS = ("synthetic", "download", "file")
 
 

@@ -18,18 +18,6 @@ from torch import Tensor
 from nodedp.data.constants import SETTINGS  # re-exported
 from nodedp.io import torch_save_atomic
 
-__all__ = [
-    "SETTINGS",
-    "Split",
-    "SplitValidationError",
-    "load_split",
-    "random_split",
-    "remove_cross_split_edges",
-    "save_split",
-    "split_masks",
-    "validate_split",
-]
-
 _PARTS = ("train", "val", "test")
 
 

@@ -18,8 +18,6 @@ import numpy as np
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-__all__ = ["CSBMSpec", "generate_csbm"]
-
 _MAX_ROUNDS = 64
 
 
