@@ -34,19 +34,12 @@ from nodedp.data.constants import (
     FACEBOOK100_COLUMNS,
     FACEBOOK100_FEATURE_COLUMNS,
     FACEBOOK100_LABELS,
-    FB100_FEATURE_COLUMNS,
     DatasetFormatError,
 )
 
 __all__ = [
-    "FACEBOOK100_CLASS_YEARS",
-    "FACEBOOK100_COLUMNS",
-    "FACEBOOK100_FEATURE_COLUMNS",
-    "FACEBOOK100_LABELS",
-    "FB100_FEATURE_COLUMNS",
     "OGB_NODE_DATASETS",
     "SPLIT_PARTS",
-    "DatasetFormatError",
     "OgbNodeLayout",
     "RawGraph",
     "encode_facebook100",

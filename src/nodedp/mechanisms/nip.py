@@ -19,7 +19,6 @@ from nodedp.accounting.nip_bounds import (
     _check_s,
     aggregation_sensitivity,
     label_keep_probability,
-    min_keep_parameter,
     worst_case_budget_ratio,
 )
 from nodedp.mechanisms.edge_rr import randomize_adjacency
@@ -33,9 +32,7 @@ __all__ = [
     "debiased_degree",
     "degree_preserving_randomization",
     "influence_ranks",
-    "label_keep_probability",
     "laplace_sum_aggregate",
-    "min_keep_parameter",
     "nip_budget_weights",
     "paper_sampling_probability",
     "randomize_labels",

@@ -22,8 +22,6 @@ from nodedp.accounting import Ledger
 from nodedp.contract.base import RunInputs, RunResult, RunSpec, degree_bound_of
 from nodedp.contract.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
     ApHparams,
-    ReferenceMode,
-    register_levels,
 )
 from nodedp.data import Split, bound_degree, remove_cross_split_edges
 from nodedp.mechanisms import NAP
@@ -36,14 +34,11 @@ if TYPE_CHECKING:
     from torch_geometric.data import Data
 
 __all__ = [
-    "ApHparams",
     "ApPlan",
-    "ReferenceMode",
     "ap_predict",
     "finish",
     "inference_edges",
     "plan_aggregation_perturbation",
-    "register_levels",
     "train_stage",
 ]
 

@@ -22,7 +22,6 @@ from nodedp.accounting import Ledger
 from nodedp.accounting.hypergeometric import SELF_ONLY
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
 from nodedp.contract.specs.dpar import (  # re-exported: the registry's, torch-free (planning keys artifacts)
-    APPR_KEYS,
     ARTIFACT_KIND,
     FEATURES,
     OPTIONS,
@@ -35,12 +34,8 @@ from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import PublicInputs
 from nodedp.plans.dpar import (  # re-exported: the plans are torch-free (nodedp.plans.dpar)
     SOURCE_RULE,
-    dp_sgd_record,
-    paper_claim,
-    paper_noise,
     plan_dp_appr,
     plan_dpar,
-    reference_ledger,
     sgd_schedule,
 )
 from nodedp.plans.dpsgd import privacy_from_record
@@ -48,21 +43,8 @@ from nodedp.structure import appr_push
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
 
 __all__ = [
-    "APPR_KEYS",
-    "ARTIFACT_KIND",
-    "FEATURES",
-    "OPTIONS",
-    "SOURCE_RULE",
-    "DparHparams",
-    "appr_spec",
     "build_dp_appr",
-    "dp_sgd_record",
-    "paper_claim",
-    "paper_noise",
-    "plan_dp_appr",
-    "plan_dpar",
     "rank_sources",
-    "reference_ledger",
     "remove_coupled",
     "run_dpar",
     "source_priority",

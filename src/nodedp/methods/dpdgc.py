@@ -31,17 +31,8 @@ from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.dpdgc import AdjacencyRows
 from nodedp.plans import PublicInputs
 from nodedp.plans.dpdgc import (  # re-exported: the plan's, torch-free
-    PLD_MIN_NOISE_MULTIPLIER,
-    PUBLIC_NORM_SCALE,
-    PublicCodeNoise,
     dpdgc_ledger_plan,
     dpdgc_schedule,
-    public_code_delta,
-    public_code_epsilon,
-    public_code_noise,
-    public_code_sigma,
-    public_code_steps,
-    reference_accountant,
 )
 from nodedp.plans.dpdgc import plan_dpdgc as plan_dpdgc_public
 from nodedp.plans.dpsgd import privacy_from_record
@@ -55,20 +46,10 @@ from nodedp.train import (
 )
 
 __all__ = [
-    "PLD_MIN_NOISE_MULTIPLIER",
-    "PUBLIC_NORM_SCALE",
-    "DpdgcHparams",
-    "PublicCodeNoise",
     "adjacency_rows",
     "clipped_gradient_sum",
     "in_neighbours",
     "plan_dpdgc",
-    "public_code_delta",
-    "public_code_epsilon",
-    "public_code_noise",
-    "public_code_sigma",
-    "public_code_steps",
-    "reference_accountant",
     "run_dpdgc",
 ]
 

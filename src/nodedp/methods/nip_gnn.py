@@ -20,8 +20,6 @@ from torch import Tensor
 from nodedp.accounting.nip_bounds import worst_case_budget_ratio
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
 from nodedp.contract.specs.nip_gnn import (  # re-exported: the registry's, torch-free
-    AGGREGATIONS,
-    EXACT_PARTS,
     NipHparams,
     exact_parts,
 )
@@ -44,10 +42,6 @@ from nodedp.plans.nip_gnn import NipReleased, nip_noise, plan_nip_gnn
 from nodedp.train import resolve_device, seed_everything, shuffled_epochs
 
 __all__ = [
-    "AGGREGATIONS",
-    "EXACT_PARTS",
-    "NipHparams",
-    "exact_parts",
     "nap_budgets",
     "paper_budgets",
     "run_nip_gnn",
