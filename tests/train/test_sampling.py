@@ -7,6 +7,7 @@ import torch
 
 from nodedp.train import (
     fixed_size_batches,
+    full_batches,
     make_generator,
     poisson_batches,
     shuffled_epochs,
@@ -71,11 +72,28 @@ def test_samplers_are_determined_by_the_seed(
     assert not all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, other))
 
 
-def test_invalid_arguments() -> None:
+def test_invalid_arguments_are_refused_before_any_batch_is_drawn() -> None:
     g = make_generator(0)
     with pytest.raises(ValueError, match="sampling_rate"):
-        next(poisson_batches(10, sampling_rate=0.0, steps=1, generator=g))
+        poisson_batches(10, sampling_rate=0.0, steps=1, generator=g)
     with pytest.raises(ValueError, match="exceeds"):
-        next(fixed_size_batches(5, batch_size=6, steps=1, generator=g))
+        fixed_size_batches(5, batch_size=6, steps=1, generator=g)
     with pytest.raises(ValueError, match="batch_size"):
-        next(shuffled_epochs(5, batch_size=0, epochs=1, generator=g))
+        shuffled_epochs(5, batch_size=0, epochs=1, generator=g)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "steps"),
+    [
+        (lambda g: poisson_batches(10, sampling_rate=0.3, steps=7, generator=g), 7),
+        (lambda g: fixed_size_batches(10, batch_size=3, steps=5, generator=g), 5),
+        (lambda g: shuffled_epochs(10, batch_size=3, epochs=2, generator=g), 8),  # 4 batches an epoch, the last of 1
+        (lambda g: full_batches(10, epochs=3), 3),
+    ],
+)
+def test_batches_know_their_number_before_drawing_and_draw_that_many(sampler, steps) -> None:
+    g = make_generator(0)
+    batches = sampler(g)
+    state = g.get_state()
+    assert len(batches) == steps and torch.equal(g.get_state(), state)  # counted, nothing drawn yet
+    assert len(list(batches)) == steps

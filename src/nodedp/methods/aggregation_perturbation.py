@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from nodedp.mechanisms import NAP
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import Plan, PublicInputs
 from nodedp.plans.dpsgd import privacy_from_record
-from nodedp.train import PrivacyConfig, poisson_batches, train_model
+from nodedp.train import Batches, PrivacyConfig, full_batches, poisson_batches, train_model
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -160,15 +160,12 @@ def _stage_privacy(plan: ApPlan, stage: int) -> PrivacyConfig | None:
     return None if plan.privacy is None else plan.privacy[stage]
 
 
-def _schedule(
-    plan: ApPlan, *, stage: int, epochs: int, num_train: int, generator: torch.Generator
-) -> tuple[Iterator[Tensor], int]:
+def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int, generator: torch.Generator) -> Batches:
     if plan.privacy is not None:
         assert plan.sampling_rate is not None  # a private plan samples its stages
         steps = plan.stage_steps[stage]
-        return poisson_batches(num_train, sampling_rate=plan.sampling_rate, steps=steps, generator=generator), steps
-    everything = torch.arange(num_train, device=generator.device)
-    return (everything for _ in range(epochs)), epochs  # full batch, as the papers at edge level
+        return poisson_batches(num_train, sampling_rate=plan.sampling_rate, steps=steps, generator=generator)
+    return full_batches(num_train, epochs=epochs, device=generator.device)  # as the papers at edge level
 
 
 def train_stage(
@@ -192,7 +189,7 @@ def train_stage(
     ``predict`` (final stage only, ``ap_predict``) becomes the result's.
     """
     split, y = inputs.split, inputs.graph.y.to(device)
-    batches, total = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
+    batches = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
     if final:
         return fit_node_classifier(
             model,
@@ -202,7 +199,6 @@ def train_stage(
             spec=spec,
             optim=hp.optim_config(),
             batches=batches,
-            total=total,
             privacy=_stage_privacy(plan, stage),
             ledger=plan.ledger,
             generator=generator,
@@ -219,7 +215,6 @@ def train_stage(
         generator=generator,
         device=device,
         progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}",
-        total=total,
     )
     return None
 

@@ -100,7 +100,6 @@ def run_dp_gnn(inputs: RunInputs, spec: RunSpec, hp: DpGnnHparams, *, layer: str
         spec=spec,
         optim=hp.optim_config(),
         batches=fixed_size_batches(num_examples, batch_size=hp.batch_size, steps=steps, generator=generator),
-        total=steps,
         privacy=privacy_from_record(record, expected_batch_size=hp.batch_size, layer_clip_norms=layer_clips),
         ledger=ledger,
         generator=generator,

@@ -338,7 +338,6 @@ def run_dpar(inputs: RunInputs, spec: RunSpec, hp: DparHparams, *, method: str) 
         spec=spec,
         optim=hp.optim_config(),
         batches=poisson_batches(n, sampling_rate=rate, steps=steps, generator=generator),
-        total=steps,
         privacy=privacy,
         ledger=ledger,
         generator=generator,

@@ -323,7 +323,6 @@ def _train_encoder(
             batches=batches,
             generator=generator,
             device=device,
-            total=plan.encoder_steps,
             progress=progress,
             on_step=lambda _step: encoder.normalize_(),
         )
@@ -341,7 +340,6 @@ def _train_encoder(
         batches=batches,
         generator=noise_generator,
         device=device,
-        total=plan.encoder_steps,
         progress=progress,
         on_step=lambda _step: encoder.normalize_(),
         clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
@@ -407,7 +405,6 @@ def _train_classifier(
         batches=poisson_batches(
             split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.classifier_steps, generator=generator
         ),
-        total=plan.classifier_steps,
         privacy=plan.classifier_privacy,
         ledger=plan.ledger,
         generator=generator,

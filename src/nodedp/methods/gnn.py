@@ -21,7 +21,7 @@ from nodedp.contract.specs.gnn import GnnHparams  # re-exported: the registry's,
 from nodedp.data import Split, remove_cross_split_edges
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.models import GraphReadout, SubgraphGNN
-from nodedp.train import resolve_device, seed_everything
+from nodedp.train import full_batches, resolve_device, seed_everything
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
@@ -68,7 +68,6 @@ def run_gnn(
         read = remove_cross_split_edges(read, split)
     gnn = SubgraphGNN(graph.num_features, hp.hidden_dim, inputs.num_classes, layer=layer, num_layers=hp.num_layers)
     model = GraphReadout(gnn, graph.x, read).to(device)
-    everything = torch.arange(split.train.numel())
     return fit_node_classifier(
         model,
         inputs_of=lambda nodes: nodes,  # the model reads the whole graph and returns these rows
@@ -76,8 +75,7 @@ def run_gnn(
         split=split,
         spec=spec,
         optim=hp.optim_config(),
-        batches=(everything for _ in range(hp.epochs)),  # full batch, one step per epoch
-        total=hp.epochs,
+        batches=full_batches(split.train.numel(), epochs=hp.epochs),  # one step per epoch
         privacy=None,
         ledger=Ledger.non_private() if ledger is None else ledger,
         generator=generator,

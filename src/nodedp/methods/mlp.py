@@ -39,12 +39,10 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         ledger, plan = planned.ledger, planned.parts["dpsgd"]
         batches = poisson_batches(n, sampling_rate=plan.sampling_rate, steps=plan.steps, generator=generator)
         privacy = plan.privacy_config()
-        total = plan.steps
     else:
         ledger = Ledger.non_private()
         batches = shuffled_epochs(n, batch_size=hp.batch_size, epochs=hp.epochs, generator=generator)
         privacy = None
-        total = hp.epochs * -(-n // hp.batch_size)
     return fit_node_classifier(
         model,
         inputs_of=lambda nodes: x[nodes],
@@ -53,7 +51,6 @@ def run_mlp(inputs: RunInputs, spec: RunSpec, hp: MlpHparams) -> RunResult:
         spec=spec,
         optim=hp.optim_config(),
         batches=batches,
-        total=total,
         privacy=privacy,
         ledger=ledger,
         generator=generator,

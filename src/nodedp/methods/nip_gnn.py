@@ -11,7 +11,6 @@ docs/design/methods.md, section `nodedp.methods.nip_gnn`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import torch
@@ -162,7 +161,6 @@ def run_nip_gnn(inputs: RunInputs, spec: RunSpec, hp: NipHparams) -> RunResult:
         spec=spec,
         optim=hp.optim_config(),
         batches=batches,
-        total=hp.epochs * math.ceil(num_train / hp.batch_size),
         privacy=None,  # every input is already private: training is post-processing
         ledger=ledger,
         generator=generator,

@@ -52,7 +52,6 @@ def fit_node_classifier(
     spec: RunSpec,
     optim: OptimConfig,
     batches: Iterable[Tensor],
-    total: int,
     privacy: PrivacyConfig | None,
     ledger: Ledger,
     generator: torch.Generator,
@@ -81,7 +80,6 @@ def fit_node_classifier(
         generator=generator,
         device=device,
         progress=spec.progress and f"{spec.method} {spec.dataset}",
-        total=total,
     )
     train_seconds = time.perf_counter() - start
     model.eval()

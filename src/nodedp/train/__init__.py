@@ -13,10 +13,11 @@ from nodedp.train.loop import (
     train_model,
 )
 from nodedp.train.per_sample import PerSampleGradients, trainable_layer_names
-from nodedp.train.sampling import fixed_size_batches, poisson_batches, shuffled_epochs
+from nodedp.train.sampling import Batches, fixed_size_batches, full_batches, poisson_batches, shuffled_epochs
 from nodedp.train.seeding import make_generator, resolve_device, seed_everything
 
 __all__ = [
+    "Batches",
     "OptimConfig",
     "PerSampleGradients",
     "PrivacyConfig",
@@ -24,6 +25,7 @@ __all__ = [
     "build_optimizer",
     "evaluate",
     "fixed_size_batches",
+    "full_batches",
     "majority_class_accuracy",
     "make_generator",
     "metrics_from_logits",

@@ -149,7 +149,6 @@ def train_model(
     device: torch.device | str,
     loss: str = "cross_entropy",
     progress: bool | str = False,
-    total: int | None = None,
     on_step: Callable[[int], None] | None = None,
     clipped_sum: ClippedSum | None = None,
 ) -> TrainStats:
@@ -162,8 +161,8 @@ def train_model(
     ``seed_everything``. ``on_step(step)`` runs after each optimizer step,
     while ``p.grad`` still holds the (privatized) gradient that was applied
     (private runs reuse its memory at the next step: copy what you keep).
-    ``progress`` shows a tqdm bar on stderr, a string naming it; ``total`` is
-    its length when ``batches`` has none.
+    ``progress`` shows a tqdm bar on stderr, a string naming it, as long as
+    ``batches`` (a sampler's ``Batches`` says how many steps it holds).
 
     ``clipped_sum(inputs, targets, grads)`` replaces the generic per-example
     rule of a private step for a model whose per-example gradients it can take
@@ -194,7 +193,6 @@ def train_model(
     )
     bar = tqdm(
         batches,
-        total=total,
         desc=progress if isinstance(progress, str) else None,
         disable=not progress,
         file=sys.stderr,
