@@ -35,9 +35,9 @@ from nodedp.analysis.tables import (
     REFERENCE_MARK,
     REFERENCE_NOTE,
     UNACCOUNTED_NOTE,
-    _latex_unicode,
     format_epsilon_value,
     latex_escape,
+    latex_unicode,
     one_class_mark,
 )
 from nodedp.config import REFERENCE_SUFFIX
@@ -559,9 +559,9 @@ _TEX_EXTRA = {
 }
 
 
-def _tex(text: str) -> str:
+def latex_ascii(text: str) -> str:
     """``text`` as LaTeX that prints it, in plain ASCII that needs no package."""
-    out = _latex_unicode("".join(_TEX_EXTRA.get(ch, ch) if ch in _TEX_EXTRA else latex_escape(ch) for ch in text))
+    out = latex_unicode("".join(_TEX_EXTRA.get(ch, ch) if ch in _TEX_EXTRA else latex_escape(ch) for ch in text))
     odd = sorted({ch for ch in out if not ch.isascii()})
     if odd:
         raise ValueError(f"no LaTeX for the characters {odd} in {text!r}; add them to _TEX_EXTRA")
@@ -572,9 +572,9 @@ def _latex(view: _View, command: str) -> str:
     def cell(v: _CellView | None) -> str:
         if v is None:
             return ""
-        main = _tex(v.main)
-        main = (f"\\textbf{{{main}}}" if v.bold else main) + _tex(v.marks)
-        body = " \\\\ ".join([main, *map(_tex, v.lines)])
+        main = latex_ascii(v.main)
+        main = (f"\\textbf{{{main}}}" if v.bold else main) + latex_ascii(v.marks)
+        body = " \\\\ ".join([main, *map(latex_ascii, v.lines)])
         return f"{{\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}}}"
 
     n_values = len(view.header) - view.n_labels
@@ -586,19 +586,19 @@ def _latex(view: _View, command: str) -> str:
         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
         "\\begin{tabular}{" + "l" * view.n_labels + "r" * n_values + "}",
         "\\toprule",
-        " & ".join(_tex(h) for h in view.header) + " \\\\",
+        " & ".join(latex_ascii(h) for h in view.header) + " \\\\",
         "\\midrule",
     ]
     for (shown, new_group), (_, cells) in zip(_shown_labels(view.rows), view.rows, strict=True):
         if new_group:
             lines.append("\\midrule")
-        lines.append(" & ".join([*map(_tex, shown), *map(cell, cells)]) + " \\\\")
-    note = " ".join(_tex(n) for n in [view.caption, *view.notes])
+        lines.append(" & ".join([*map(latex_ascii, shown), *map(cell, cells)]) + " \\\\")
+    note = " ".join(latex_ascii(n) for n in [view.caption, *view.notes])
     lines += [
         "\\bottomrule",
         "\\end{tabular}}",
         "\\par\\smallskip",
-        f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{_tex(command)}}}\\par}}",
+        f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{latex_ascii(command)}}}\\par}}",
         "\\endgroup",
         "",
     ]
@@ -667,7 +667,7 @@ def write_main_tex(
         body += [
             "\\begin{table}[!htbp]",
             "\\centering",
-            f"\\textbf{{{_tex(path.stem)}}}\\par\\medskip",
+            f"\\textbf{{{latex_ascii(path.stem)}}}\\par\\medskip",
             f"\\input{{{rel}}}",
             "\\end{table}",
             "",
@@ -680,7 +680,7 @@ def write_main_tex(
             "\\usepackage{booktabs}",
             "\\usepackage{graphicx}",
             "\\begin{document}",
-            f"\\section*{{{_tex(title)}}}",
+            f"\\section*{{{latex_ascii(title)}}}",
             "",
             *body,
             "\\end{document}",

@@ -139,7 +139,7 @@ def write_regime(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from nodedp.analysis.figures import DPI, method_style
+    from nodedp.analysis.style import DPI, method_style
 
     gaps = paired_gaps(runs, baseline=baseline, n_resamples=n_resamples, confidence=confidence, seed=seed)
     unknown = sorted(set(gaps["dataset"]) - set(sizes))

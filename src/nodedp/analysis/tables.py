@@ -103,7 +103,7 @@ _LATEX_UNICODE = {
 }
 
 
-def _latex_unicode(text: str) -> str:
+def latex_unicode(text: str) -> str:
     """``text`` (already escaped) with the Unicode the tables print replaced by LaTeX that needs no package."""
     return "".join(_LATEX_UNICODE.get(ch, ch) for ch in text)
 
@@ -264,7 +264,9 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
 
     n_runs = summary["n_runs"]
     caption = f"{metric_label(metric).capitalize()} (%) by privacy budget ε: " + interval_text(
-        n_runs.to_list(), confidence=_single(summary, "confidence"), n_resamples=int(_single(summary, "n_resamples"))
+        n_runs.to_list(),
+        confidence=single_value(summary, "confidence"),
+        n_resamples=int(single_value(summary, "n_resamples")),
     )
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
@@ -273,13 +275,13 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             " Bold: best private method per dataset and ε among cells whose ε covers every read "
             "(not reference mode, no uncharged reads)."
         )
-    majority = _majority(summary) if metric == "test_accuracy" else {}
+    majority = majority_accuracy(summary) if metric == "test_accuracy" else {}
     if majority:
         caption += f" {MAJORITY_NOTE}"
     return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption, majority=majority)
 
 
-def _majority(summary: pl.DataFrame) -> dict[str, float]:
+def majority_accuracy(summary: pl.DataFrame) -> dict[str, float]:
     """Dataset -> its majority-class test accuracy: the mean over its cells with the most seeds (which share the
     seeds' splits) that carry ``test_majority_accuracy``; datasets without one are left out."""
     import polars as pl
@@ -293,7 +295,8 @@ def _majority(summary: pl.DataFrame) -> dict[str, float]:
     return dict(zip(means["dataset"].to_list(), means["test_majority_accuracy"].to_list()))
 
 
-def _single(summary: pl.DataFrame, column: str) -> float | int:
+def single_value(summary: pl.DataFrame, column: str) -> float | int:
+    """The one value of ``column`` in the summary (its confidence, its resamples); refuses a mix."""
     values = summary[column].unique().to_list()
     if len(values) != 1:
         raise ValueError(f"summary mixes several {column} values {values}; summarize all runs in one call")
@@ -363,7 +366,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
                 if cell is None:
                     texts.append("--")
                 else:
-                    text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
+                    text = latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
                     text = f"\\textbf{{{text}}}" if cell.best else text
                     marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
                     marks = re.sub(
@@ -385,7 +388,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     if table.any_unverified:
         note += " " + latex_escape(UNVERIFIED_NOTE).replace(UNVERIFIED_MARK, _LATEX_MARKS[UNVERIFIED_MARK])
     for extra in table.guarantee_notes:
-        extra = _latex_unicode(latex_escape(extra.replace("`", "")))
+        extra = latex_unicode(latex_escape(extra.replace("`", "")))
         for mark, latex in _LATEX_MARKS.items():
             extra = extra.replace(mark, latex)
         note += " " + extra
