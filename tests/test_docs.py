@@ -4,8 +4,10 @@ Commands come from fenced code blocks and inline code spans: `make <target>` aga
 `python -m nodedp <verb>` / `nodedp <verb>` and their options against `nodedp.cli.build_parser()`,
 `python benchmarks/<x>.py` and its options against the script's `--help`, `snakemake ... <target>` against the
 workflow's rules and output patterns (read once, by parsing the workflow). Relative links (with their anchors)
-and repository paths named in inline code must exist. docs/design/ is left out. Each checker takes the
-repository root, so the last tests run them on a copy with a typo put in.
+and repository paths named in inline code must exist. docs/design/ is left out, except from the last check: every
+module of the package named (`nodedp.x.y`, `src/nodedp/x/y.py`) in README.md and docs/**/*.md, and every file the
+layout in docs/workflow.md gives, exists. Each checker takes the repository root, so the last tests run them on a
+copy with a typo put in.
 """
 
 from __future__ import annotations
@@ -397,6 +399,125 @@ def path_problems(root: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# modules and source files (docs/design/ included)
+
+# A dotted name of the package (`nodedp.analysis.style`, `nodedp.data.degree.bound_out_degree`), not part of a path
+# or a file name (`envs/nodedp.yaml`).
+DOTTED = re.compile(r"(?<![\w./-])nodedp(?:\.[A-Za-z_]\w*)+")
+
+
+def all_doc_files(root: Path) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+def _bound_names(path: Path) -> frozenset[str]:
+    """The names a module's top level binds (definitions, assignments, imports, in `if`/`try` blocks too), and the
+    names its assignments list as strings (`__all__`, a lazy package's submodule -> names map)."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                if node.value is not None:
+                    names.update(
+                        c.value
+                        for c in ast.walk(node.value)
+                        if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.isidentifier()
+                    )
+            elif isinstance(node, ast.If | ast.Try):
+                visit([*node.body, *node.orelse, *getattr(node, "finalbody", [])])
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return frozenset(names)
+
+
+def _dotted_problem(src: Path, dotted: str) -> str | None:
+    """Why ``dotted`` names nothing in ``src`` (the package's folder): each part must be a subpackage or module of
+    the package before it, or a name that package (its __init__) or module binds; None where it names something."""
+    parts = dotted.split(".")
+    where = src
+    for i, part in enumerate(parts[1:], start=1):
+        if (where / part / "__init__.py").is_file():
+            where = where / part
+        elif (where / f"{part}.py").is_file():
+            module = where / f"{part}.py"
+            if i + 1 < len(parts) and parts[i + 1] not in _bound_names(module):
+                return f"{'.'.join(parts[: i + 1])} defines no {parts[i + 1]}"
+            return None
+        elif part not in _bound_names(where / "__init__.py"):
+            return f"no module, package or name {'.'.join(parts[: i + 1])}"
+        else:
+            return None
+    return None
+
+
+def _source_file(src: Path, text: str) -> Iterator[tuple[str, Path]]:
+    """(as written, the file it names) for each path of a module of the package in ``text``: `src/nodedp/x.py`,
+    `nodedp/x.py`, or relative to the package, `analysis/x.py` (its first folder a subpackage)."""
+    packages = sorted(p.parent.name for p in src.glob("*/__init__.py"))
+    pattern = rf"(?<![\w./-])((?:src/)?nodedp/[\w/]*\w\.py|(?:{'|'.join(packages)})/[\w/]*\w\.py)(?![\w/])"
+    for match in re.finditer(pattern, text):
+        written = match.group(1)
+        yield written, src / re.sub(r"^(src/)?nodedp/", "", written)
+
+
+def _layout_files(text: str) -> Iterator[tuple[int, str, str]]:
+    """(line, folder under src/nodedp, file) for each entry of the layout of the package (docs/workflow.md's fenced
+    block under `src/nodedp/`: a folder, as its `__init__.py`, or modules) and each bare file name (`stability.py`)
+    it gives in a folder's description."""
+    folder: str | None = None
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        if line.startswith("src/nodedp/"):
+            folder = ""
+            continue
+        if folder is None:
+            continue
+        if not line.startswith(" ") or line.startswith("```"):
+            folder = None
+            continue
+        entry = re.match(r"^  (\S[^ ]*(?: \S[^ ]*)*?)(?:\s{2,}|$)", line)
+        if entry:  # `  analysis/   ...` names a folder, `  io.py, provenance.py   ...` modules of the package
+            names = [n.strip() for n in entry.group(1).split(",")]
+            folder = names[0].rstrip("/") if names[0].endswith("/") else ""
+            for name in names:
+                yield line_no, "", f"{name}__init__.py" if name.endswith("/") else name
+        description = line[26:] if len(line) > 26 else ""
+        for match in re.finditer(r"(?<![\w./-])(\w+\.py)\b", description):
+            yield line_no, folder, match.group(1)
+
+
+def module_problems(root: Path) -> list[str]:
+    """Every dotted module name (`nodedp.x.y`) and module path (`src/nodedp/x/y.py`, `x/y.py`) in README.md and
+    docs/**/*.md names what the package holds, and so does every file the layout of docs/workflow.md gives."""
+    src = root / "src" / "nodedp"
+    problems = []
+    for path in all_doc_files(root):
+        name = path.relative_to(root).as_posix()
+        for line_no, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+            for match in DOTTED.finditer(line):
+                problem = _dotted_problem(src, match.group(0))
+                if problem:
+                    problems.append(f"{name}:{line_no}: `{match.group(0)}`: {problem}")
+            for written, file in _source_file(src, line):
+                if not file.is_file():
+                    problems.append(f"{name}:{line_no}: `{written}`: no such module ({file.relative_to(root)})")
+    workflow = root / "docs" / "workflow.md"
+    for line_no, folder, file in _layout_files(workflow.read_text(encoding="utf-8")):
+        if not (src / folder / file).is_file():
+            where = f"src/nodedp/{folder}/" if folder else "src/nodedp/"
+            problems.append(f"docs/workflow.md:{line_no}: layout: `{file}`: no such module in {where}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The tests
 
 
@@ -424,6 +545,21 @@ def test_snakemake_targets_exist() -> None:
 
 def test_links_and_paths_exist() -> None:
     assert path_problems(REPO) == []
+
+
+def test_modules_and_source_files_named_exist() -> None:
+    assert module_problems(REPO) == []
+
+
+def test_the_module_checks_see_what_the_docs_name() -> None:
+    # An empty extraction would make the check vacuous.
+    texts = [p.read_text(encoding="utf-8") for p in all_doc_files(REPO)]
+    dotted = {m.group(0) for text in texts for m in DOTTED.finditer(text)}
+    assert {"nodedp.analysis.style", "nodedp.data.degree.bound_out_degree"} <= dotted
+    src = REPO / "src" / "nodedp"
+    assert any(written.startswith("src/nodedp/") for text in texts for written, _ in _source_file(src, text))
+    layout = {(folder, file) for _, folder, file in _layout_files((REPO / "docs" / "workflow.md").read_text())}
+    assert {("analysis", "style.py"), ("data", "stability.py"), ("", "io.py"), ("", "analysis/__init__.py")} <= layout
 
 
 @pytest.fixture
@@ -456,6 +592,10 @@ def _typo(root: Path, line: str) -> None:
         ("See [the audit](docs/audti.md).", path_problems),
         ("See [the audit](docs/audit.md#no-such-heading).", path_problems),
         ("The schema: `workflow/schemas/config.schema.yml`.", path_problems),
+        ("The figures: `nodedp.analysis.figures`.", module_problems),
+        ("The frontier: nodedp.analysis.frontier.plot_frontiers.", module_problems),
+        ("The style lives in src/nodedp/analysis/styles.py.", module_problems),
+        ("See analysis/figure.py.", module_problems),
     ],
 )
 def test_a_typo_is_caught(copy_of_docs: Path, line: str, check) -> None:

@@ -335,7 +335,7 @@ def test_refuses_hyperparameters_that_are_not_an_object(tmp_path: Path) -> None:
 
 def test_a_swept_hyperparameter_reaches_the_figures(tmp_path: Path) -> None:
     from nodedp.analysis.bootstrap import summarize
-    from nodedp.analysis.figures import sweep_cells
+    from nodedp.analysis.sweep import sweep_cells
 
     paths = [
         write_run(

@@ -10,9 +10,9 @@ from nodedp._lazy import lazy_exports
 
 # submodule -> the public names it provides here
 _SUBMODULES: dict[str, tuple[str, ...]] = {
+    "accuracy_figure": ("plot_accuracy_vs_epsilon",),
     "bootstrap": ("bootstrap_ci", "summarize"),
     "collect": ("InvalidRunError", "collect_runs", "write_runs"),
-    "figures": ("plot_accuracy_vs_epsilon",),
     "tables": ("write_tables",),
 }
 

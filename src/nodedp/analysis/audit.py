@@ -1,5 +1,5 @@
 """The audit report: per-seed audit JSONs (``python -m nodedp audit``) pooled into one lower bound per cell,
-written as a table (Markdown and LaTeX) and a figure of the bound against the claimed ε.
+written as a table (Markdown and LaTeX); ``nodedp.analysis.audit_figure`` draws the bound against the claimed ε.
 
 ``summarize_audits`` pools a cell's seeds into one one-run audit (Steinke, Nasr & Jagielski 2023) and keeps the
 best single-seed bound (Bonferroni) beside it. Why pooling is sound, when it is looser, and how to read the bound:
@@ -16,15 +16,11 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from nodedp.accounting.ledger import GUARANTEE_CLASSES
 from nodedp.analysis.bootstrap import CELL_KEY
-from nodedp.analysis.figures import _save_all, method_style
-from nodedp.analysis.paper_tables import _tex
-from nodedp.analysis.tables import _single, format_epsilon_value
+from nodedp.analysis.paper_tables import latex_ascii
+from nodedp.analysis.tables import format_epsilon_value, single_value
 from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon, epsilon_one_run, tpr_at_fpr
 from nodedp.contract.naming import REFERENCE_SUFFIX
 from nodedp.io import read_json, write_text
@@ -32,9 +28,8 @@ from nodedp.io import read_json, write_text
 __all__ = [
     "AUDIT_SCHEMA",
     "VIOLATION_MARK",
-    "audit_points",
-    "plot_audit",
     "read_audits",
+    "require_audit_columns",
     "summarize_audits",
     "write_audit_tables",
 ]
@@ -81,9 +76,6 @@ _REQUIRED = (*(k for k in AUDIT_SCHEMA if k not in _OPTIONAL), "mia")
 ACCOUNTINGS = ("suite", "paper")
 
 VIOLATION_MARK = "⚠ ε̂ > claimed"
-VIOLATION_GID = "violation"  # the gid of the values written beside violating rows
-CLAIM_GID = "claim"  # the gid of the ticks at the claimed ε
-_HAT = r"$\hat{\varepsilon}$"  # ε̂ in matplotlib's mathtext (a combining accent may not render)
 
 
 # --- reading ----------------------------------------------------------------------------------------------
@@ -404,10 +396,11 @@ _LATEX_TOKEN_RE = re.compile("(" + "|".join(map(re.escape, _LATEX_TOKENS)) + ")"
 
 
 def _latex_text(text: str) -> str:
-    return "".join(_LATEX_TOKENS.get(part) or _tex(part) for part in _LATEX_TOKEN_RE.split(text))
+    return "".join(_LATEX_TOKENS.get(part) or latex_ascii(part) for part in _LATEX_TOKEN_RE.split(text))
 
 
-def _require(summary: pl.DataFrame, columns: Sequence[str], purpose: str) -> None:
+def require_audit_columns(summary: pl.DataFrame, columns: Sequence[str], purpose: str) -> None:
+    """Refuse an empty audit summary, or one without ``columns``, naming them and ``purpose``."""
     if summary.is_empty():
         raise ValueError(f"audit summary is empty: nothing to {purpose}")
     missing = [c for c in columns if c not in summary.columns]
@@ -445,7 +438,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
 
 
 def _notes(summary: pl.DataFrame) -> tuple[str, list[str]]:
-    confidence = _single(summary, "confidence")
+    confidence = single_value(summary, "confidence")
     caption = (
         f"Empirical privacy audit: ε̂ is the one-run lower bound on ε (Steinke, Nasr & Jagielski 2023) at "
         f"{100 * confidence:g}% confidence and each row's claimed δ, from the canaries of all its seeds pooled "
@@ -487,7 +480,7 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
     """Write the audit table (``summarize_audits``) as Markdown and as a booktabs LaTeX tabular with its note
     paragraph (to ``\\input`` inside a table float, like ``nodedp.analysis.tables``), both atomically. A violated
     row carries ``VIOLATION_MARK``, explained below the table."""
-    _require(summary, tuple(_SUMMARY_SCHEMA), "write the audit table")
+    require_audit_columns(summary, tuple(_SUMMARY_SCHEMA), "write the audit table")
     caption, notes = _notes(summary)
     rows = [_cells(r) for r in summary.iter_rows(named=True)]
 
@@ -525,199 +518,3 @@ def write_audit_tables(summary: pl.DataFrame, *, markdown: Path, latex: Path, re
 
     for path, text in ((markdown, "\n".join(md)), (latex, "\n".join(tex))):
         write_text(path, text)
-
-
-# --- figure -----------------------------------------------------------------------------------------------
-
-_FIGURE_COLUMNS = (
-    "dataset",
-    "method",
-    "target_epsilon",
-    "claimed_epsilon",
-    "epsilon_lower",
-    "violated",
-    "accounting",
-    "canaries",
-    "seeds",
-    "confidence",
-    "delta",
-)
-AXIS_HEADROOM = 1.2  # the ε axis runs from 0 to this times the largest claimed ε
-ROW_INCHES = 0.3  # height per audited cell
-
-
-def audit_points(summary: pl.DataFrame) -> tuple[pl.DataFrame, float]:
-    """What ``plot_audit`` draws, and the end of its linear ε axis (``AXIS_HEADROOM`` times the largest claimed ε,
-    so the claims set the scale). Per cell, in drawing order (dataset, method, target ε): ``label`` (the method,
-    with its target ε where the figure holds more than one), ``claimed_epsilon``, ``epsilon_lower``, ``drawn`` (the
-    bound, at most the axis end) and ``clipped`` (beyond it: drawn at the end, its value written), ``violated`` and
-    ``reference`` (audited against a paper's claim)."""
-    _require(summary, _FIGURE_COLUMNS, "plot the audit")
-    x_max = AXIS_HEADROOM * float(summary["claimed_epsilon"].max())
-    several = summary["target_epsilon"].n_unique() > 1
-    label = (
-        pl.concat_str(
-            pl.col("method"),
-            pl.lit(", ε = "),
-            pl.col("target_epsilon").map_elements(format_epsilon_value, return_dtype=pl.String()),
-        )
-        if several
-        else pl.col("method")
-    )
-    points = summary.sort("dataset", "method", "target_epsilon").select(
-        "dataset",
-        "method",
-        "target_epsilon",
-        label.alias("label"),
-        "claimed_epsilon",
-        "epsilon_lower",
-        pl.min_horizontal(pl.col("epsilon_lower"), pl.lit(x_max)).alias("drawn"),
-        (pl.col("epsilon_lower") > x_max).alias("clipped"),
-        "violated",
-        ((pl.col("accounting") == "paper") | pl.col("method").str.contains(REFERENCE_SUFFIX, literal=True)).alias(
-            "reference"
-        ),
-    )
-    return points, x_max
-
-
-def _range_text(values: pl.Series, one: str, many: str) -> str:
-    low, high = int(values.min()), int(values.max())
-    return f"{high} {one if high == 1 else many}" if low == high else f"{low}–{high} {many}"
-
-
-def plot_audit(summary: pl.DataFrame, path: Path, *, pdf_path: Path | None = None) -> str:
-    """Draw, per audited cell, the pooled lower bound ε̂ as a bar beside its claimed ε as a black tick, on one
-    linear ε axis from 0 (``audit_points``): one row per method and target ε, labelled by it, one panel per
-    dataset, each bar in its method's colour and marker (``method_style``; releases of a method in its colour,
-    reference runs with squares), ε̂ written beside each row. A bar past its tick refutes its claim: red, marked
-    ``VIOLATION_MARK``. Writes a PNG (and a PDF where asked); returns the caption."""
-    points, x_max = audit_points(summary)
-    datasets = sorted(points["dataset"].unique().to_list())
-    rows_most = max(points.filter(pl.col("dataset") == d).height for d in datasets)
-    n_cols = min(len(datasets), 2)
-    n_rows = math.ceil(len(datasets) / n_cols)
-    label_inches = 0.07 * max(len(label) for label in points["label"].to_list())
-
-    import seaborn as sns
-
-    with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=1.1):
-        fig = Figure(
-            figsize=(n_cols * (3.6 + label_inches), n_rows * (ROW_INCHES * rows_most + 1.1) + 0.5), layout="constrained"
-        )
-        axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
-        for ax in axes[len(datasets) :]:
-            ax.set_visible(False)
-        for ax, dataset in zip(axes, datasets):
-            panel = points.filter(pl.col("dataset") == dataset)
-            y = np.arange(panel.height)
-            for i, r in enumerate(panel.iter_rows(named=True)):
-                style = method_style(r["method"])
-                edge = "red" if r["violated"] else style.colour
-                ax.barh(
-                    i,
-                    r["drawn"],
-                    height=0.55,
-                    color=style.colour,
-                    alpha=0.55,
-                    edgecolor=edge,
-                    linewidth=1.5 if r["violated"] else 0.5,
-                )
-                ax.plot(
-                    r["drawn"],
-                    i,
-                    marker=style.marker,
-                    markersize=6,
-                    color=style.colour,
-                    markeredgecolor="black",
-                    markeredgewidth=0.5,
-                    linestyle="none",
-                    clip_on=False,
-                    zorder=4,
-                )
-                ax.plot(
-                    r["claimed_epsilon"],
-                    i,
-                    marker="|",
-                    markersize=15,
-                    markeredgewidth=2.2,
-                    color="black",
-                    linestyle="none",
-                    gid=CLAIM_GID,
-                    zorder=5,
-                )
-                value = format_epsilon_value(r["epsilon_lower"]) + (" ⚠" if r["violated"] else "")
-                ax.annotate(
-                    value,
-                    (1.0, i),
-                    xycoords=("axes fraction", "data"),
-                    xytext=(4, 0),
-                    textcoords="offset points",
-                    va="center",
-                    fontsize=8,
-                    color="red" if r["violated"] else "black",
-                    gid=VIOLATION_GID if r["violated"] else None,
-                )
-            ax.set_yticks(y, panel["label"].to_list())
-            ax.set_ylim(panel.height - 0.5, -0.5)  # the first method on top
-            ax.yaxis.grid(False)
-            ax.set_xlim(0, x_max)
-            ax.set_xlabel("ε")
-            ax.set_title(dataset)
-            ax.annotate(
-                _HAT,
-                (1.0, 1.0),
-                xycoords="axes fraction",
-                xytext=(4, 3),
-                textcoords="offset points",
-                va="bottom",
-                fontsize=9,
-            )
-        handles = [
-            Line2D(
-                [],
-                [],
-                color="black",
-                marker="|",
-                markersize=12,
-                markeredgewidth=2.2,
-                linestyle="none",
-                label="claimed ε",
-            ),
-            Patch(facecolor="grey", alpha=0.55, label=f"lower bound {_HAT} (bar and point; value at right)"),
-        ]
-        if points["violated"].any():
-            handles.append(
-                Patch(facecolor="white", edgecolor="red", linewidth=1.5, label=f"⚠ violation: {_HAT} > claimed ε")
-            )
-        fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
-    _save_all(fig, path, pdf_path)
-
-    confidence = _single(summary, "confidence")
-    deltas = sorted(summary["delta"].unique().to_list())
-    delta_text = f"δ = {deltas[0]:g}" if len(deltas) == 1 else "δ = " + ", ".join(f"{d:g}" for d in deltas)
-    violations, zeros = int(points["violated"].sum()), int((points["epsilon_lower"] == 0).sum())
-    canaries = _range_text(summary["canaries"], "canary", "canaries")
-    seeds = _range_text(summary["seeds"], "seed", "seeds")
-    caption = (
-        f"Empirical privacy audit: per method and target ε (one row each, one panel per dataset), the "
-        f"one-run lower bound ε̂ on ε ({100 * confidence:g}% confidence, at {delta_text}: each run's claimed "
-        f"δ) as a bar, its value at the right, against the ε the runs claim as a black tick, on a linear "
-        f"axis from 0 to {AXIS_HEADROOM:g} times the largest claim. Each row pools {canaries} over {seeds}. "
-        f"A bar past its tick refutes the claim (red, {VIOLATION_MARK}): {violations} of {points.height} "
-        f"cells do. {zeros} of {points.height} bounds are 0 (no evidence against the claim: a point on the "
-        "zero line)."
-    )
-    clipped = int(points["clipped"].sum())
-    if clipped:
-        caption += f" {clipped} bound{'s' if clipped > 1 else ''} beyond the axis end sit at it, value written."
-    if points["reference"].any():
-        caption += (
-            f" Squares: reference runs ({REFERENCE_SUFFIX}), against their paper's claimed ε and δ; a "
-            "violation there refutes the paper's claim, one elsewhere is a bug."
-        )
-    if points["method"].str.contains(" · ", literal=True).any():
-        caption += " A release row (· NAP release, · DP-SGD release) is its method's noise audited white-box."
-    return caption + (
-        " ε̂ is a lower bound; one-run audits are loose, so a bar short of its tick does not certify the claim."
-    )

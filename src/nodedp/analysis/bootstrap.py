@@ -82,53 +82,72 @@ def summarize(
     missing = [c for c in needed if c not in runs.columns]
     if missing:
         raise ValueError(f"runs lack columns {missing}; available: {runs.columns}")
-    rows = []
-    for key, cell in runs.group_by(list(CELL_KEY)):
+    rows = [
         # Resampling picks rows by position: fix their order so the input's row order cannot matter.
-        cell = cell.sort("seed")
-        row: dict[str, object] = dict(zip(CELL_KEY, key))
-        row["n_runs"] = cell.height
-        row["epsilon_mean"] = float(cell["epsilon"].mean())
-        # A cell is fully accounted only if every run's ledger is (tables mark the others).
-        row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
-        # A cell is re-derived only if every run's plan was (tables mark the others); null: collected before.
-        row["replanned"] = bool(cell["replanned"].all()) if "replanned" in cell.columns else None
-        # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
-        row["guarantee"] = (
-            max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index) if "guarantee" in cell.columns else None
+        _cell_row(key, cell.sort("seed"), metrics=metrics, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        for key, cell in runs.group_by(list(CELL_KEY))
+    ]
+    return pl.DataFrame(rows, schema=_summary_schema(metrics)).sort(list(CELL_KEY))
+
+
+def _cell_row(
+    key: tuple, cell: pl.DataFrame, *, metrics: Sequence[str], n_resamples: int, confidence: float, seed: int
+) -> dict[str, object]:
+    """The summary's row of one cell (``cell``: its runs, by seed)."""
+    row: dict[str, object] = dict(zip(CELL_KEY, key))
+    row["n_runs"] = cell.height
+    row["epsilon_mean"] = float(cell["epsilon"].mean())
+    # A cell is fully accounted only if every run's ledger is (tables mark the others).
+    row["fully_accounted"] = bool(cell["fully_accounted"].all()) if "fully_accounted" in cell.columns else True
+    # A cell is re-derived only if every run's plan was (tables mark the others); null: collected before.
+    row["replanned"] = bool(cell["replanned"].all()) if "replanned" in cell.columns else None
+    # A cell's guarantee is its weakest run's (GUARANTEE_CLASSES runs from strongest to weakest).
+    row["guarantee"] = (
+        max(cell["guarantee"].to_list(), key=GUARANTEE_CLASSES.index) if "guarantee" in cell.columns else None
+    )
+    row |= _spent(cell, key)
+    for column in CELL_SETTINGS:
+        row[column] = _cell_setting(cell, column, key)
+    for metric in metrics:
+        mean, low, high = bootstrap_ci(
+            cell[metric].to_numpy(),
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
         )
-        # Reference mode (`<method>@paper`): the largest actual ε of the cell's runs, at the suite's δ and at the
-        # paper's (the claimed ε is the cell's target_epsilon).
-        reference = "reference" in cell.columns and bool(cell["reference"].any())
-        if reference and not cell["reference"].all():
-            raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes reference-mode and suite-accounted runs")
-        row["reference"] = reference
-        row["epsilon_max"] = float(cell["epsilon"].max())
-        row["delta"] = cell["delta"].max() if "delta" in cell.columns else None  # the suite's δ of the runs
-        row["claimed_delta"] = float(cell["claimed_delta"].max()) if reference else None
-        row["claim_actual_epsilon_max"] = float(cell["claim_actual_epsilon"].max()) if reference else None
-        for column in CELL_SETTINGS:
-            row[column] = _cell_setting(cell, column, key)
-        for metric in metrics:
-            mean, low, high = bootstrap_ci(
-                cell[metric].to_numpy(),
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-            )
-            row[f"{metric}_mean"] = mean
-            row[f"{metric}_ci_low"] = low
-            row[f"{metric}_ci_high"] = high
-        row["test_majority_accuracy"] = _mean_if_all(cell, "test_majority_accuracy")
-        row["n_one_class_runs"] = (
-            None
-            if _mean_if_all(cell, "test_predicted_classes") is None
-            else int((cell["test_predicted_classes"] == 1).sum())
-        )
-        row["confidence"] = confidence
-        row["n_resamples"] = n_resamples
-        rows.append(row)
-    schema: dict[str, pl.DataType] = {
+        row[f"{metric}_mean"] = mean
+        row[f"{metric}_ci_low"] = low
+        row[f"{metric}_ci_high"] = high
+    row["test_majority_accuracy"] = _mean_if_all(cell, "test_majority_accuracy")
+    row["n_one_class_runs"] = (
+        None
+        if _mean_if_all(cell, "test_predicted_classes") is None
+        else int((cell["test_predicted_classes"] == 1).sum())
+    )
+    row["confidence"] = confidence
+    row["n_resamples"] = n_resamples
+    return row
+
+
+def _spent(cell: pl.DataFrame, key: tuple) -> dict[str, object]:
+    """What the cell's runs spend: ``reference``, ``epsilon_max`` and ``delta``, and for reference mode the paper's
+    δ and the actual ε at it. Refuses a cell mixing reference-mode and suite-accounted runs."""
+    # Reference mode (`<method>@paper`): the largest actual ε of the cell's runs, at the suite's δ and at the
+    # paper's (the claimed ε is the cell's target_epsilon).
+    reference = "reference" in cell.columns and bool(cell["reference"].any())
+    if reference and not cell["reference"].all():
+        raise ValueError(f"cell {dict(zip(CELL_KEY, key))} mixes reference-mode and suite-accounted runs")
+    return {
+        "reference": reference,
+        "epsilon_max": float(cell["epsilon"].max()),
+        "delta": cell["delta"].max() if "delta" in cell.columns else None,  # the suite's δ of the runs
+        "claimed_delta": float(cell["claimed_delta"].max()) if reference else None,
+        "claim_actual_epsilon_max": float(cell["claim_actual_epsilon"].max()) if reference else None,
+    }
+
+
+def _summary_schema(metrics: Sequence[str]) -> dict[str, pl.DataType]:
+    return {
         "dataset": pl.String(),
         "method": pl.String(),
         "target_epsilon": pl.Float64(),
@@ -150,7 +169,6 @@ def summarize(
         "confidence": pl.Float64(),
         "n_resamples": pl.Int64(),
     }
-    return pl.DataFrame(rows, schema=schema).sort(list(CELL_KEY))
 
 
 def _mean_if_all(cell: pl.DataFrame, column: str) -> float | None:

@@ -48,7 +48,7 @@ RUNS_SCHEMA: dict[str, pl.DataType] = {
     "train_s": pl.Float64(),
     "total_s": pl.Float64(),
     # The run's hyperparameters as JSON with sorted keys (one string column whatever the method), so figures can
-    # plot against what a variant changes (nodedp.analysis.figures.plot_sweep); null where metrics.json lacks them.
+    # plot against what a variant changes (nodedp.analysis.sweep.plot_sweep); null where metrics.json lacks them.
     "hyperparameters": pl.String(),
     "git_commit": pl.String(),
 }

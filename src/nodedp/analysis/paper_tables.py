@@ -35,9 +35,9 @@ from nodedp.analysis.tables import (
     REFERENCE_MARK,
     REFERENCE_NOTE,
     UNACCOUNTED_NOTE,
-    _latex_unicode,
     format_epsilon_value,
     latex_escape,
+    latex_unicode,
     one_class_mark,
 )
 from nodedp.contract.naming import REFERENCE_SUFFIX
@@ -354,15 +354,45 @@ def _paper_text(p: Published) -> str:
 
 
 def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
-    from nodedp.analysis.bootstrap import few_seeds_text
-
     cells = _index(summary)
     present = set(summary["dataset"].to_list())
     metrics = {c.removesuffix("_mean") for c in summary.columns if c.endswith("_mean")}
-    has_reference = "reference" in summary.columns
     columns, rows = _with_stand_ins(table, present)
+    picked = _picked(table, rows, cells, present, metrics, has_reference="reference" in summary.columns)
+    best = _best(rows, picked)
+    used = [r for pair in picked.values() for r in pair if r is not None]
+    max_runs = max((r["n_runs"] for r in used), default=0)
+    views: list[tuple[tuple[str, ...], list[_CellView | None]]] = []
+    for labels, feeds in rows:
+        out: list[_CellView | None] = []
+        for f in feeds:
+            if f is None:
+                out.append(None)
+                continue
+            need = _needs(table, f, present, metrics)
+            suite, ref = picked.get(id(f), (None, None))
+            if need is not None or (suite is None and ref is None):
+                out.append(_missing_view(f, need))
+            else:
+                out.append(_value_view(f, suite, ref, best=best, max_runs=max_runs, interval=interval))
+        views.append((labels, out))
+    header = [*table.row_header, *columns]
+    caption = _view_caption(table, used, best=best, interval=interval)
+    notes = _view_notes(table, rows, views)
+    return _View(header=header, n_labels=len(table.row_header), rows=views, caption=caption, notes=notes)
 
-    picked: dict[int, tuple[dict | None, dict | None]] = {}  # id(feed) -> (suite row, reference row)
+
+def _picked(
+    table: PaperTable,
+    rows: list[tuple[tuple[str, ...], tuple[CellFeed | None, ...]]],
+    cells: Mapping[tuple[str, str, float], dict],
+    present: set[str],
+    metrics: set[str],
+    *,
+    has_reference: bool,
+) -> dict[int, tuple[dict | None, dict | None]]:
+    """id(feed) -> (the suite's row, the reference-mode row) of each feed whose cell the summary may have."""
+    picked: dict[int, tuple[dict | None, dict | None]] = {}
     for _, feeds in rows:
         for f in feeds:
             if f is None or _needs(table, f, present, metrics):
@@ -374,73 +404,85 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
                 ref = cells.get((f.dataset, f.run + REFERENCE_SUFFIX, eps))
                 ref = ref if ref is not None and ref["reference"] else None
             picked[id(f)] = (suite, ref)
+    return picked
 
-    # Bold: the best private cell per (dataset, ε) among those whose ε covers every read, where two compete.
-    def competes(f: CellFeed | None, suite: dict | None) -> TypeGuard[CellFeed]:
-        return (
-            f is not None
-            and suite is not None
-            and f.metric == "test_accuracy"
-            and math.isfinite(suite["target_epsilon"])
-            and suite.get("fully_accounted") is not False
-            and not suite.get("reference")
-        )
 
+def _competes(f: CellFeed | None, suite: dict | None) -> TypeGuard[CellFeed]:
+    """Whether the suite's cell of ``f`` (``suite``: its row) competes for bold: a private accuracy whose ε covers
+    every read (no uncharged reads, not reference mode)."""
+    return (
+        f is not None
+        and suite is not None
+        and f.metric == "test_accuracy"
+        and math.isfinite(suite["target_epsilon"])
+        and suite.get("fully_accounted") is not False
+        and not suite.get("reference")
+    )
+
+
+def _best(
+    rows: list[tuple[tuple[str, ...], tuple[CellFeed | None, ...]]], picked: dict[int, tuple[dict | None, dict | None]]
+) -> dict[tuple[str, float], float]:
+    """Bold: the best private cell per (dataset, ε) among those whose ε covers every read, where two compete."""
     contests: dict[tuple[str, float], list[float]] = {}
     for _, feeds in rows:
         for f in feeds:
             suite = picked.get(id(f), (None, None))[0] if f is not None else None
-            if competes(f, suite) and suite is not None:
+            if _competes(f, suite) and suite is not None:
                 contests.setdefault((f.dataset, suite["target_epsilon"]), []).append(suite[f"{f.metric}_mean"])
-    best = {k: max(v) for k, v in contests.items() if len(v) > 1}
+    return {k: max(v) for k, v in contests.items() if len(v) > 1}
 
-    used = [r for pair in picked.values() for r in pair if r is not None]
-    max_runs = max((r["n_runs"] for r in used), default=0)
-    views: list[tuple[tuple[str, ...], list[_CellView | None]]] = []
-    for labels, feeds in rows:
-        out: list[_CellView | None] = []
-        for f in feeds:
-            if f is None:
-                out.append(None)
-                continue
-            p = f.published
-            need = _needs(table, f, present, metrics)
-            suite, ref = picked.get(id(f), (None, None))
-            if need is not None or (suite is None and ref is None):
-                if f.stand_in:
-                    need = "—"
-                elif need is None:
-                    bound = f"ε ≤ {f.epsilon:g}" if f.at_most else f"ε = {_eps(f.epsilon)}"
-                    need = f"needs {f.run} at {bound}" + (f"\n(study {f.study})" if f.study else "")
-                # A long need wraps onto a second line, to keep the column narrow.
-                first, *rest = need.split("\n")
-                out.append(_CellView(main=first, lines=[*rest, _paper_text(p)]))
-                continue
-            view = _CellView(main="—")
-            deltas = []
-            if suite is not None:
-                view.main = _value_text(suite, f.metric, interval)
-                if f.at_most:
-                    view.main += f" [ε = {suite['target_epsilon']:g}]"
-                if suite["n_runs"] != max_runs:
-                    view.main += f" [n={suite['n_runs']}]"
-                view.marks = _marks(suite)
-                view.bold = (
-                    competes(f, suite) and best.get((f.dataset, suite["target_epsilon"])) == suite[f"{f.metric}_mean"]
-                )
-                deltas.append(f"Δ {100 * suite[f'{f.metric}_mean'] - p.accuracy:+.1f}")
-            if ref is not None:
-                actual = format_epsilon_value(ref["epsilon_max"])
-                view.lines.append(
-                    f"{REFERENCE_MARK} {_value_text(ref, f.metric, interval)} [ε = {actual}]" + _marks(ref)
-                )
-                deltas.append(f"{REFERENCE_MARK} {100 * ref[f'{f.metric}_mean'] - p.accuracy:+.1f}")
-            view.lines.append(_paper_text(p))
-            view.lines.append(" · ".join(deltas) if suite is not None else "Δ " + " · ".join(deltas))
-            out.append(view)
-        views.append((labels, out))
 
-    # Caption: seeds, confidence and resamples of the cells shown.
+def _missing_view(f: CellFeed, need: str | None) -> _CellView:
+    """A cell the summary lacks: what would produce it (``need``, else the run and ε it needs; — for a stand-in),
+    and the paper's value."""
+    if f.stand_in:
+        need = "—"
+    elif need is None:
+        bound = f"ε ≤ {f.epsilon:g}" if f.at_most else f"ε = {_eps(f.epsilon)}"
+        need = f"needs {f.run} at {bound}" + (f"\n(study {f.study})" if f.study else "")
+    # A long need wraps onto a second line, to keep the column narrow.
+    first, *rest = need.split("\n")
+    return _CellView(main=first, lines=[*rest, _paper_text(f.published)])
+
+
+def _value_view(
+    f: CellFeed,
+    suite: dict | None,
+    ref: dict | None,
+    *,
+    best: dict[tuple[str, float], float],
+    max_runs: int,
+    interval: str,
+) -> _CellView:
+    """A cell the summary has: the suite's value (bold where best, its marks), the reference-mode run's, the paper's
+    value and the differences from it."""
+    p = f.published
+    view = _CellView(main="—")
+    deltas = []
+    if suite is not None:
+        view.main = _value_text(suite, f.metric, interval)
+        if f.at_most:
+            view.main += f" [ε = {suite['target_epsilon']:g}]"
+        if suite["n_runs"] != max_runs:
+            view.main += f" [n={suite['n_runs']}]"
+        view.marks = _marks(suite)
+        view.bold = _competes(f, suite) and best.get((f.dataset, suite["target_epsilon"])) == suite[f"{f.metric}_mean"]
+        deltas.append(f"Δ {100 * suite[f'{f.metric}_mean'] - p.accuracy:+.1f}")
+    if ref is not None:
+        actual = format_epsilon_value(ref["epsilon_max"])
+        view.lines.append(f"{REFERENCE_MARK} {_value_text(ref, f.metric, interval)} [ε = {actual}]" + _marks(ref))
+        deltas.append(f"{REFERENCE_MARK} {100 * ref[f'{f.metric}_mean'] - p.accuracy:+.1f}")
+    view.lines.append(_paper_text(p))
+    view.lines.append(" · ".join(deltas) if suite is not None else "Δ " + " · ".join(deltas))
+    return view
+
+
+def _view_caption(table: PaperTable, used: list[dict], *, best: dict[tuple[str, float], float], interval: str) -> str:
+    """The caption: what each cell shows (seeds, confidence and resamples of the cells shown), the few-seeds
+    caveat, what bold means, the studies read."""
+    from nodedp.analysis.bootstrap import few_seeds_text
+
     metric = table.feeds[0].metric
     if used:
         runs = [r["n_runs"] for r in used]
@@ -465,8 +507,16 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
         caption += f" {few_seeds}"
     if best:
         caption += " Bold: best private cell per dataset and ε whose ε covers every read."
-    caption += f" Summaries of studies: {', '.join(table.studies)}."
+    return caption + f" Summaries of studies: {', '.join(table.studies)}."
 
+
+def _view_notes(
+    table: PaperTable,
+    rows: list[tuple[tuple[str, ...], tuple[CellFeed | None, ...]]],
+    views: list[tuple[tuple[str, ...], list[_CellView | None]]],
+) -> list[str]:
+    """The notes below the table: the table's own, the papers' spreads, the stand-ins and unregistered datasets
+    shown, and the marks its cells carry."""
     notes = list(table.notes)
     spreads = {f.published.spread for f in table.feeds}
     notes += [f"paper ± x: the paper's {SPREADS[s]}." for s in sorted(spreads) if s != "none"]
@@ -488,8 +538,7 @@ def _view(table: PaperTable, summary: pl.DataFrame, *, interval: str) -> _View:
         notes.append(REFERENCE_NOTE)
     if ONE_CLASS_MARK in all_marks:
         notes.append(ONE_CLASS_NOTE)
-    header = [*table.row_header, *columns]
-    return _View(header=header, n_labels=len(table.row_header), rows=views, caption=caption, notes=notes)
+    return notes
 
 
 def _single(rows: Sequence[dict], column: str) -> float | int:
@@ -559,9 +608,9 @@ _TEX_EXTRA = {
 }
 
 
-def _tex(text: str) -> str:
+def latex_ascii(text: str) -> str:
     """``text`` as LaTeX that prints it, in plain ASCII that needs no package."""
-    out = _latex_unicode("".join(_TEX_EXTRA.get(ch, ch) if ch in _TEX_EXTRA else latex_escape(ch) for ch in text))
+    out = latex_unicode("".join(_TEX_EXTRA.get(ch, ch) if ch in _TEX_EXTRA else latex_escape(ch) for ch in text))
     odd = sorted({ch for ch in out if not ch.isascii()})
     if odd:
         raise ValueError(f"no LaTeX for the characters {odd} in {text!r}; add them to _TEX_EXTRA")
@@ -572,9 +621,9 @@ def _latex(view: _View, command: str) -> str:
     def cell(v: _CellView | None) -> str:
         if v is None:
             return ""
-        main = _tex(v.main)
-        main = (f"\\textbf{{{main}}}" if v.bold else main) + _tex(v.marks)
-        body = " \\\\ ".join([main, *map(_tex, v.lines)])
+        main = latex_ascii(v.main)
+        main = (f"\\textbf{{{main}}}" if v.bold else main) + latex_ascii(v.marks)
+        body = " \\\\ ".join([main, *map(latex_ascii, v.lines)])
         return f"{{\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{body}\\end{{tabular}}}}"
 
     n_values = len(view.header) - view.n_labels
@@ -586,19 +635,19 @@ def _latex(view: _View, command: str) -> str:
         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
         "\\begin{tabular}{" + "l" * view.n_labels + "r" * n_values + "}",
         "\\toprule",
-        " & ".join(_tex(h) for h in view.header) + " \\\\",
+        " & ".join(latex_ascii(h) for h in view.header) + " \\\\",
         "\\midrule",
     ]
     for (shown, new_group), (_, cells) in zip(_shown_labels(view.rows), view.rows, strict=True):
         if new_group:
             lines.append("\\midrule")
-        lines.append(" & ".join([*map(_tex, shown), *map(cell, cells)]) + " \\\\")
-    note = " ".join(_tex(n) for n in [view.caption, *view.notes])
+        lines.append(" & ".join([*map(latex_ascii, shown), *map(cell, cells)]) + " \\\\")
+    note = " ".join(latex_ascii(n) for n in [view.caption, *view.notes])
     lines += [
         "\\bottomrule",
         "\\end{tabular}}",
         "\\par\\smallskip",
-        f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{_tex(command)}}}\\par}}",
+        f"{{\\footnotesize\\raggedright {note} Regenerate with: \\texttt{{{latex_ascii(command)}}}\\par}}",
         "\\endgroup",
         "",
     ]
@@ -667,7 +716,7 @@ def write_main_tex(
         body += [
             "\\begin{table}[!htbp]",
             "\\centering",
-            f"\\textbf{{{_tex(path.stem)}}}\\par\\medskip",
+            f"\\textbf{{{latex_ascii(path.stem)}}}\\par\\medskip",
             f"\\input{{{rel}}}",
             "\\end{table}",
             "",
@@ -680,7 +729,7 @@ def write_main_tex(
             "\\usepackage{booktabs}",
             "\\usepackage{graphicx}",
             "\\begin{document}",
-            f"\\section*{{{_tex(title)}}}",
+            f"\\section*{{{latex_ascii(title)}}}",
             "",
             *body,
             "\\end{document}",

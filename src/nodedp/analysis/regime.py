@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -134,46 +134,11 @@ def write_regime(
     """Draw the regime figure (one panel per ε: each method's gap to ``baseline`` against the node count, log
     scale, with intervals) and write its caption and Markdown table. ``sizes``: dataset -> nodes. Returns the
     caption."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from nodedp.analysis.figures import DPI, method_style
-
     gaps = paired_gaps(runs, baseline=baseline, n_resamples=n_resamples, confidence=confidence, seed=seed)
     unknown = sorted(set(gaps["dataset"]) - set(sizes))
     if unknown:
         raise ValueError(f"no node count for dataset(s) {unknown}: pass their graphs' meta.json")
-    epsilons = sorted(set(gaps["target_epsilon"]))
-    methods = sorted(set(gaps["method"]))
-    fig, axes = plt.subplots(1, len(epsilons), figsize=(4.6 * len(epsilons), 3.6), sharey=True, squeeze=False)
-    for ax, eps in zip(axes[0], epsilons):
-        ax.axhline(0.0, color="#606060", linewidth=0.8)
-        for i, method in enumerate(methods):
-            cell = gaps.filter((gaps["method"] == method) & (gaps["target_epsilon"] == eps))
-            if cell.is_empty():
-                continue
-            cell = cell.with_columns(
-                nodes=cell["dataset"].replace_strict(dict(sizes), return_dtype=cell["n_pairs"].dtype)
-            )
-            cell = cell.sort("nodes")
-            style = method_style(method)
-            x = cell["nodes"].to_numpy().astype(float) * (1.0 + 0.04 * (i - (len(methods) - 1) / 2))
-            y = 100 * cell["gap_mean"].to_numpy()
-            err = 100 * np.vstack([cell["gap_mean"] - cell["gap_low"], cell["gap_high"] - cell["gap_mean"]])
-            ax.errorbar(x, y, yerr=err, color=style.colour, marker=style.marker, linestyle="-", capsize=3, label=method)
-        ax.set_xscale("log")
-        ax.set_title(f"ε = {eps:g}")
-        ax.set_xlabel("nodes (after preprocessing)")
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel(f"test accuracy − {baseline} (pp)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=DPI)
-    plt.close(fig)
+    _draw_regime(gaps, sizes, baseline=baseline, png=png)
     n_pairs = gaps["n_pairs"].to_list()
     caption = (
         f"Each private graph method's test accuracy minus {baseline}'s on the same seed's split (percentage points), "
@@ -184,6 +149,51 @@ def write_regime(
     write_text(caption_path, caption + "\n")
     write_text(markdown_path, _markdown(gaps, sizes, baseline=baseline, caption=caption, command=regenerate_command))
     return caption
+
+
+def _draw_regime(gaps: pl.DataFrame, sizes: Mapping[str, int], *, baseline: str, png: Path) -> None:
+    """The figure: a panel per ε, each method's gaps (``paired_gaps``) against the node count, one legend below."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from nodedp.analysis.style import DPI
+
+    epsilons = sorted(set(gaps["target_epsilon"]))
+    fig, axes = plt.subplots(1, len(epsilons), figsize=(4.6 * len(epsilons), 3.6), sharey=True, squeeze=False)
+    for ax, eps in zip(axes[0], epsilons):
+        _draw_panel(ax, gaps.filter(gaps["target_epsilon"] == eps), eps, sizes, methods=sorted(set(gaps["method"])))
+    axes[0][0].set_ylabel(f"test accuracy − {baseline} (pp)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=DPI)
+    plt.close(fig)
+
+
+def _draw_panel(ax: Any, gaps: pl.DataFrame, eps: float, sizes: Mapping[str, int], *, methods: list[str]) -> None:
+    """The panel of ``eps`` (``gaps``: its rows): the zero line, each of ``methods`` (all the figure's, so each
+    keeps its offset) against the node count on a log axis, set a little apart, with its intervals."""
+    from nodedp.analysis.style import method_style
+
+    ax.axhline(0.0, color="#606060", linewidth=0.8)
+    for i, method in enumerate(methods):
+        cell = gaps.filter(gaps["method"] == method)
+        if cell.is_empty():
+            continue
+        cell = cell.with_columns(nodes=cell["dataset"].replace_strict(dict(sizes), return_dtype=cell["n_pairs"].dtype))
+        cell = cell.sort("nodes")
+        style = method_style(method)
+        x = cell["nodes"].to_numpy().astype(float) * (1.0 + 0.04 * (i - (len(methods) - 1) / 2))
+        y = 100 * cell["gap_mean"].to_numpy()
+        err = 100 * np.vstack([cell["gap_mean"] - cell["gap_low"], cell["gap_high"] - cell["gap_mean"]])
+        ax.errorbar(x, y, yerr=err, color=style.colour, marker=style.marker, linestyle="-", capsize=3, label=method)
+    ax.set_xscale("log")
+    ax.set_title(f"ε = {eps:g}")
+    ax.set_xlabel("nodes (after preprocessing)")
+    ax.grid(True, alpha=0.3)
 
 
 def graph_sizes(meta_paths: Sequence[Path]) -> dict[str, int]:

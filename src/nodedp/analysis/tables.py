@@ -103,7 +103,7 @@ _LATEX_UNICODE = {
 }
 
 
-def _latex_unicode(text: str) -> str:
+def latex_unicode(text: str) -> str:
     """``text`` (already escaped) with the Unicode the tables print replaced by LaTeX that needs no package."""
     return "".join(_LATEX_UNICODE.get(ch, ch) for ch in text)
 
@@ -204,10 +204,6 @@ class _Table:
 
 
 def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
-    import polars as pl
-
-    from nodedp.analysis.bootstrap import interval_text
-
     if summary.is_empty():
         raise ValueError("summary is empty: no table to write")
     mean, low, high = f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high"
@@ -220,11 +216,25 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
         raise ValueError(f"summary lacks columns {missing}; metrics available: {metrics}")
 
     epsilons = tuple(sorted(set(summary["target_epsilon"].to_list())))  # inf sorts last
-    # Bold only where at least two private methods compete for the same (dataset, ε).
-    has_reference = "reference" in summary.columns
-    # Reference-mode cells are not private at their column's ε, and a cell with uncharged reads (†) is not
-    # covered by its ε: neither competes for bold.
-    competing = summary.filter(~pl.col("reference").fill_null(False)) if has_reference else summary
+    best_mean = _best_means(summary, mean)
+    cells = _cells(summary, metric, best_mean)
+    # Private methods first, non-private references below them, each alphabetical.
+    order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
+    rows = tuple((d, m, tuple(cells[(d, m)].get(e) for e in epsilons)) for d, m in order)
+    majority = majority_accuracy(summary) if metric == "test_accuracy" else {}
+    caption = _caption(summary, metric, bold=bool(best_mean), majority=bool(majority))
+    return _Table(
+        epsilons=epsilons, rows=rows, max_runs=int(summary["n_runs"].max()), caption=caption, majority=majority
+    )
+
+
+def _best_means(summary: pl.DataFrame, mean: str) -> dict[tuple[str, float], float]:
+    """(dataset, ε) -> the best mean of the private cells competing there, where at least two do: a cell with
+    uncharged reads (†) is not covered by its ε and a reference-mode cell is not private at it, so neither
+    competes."""
+    import polars as pl
+
+    competing = summary.filter(~pl.col("reference").fill_null(False)) if "reference" in summary.columns else summary
     if "fully_accounted" in summary.columns:
         competing = competing.filter(pl.col("fully_accounted").fill_null(True))
     contests = (
@@ -233,7 +243,15 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
         .agg(pl.col(mean).max().alias("best"), pl.len().alias("n_methods"))
         .filter(pl.col("n_methods") > 1)
     )
-    best_mean = {(r["dataset"], r["target_epsilon"]): r["best"] for r in contests.iter_rows(named=True)}
+    return {(r["dataset"], r["target_epsilon"]): r["best"] for r in contests.iter_rows(named=True)}
+
+
+def _cells(
+    summary: pl.DataFrame, metric: str, best_mean: dict[tuple[str, float], float]
+) -> dict[tuple[str, str], dict[float, _Cell]]:
+    """(dataset, method) -> ε -> its cell: the interval, runs, marks, and whether it is bold (``best_mean``)."""
+    mean, low, high = f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high"
+    has_reference = "reference" in summary.columns
     # Optional: summaries of runs collected before uncharged reads (or constant predictions) were recorded lack it.
     has_accounted = "fully_accounted" in summary.columns
     has_one_class = "n_one_class_runs" in summary.columns
@@ -258,28 +276,33 @@ def _build(summary: pl.DataFrame, *, metric: str) -> _Table:
             actual_epsilon=r["epsilon_max"] if has_reference and r["reference"] else None,
             one_class_runs=r["n_one_class_runs"] if has_one_class else None,
         )
-    # Private methods first, non-private references below them, each alphabetical.
-    order = sorted(cells, key=lambda dm: (dm[0], all(math.isinf(e) for e in cells[dm]), dm[1]))
-    rows = tuple((d, m, tuple(cells[(d, m)].get(e) for e in epsilons)) for d, m in order)
+    return cells
+
+
+def _caption(summary: pl.DataFrame, metric: str, *, bold: bool, majority: bool) -> str:
+    """The table's caption: the interval (seeds, confidence, resamples), then what [n=k], bold and the majority-class
+    row mean where the table has them."""
+    from nodedp.analysis.bootstrap import interval_text
 
     n_runs = summary["n_runs"]
     caption = f"{metric_label(metric).capitalize()} (%) by privacy budget ε: " + interval_text(
-        n_runs.to_list(), confidence=_single(summary, "confidence"), n_resamples=int(_single(summary, "n_resamples"))
+        n_runs.to_list(),
+        confidence=single_value(summary, "confidence"),
+        n_resamples=int(single_value(summary, "n_resamples")),
     )
     if n_runs.min() != n_runs.max():
         caption += " [n=k] marks a cell with fewer runs."
-    if best_mean:
+    if bold:
         caption += (
             " Bold: best private method per dataset and ε among cells whose ε covers every read "
             "(not reference mode, no uncharged reads)."
         )
-    majority = _majority(summary) if metric == "test_accuracy" else {}
     if majority:
         caption += f" {MAJORITY_NOTE}"
-    return _Table(epsilons=epsilons, rows=rows, max_runs=int(n_runs.max()), caption=caption, majority=majority)
+    return caption
 
 
-def _majority(summary: pl.DataFrame) -> dict[str, float]:
+def majority_accuracy(summary: pl.DataFrame) -> dict[str, float]:
     """Dataset -> its majority-class test accuracy: the mean over its cells with the most seeds (which share the
     seeds' splits) that carry ``test_majority_accuracy``; datasets without one are left out."""
     import polars as pl
@@ -293,7 +316,8 @@ def _majority(summary: pl.DataFrame) -> dict[str, float]:
     return dict(zip(means["dataset"].to_list(), means["test_majority_accuracy"].to_list()))
 
 
-def _single(summary: pl.DataFrame, column: str) -> float | int:
+def single_value(summary: pl.DataFrame, column: str) -> float | int:
+    """The one value of ``column`` in the summary (its confidence, its resamples); refuses a mix."""
     values = summary[column].unique().to_list()
     if len(values) != 1:
         raise ValueError(f"summary mixes several {column} values {values}; summarize all runs in one call")
@@ -363,7 +387,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
                 if cell is None:
                     texts.append("--")
                 else:
-                    text = _latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
+                    text = latex_unicode(latex_escape(cell.text(max_runs=table.max_runs)))
                     text = f"\\textbf{{{text}}}" if cell.best else text
                     marks = cell.marks.replace(DAGGER, _LATEX_DAGGER)
                     marks = re.sub(
@@ -385,7 +409,7 @@ def _latex(table: _Table, *, regenerate_command: str) -> str:
     if table.any_unverified:
         note += " " + latex_escape(UNVERIFIED_NOTE).replace(UNVERIFIED_MARK, _LATEX_MARKS[UNVERIFIED_MARK])
     for extra in table.guarantee_notes:
-        extra = _latex_unicode(latex_escape(extra.replace("`", "")))
+        extra = latex_unicode(latex_escape(extra.replace("`", "")))
         for mark, latex in _LATEX_MARKS.items():
             extra = extra.replace(mark, latex)
         note += " " + extra

@@ -223,7 +223,8 @@ def audit_line(result, record: dict, *, name: str, dataset: str, seed: int) -> s
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from nodedp.analysis.audit import plot_audit, read_audits, summarize_audits, write_audit_tables
+    from nodedp.analysis.audit import read_audits, summarize_audits, write_audit_tables
+    from nodedp.analysis.audit_figure import plot_audit
     from nodedp.io import write_text
 
     if not 0 < args.confidence < 1:

@@ -112,7 +112,9 @@ def add_reproduction(verb: AddVerb) -> None:
 def cmd_figures(args: argparse.Namespace) -> None:
     import polars as pl
 
-    from nodedp.analysis.figures import plot_accuracy_vs_epsilon, plot_frontier, plot_sweep
+    from nodedp.analysis.accuracy_figure import plot_accuracy_vs_epsilon
+    from nodedp.analysis.frontier import plot_frontier
+    from nodedp.analysis.sweep import plot_sweep
 
     if args.kind == "sweep" and not args.parameter:
         raise ValueError("--kind sweep needs --parameter (a hyperparameter the study's variants vary)")

@@ -150,6 +150,44 @@ def bounding_instability(
     if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
         raise ValueError(f"bound must be an integer >= 1, got {bound!r}")
     is_train = _train_mask(train_nodes, num_nodes) if kind == "in-degree" else None
+    uniform, removed = _removed_nodes(
+        edge_index, num_nodes=num_nodes, nodes=nodes, sample=sample, sample_seed=sample_seed, hubs=hubs
+    )
+    args: dict[str, Any] = {
+        "num_nodes": num_nodes,
+        "kind": kind,
+        "bound": bound,
+        "seed": seed,
+        "train_nodes": train_nodes,
+    }
+    full = _bounded_keys(edge_index, **args)
+    radius = row_clip if row_clip is not None else math.sqrt(bound)
+    counts = _removal_counts(edge_index, full, removed, args, radius=radius, is_train=is_train, num_layers=num_layers)
+    src, dst = edge_index.cpu().numpy()
+    report: dict[str, Any] = {
+        "kind": kind,
+        "bound": bound,
+        "seed": seed,
+        "num_nodes": num_nodes,
+        "sample": int(uniform.size),
+        "sample_seed": sample_seed,
+        "hubs": int(removed.size - uniform.size),
+        **degree_excess(edge_index, num_nodes=num_nodes, kind=kind, bound=bound, train_nodes=train_nodes),
+        "kept_edge_fraction": float(full.size / max(np.unique(src * np.int64(num_nodes) + dst).size, 1)),
+    }
+    if kind == "out-degree":
+        report["row_clip"] = radius
+    accountant = _accountant_counts(kind, bound=bound, radius=radius, num_layers=num_layers)
+    for unit, values in counts.items():
+        report[unit] = _unit_report(values, accountant[unit], removed=removed, n_uniform=uniform.size)
+    return report
+
+
+def _removed_nodes(
+    edge_index: Tensor, *, num_nodes: int, nodes: Tensor | None, sample: int | None, sample_seed: int, hubs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the uniform sample, every node to remove): ``nodes`` or a seeded sample, then the ``hubs`` nodes of highest
+    degree (in + out) not in it."""
     if nodes is not None:
         uniform = np.unique(nodes.cpu().numpy())
         if uniform.size == 0 or uniform[0] < 0 or uniform[-1] >= num_nodes:
@@ -159,18 +197,24 @@ def bounding_instability(
     src, dst = edge_index.cpu().numpy()
     degree = np.bincount(src, minlength=num_nodes) + np.bincount(dst, minlength=num_nodes)
     top = np.argsort(-degree, kind="stable")[:hubs]
-    removed = np.concatenate([uniform, np.setdiff1d(top, uniform)])
-    args: dict[str, Any] = {
-        "num_nodes": num_nodes,
-        "kind": kind,
-        "bound": bound,
-        "seed": seed,
-        "train_nodes": train_nodes,
-    }
-    full = _bounded_keys(edge_index, **args)
-    full_src, full_dst = full // num_nodes, full % num_nodes
-    radius = row_clip if row_clip is not None else math.sqrt(bound)
+    return uniform, np.concatenate([uniform, np.setdiff1d(top, uniform)])
 
+
+def _removal_counts(
+    edge_index: Tensor,
+    full: np.ndarray,
+    removed: np.ndarray,
+    args: dict[str, Any],
+    *,
+    radius: float,
+    is_train: np.ndarray | None,
+    num_layers: tuple[int, ...],
+) -> dict[str, list[float]]:
+    """Per measured unit, its count of changed units for each removed node: the bounding (``args``) re-run on the
+    graph without it, compared with ``full`` (the bounded graph's edge keys)."""
+    num_nodes, kind = args["num_nodes"], args["kind"]
+    src, dst = edge_index.cpu().numpy()
+    full_src, full_dst = full // num_nodes, full % num_nodes
     counts: dict[str, list[float]] = {}
     for u in removed.tolist():
         keep = (src != u) & (dst != u)
@@ -193,38 +237,31 @@ def bounding_instability(
                     diff_src, full_src, full_dst, num_nodes=num_nodes, num_layers=r, is_train=is_train, removed=u
                 )
                 counts.setdefault(f"subgraphs_r{r}", []).append(changed)
+    return counts
 
+
+def _accountant_counts(kind: str, *, bound: int, radius: float, num_layers: tuple[int, ...]) -> dict[str, float]:
+    """Per measured unit, the count the accountant assumes one node removal changes."""
     if kind == "out-degree":
-        accountant = {"rows": bound + 1, "l2": math.sqrt(bound + radius**2)}
-    elif kind == "degree":
-        accountant = {"pairs": bound, "l1": 2 * bound}
-    else:
-        accountant = {f"subgraphs_r{r}": max_occurrences(max_degree=bound, num_layers=r) for r in num_layers}
-    report: dict[str, Any] = {
-        "kind": kind,
-        "bound": bound,
-        "seed": seed,
-        "num_nodes": num_nodes,
-        "sample": int(uniform.size),
-        "sample_seed": sample_seed,
-        "hubs": int(removed.size - uniform.size),
-        **degree_excess(edge_index, num_nodes=num_nodes, kind=kind, bound=bound, train_nodes=train_nodes),
-        "kept_edge_fraction": float(full.size / max(np.unique(src * np.int64(num_nodes) + dst).size, 1)),
+        return {"rows": bound + 1, "l2": math.sqrt(bound + radius**2)}
+    if kind == "degree":
+        return {"pairs": bound, "l1": 2 * bound}
+    return {f"subgraphs_r{r}": max_occurrences(max_degree=bound, num_layers=r) for r in num_layers}
+
+
+def _unit_report(values: list[float], accountant: float, *, removed: np.ndarray, n_uniform: int) -> dict[str, Any]:
+    """One unit's counts against the accountant's: the largest (over the sample and the hubs, and the node attaining
+    it), the mean and the share above it (over the uniform sample, the first ``n_uniform``)."""
+    array = np.asarray(values, dtype=np.float64)
+    worst = int(np.argmax(array))
+    return {
+        "accountant": accountant,
+        "max": float(array[worst]),
+        "mean": float(array[:n_uniform].mean()),
+        "max_ratio": float(array[worst] / accountant),
+        "frac_over_accountant": float(np.mean(array[:n_uniform] > accountant + 1e-9)),
+        "argmax_node": int(removed[worst]),
     }
-    if kind == "out-degree":
-        report["row_clip"] = radius
-    for unit, values in counts.items():
-        array = np.asarray(values, dtype=np.float64)
-        worst = int(np.argmax(array))
-        report[unit] = {
-            "accountant": accountant[unit],
-            "max": float(array[worst]),
-            "mean": float(array[: uniform.size].mean()),
-            "max_ratio": float(array[worst] / accountant[unit]),
-            "frac_over_accountant": float(np.mean(array[: uniform.size] > accountant[unit] + 1e-9)),
-            "argmax_node": int(removed[worst]),
-        }
-    return report
 
 
 def bounding_report(
