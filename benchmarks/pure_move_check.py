@@ -4,6 +4,7 @@
     python benchmarks/pure_move_check.py draw --workspace STAGED OUT [--study NAME=DATASET,...] [--regime NAME]
         [--sweep PARAM ...]
     python benchmarks/pure_move_check.py compare BEFORE AFTER
+    python benchmarks/pure_move_check.py compare-workspaces BEFORE AFTER
 
 ``stage`` copies a workspace's finished runs (each run folder's metrics.json and ledger.json), its graphs'
 meta.json and its splits into STAGED, so that both drawings read the same runs while training goes on.
@@ -16,7 +17,9 @@ exit status, standard output and last line of standard error are written too, so
 alike. Every verb runs in OUT with relative paths, so the commands that footers print are the same in any OUT.
 ``compare`` hashes (SHA-256) every file of both folders and exits 1 naming each file missing on one side or
 different, 0 when all are equal. Run ``draw`` once with the code before the change and once after, then
-``compare``.
+``compare``. ``compare-workspaces`` compares two workspaces that ran the same grid with the code before and after
+(``snakemake demo`` in two checkouts): every file under results/ and paper/, ledgers, metrics, audits, summaries,
+tables and figures, with wall-clock times and the stamped commit left out.
 """
 
 from __future__ import annotations
@@ -394,6 +397,75 @@ def compare(before: Path, after: Path) -> int:
     return 0
 
 
+# What differs between two runs of the same cells for reasons other than the code's results: wall-clock times and
+# the commit the run was stamped with.
+VOLATILE = frozenset({"timings", "version", "wall_seconds", "train_s", "total_s", "git_commit", "git_dirty"})
+
+
+def _strip(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _normalized(path: Path, commits: tuple[str, ...]) -> bytes:
+    """A workspace file's content without its volatile parts: JSON without ``VOLATILE`` keys, parquet without those
+    columns (as CSV), HTML with the stamped commits blanked; anything else as it is."""
+    if path.suffix == ".json":
+        return json.dumps(_strip(json.loads(path.read_text(encoding="utf-8"))), sort_keys=True).encode()
+    if path.suffix == ".parquet":
+        import polars as pl
+
+        frame = pl.read_parquet(path)
+        return frame.drop([c for c in frame.columns if c in VOLATILE]).write_csv().encode()
+    data = path.read_bytes()
+    if path.suffix == ".html":
+        for commit in commits:
+            data = data.replace(commit.encode(), b"<commit>").replace(commit[:7].encode(), b"<commit>")
+    return data
+
+
+def _commits(root: Path) -> set[str]:
+    found = set()
+    for metrics in root.glob("results/runs/*/*/*/*/metrics.json"):
+        found.add(json.loads(metrics.read_text(encoding="utf-8"))["version"]["git_commit"])
+    return found
+
+
+def compare_workspaces(before: Path, after: Path) -> int:
+    """Compare two workspaces that ran the same grid (e.g. `snakemake demo` before and after a change): every file
+    under results/ and paper/, volatile parts left out (``_normalized``)."""
+    commits = tuple(sorted(_commits(before) | _commits(after)))
+    files = {
+        root: {
+            p.relative_to(root).as_posix(): hashlib.sha256(_normalized(p, commits)).hexdigest()
+            for folder in ("results", "paper")
+            for p in sorted((root / folder).rglob("*"))
+            if p.is_file()
+        }
+        for root in (before, after)
+    }
+    a, b = files[before], files[after]
+    problems = [f"only in {before}: {name}" for name in sorted(a.keys() - b.keys())]
+    problems += [f"only in {after}: {name}" for name in sorted(b.keys() - a.keys())]
+    problems += [f"differs: {name}" for name in sorted(a.keys() & b.keys()) if a[name] != b[name]]
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} difference(s) between {len(a)} and {len(b)} files")
+        return 1
+    kinds: dict[str, int] = {}
+    for name in a:
+        kinds[Path(name).suffix or "(none)"] = kinds.get(Path(name).suffix or "(none)", 0) + 1
+    print(
+        f"all {len(a)} files identical (times and commit left out): "
+        + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    )
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -414,6 +486,12 @@ def main() -> None:
     p = verbs.add_parser("compare", help="compare two folders file by file (SHA-256)")
     p.add_argument("before", type=Path)
     p.add_argument("after", type=Path)
+    p = verbs.add_parser(
+        "compare-workspaces",
+        help="compare two workspaces that ran the same grid (results/ and paper/), times and commit left out",
+    )
+    p.add_argument("before", type=Path)
+    p.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.verb == "stage":
         stage(args.workspace, args.staged)
@@ -421,6 +499,8 @@ def main() -> None:
         studies = args.study or [parse_study(s) for s in DEFAULT_STUDIES]
         regime = args.regime or studies[min(1, len(studies) - 1)][0]
         draw(args.workspace, args.out, studies, regime, args.sweep or list(DEFAULT_SWEEPS))
+    elif args.verb == "compare-workspaces":
+        sys.exit(compare_workspaces(args.before, args.after))
     else:
         sys.exit(compare(args.before, args.after))
 
