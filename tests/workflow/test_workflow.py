@@ -454,14 +454,17 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
             while not any((workdir / c).exists() for c in cells):
                 assert proc.poll() is None and time.monotonic() < deadline, "no cell finished"
                 time.sleep(0.2)
+            # A Ctrl-C that lands while Snakemake records a finished job can be swallowed (seen twice under load: all
+            # four cells finished). A cell's file appears just as Snakemake records it, so press a moment later, while
+            # the next cell trains, and, as a user would, again whenever another cell finishes meanwhile.
+            time.sleep(_RECORDING_S)
             os.killpg(proc.pid, sig)
-            # A Ctrl-C that lands while Snakemake records a finished job can be swallowed (seen once under load: all
-            # four cells finished); as a user would, press it again whenever another cell finishes meanwhile.
             seen = sum((workdir / c).exists() for c in cells)
             while proc.poll() is None and time.monotonic() < deadline:
                 now = sum((workdir / c).exists() for c in cells)
                 if now > seen:
                     seen = now
+                    time.sleep(_RECORDING_S)
                     with contextlib.suppress(ProcessLookupError):  # it may just have exited
                         os.killpg(proc.pid, sig)
                 time.sleep(0.2)
@@ -476,6 +479,9 @@ def _interrupted(workdir: Path, config: Path, sig: int) -> tuple[set[str], set[s
     _settled(workdir)
     finished = {c for c in cells if (workdir / c).exists()}
     return finished, set(cells)
+
+
+_RECORDING_S = 0.5  # how long after a cell's file appears a Ctrl-C waits: Snakemake records the job meanwhile
 
 
 def _settled(workdir: Path, timeout: float = 60.0) -> None:
