@@ -399,7 +399,9 @@ def compare(before: Path, after: Path) -> int:
 
 # What differs between two runs of the same cells for reasons other than the code's results: wall-clock times and
 # the commit the run was stamped with.
-VOLATILE = frozenset({"timings", "version", "wall_seconds", "train_s", "total_s", "git_commit", "git_dirty"})
+VOLATILE = frozenset(
+    {"timings", "version", "wall_seconds", "train_s", "total_s", "appr_seconds", "git_commit", "git_dirty"}
+)
 
 
 def _strip(value: object) -> object:
@@ -420,11 +422,31 @@ def _normalized(path: Path, commits: tuple[str, ...]) -> bytes:
 
         frame = pl.read_parquet(path)
         return frame.drop([c for c in frame.columns if c in VOLATILE]).write_csv().encode()
+    if path.suffix == ".pt":  # a torch artifact (split, degree-bounded edges, DP-APPR release): its tensors' bytes
+        import torch
+
+        return _canonical(_strip(torch.load(path, map_location="cpu", weights_only=False)))
     data = path.read_bytes()
     if path.suffix == ".html":
         for commit in commits:
             data = data.replace(commit.encode(), b"<commit>").replace(commit[:7].encode(), b"<commit>")
     return data
+
+
+def _canonical(value: object) -> bytes:
+    """A loaded artifact as bytes that equal exactly when its content does: tensors by dtype, shape and data."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        return f"tensor {tensor.dtype} {tuple(tensor.shape)} ".encode() + tensor.numpy().tobytes()
+    if isinstance(value, dict):
+        return b"{" + b",".join(repr(k).encode() + b":" + _canonical(v) for k, v in sorted(value.items())) + b"}"
+    if isinstance(value, (list, tuple)):
+        return b"[" + b",".join(_canonical(v) for v in value) + b"]"
+    if hasattr(value, "__dict__"):  # a dataclass or other object holding tensors (a split): its fields, not its repr
+        return type(value).__name__.encode() + _canonical(vars(value))
+    return repr(value).encode()
 
 
 def _commits(root: Path) -> set[str]:

@@ -43,3 +43,15 @@ def test_two_drawings_compare_byte_for_byte(check, tmp_path, capsys):
     assert check.compare(tmp_path / "a", tmp_path / "b") == 0
     assert check.compare(tmp_path / "a", tmp_path / "c") == 1
     assert "differs: t.md" in capsys.readouterr().out
+
+
+def test_a_torch_artifact_compares_by_its_tensors_not_its_timings(check, tmp_path):
+    import torch
+
+    for name, values, seconds in (("a", [1.0, 2.0], 0.1), ("b", [1.0, 2.0], 0.9), ("c", [1.0, 2.5], 0.1)):
+        path = tmp_path / name / "results/structure/x.pt"
+        path.parent.mkdir(parents=True)
+        (tmp_path / name / "paper").mkdir()
+        torch.save({"value": torch.tensor(values), "appr_seconds": seconds}, path)
+    assert check.compare_workspaces(tmp_path / "a", tmp_path / "b") == 0
+    assert check.compare_workspaces(tmp_path / "a", tmp_path / "c") == 1
