@@ -34,15 +34,9 @@ DELTA = 1e-4
 
 def _artifact(tiny_inputs, method: str, epsilon: float, seed: int = 0, **hparams):
     hp = get_method(method).parse_hparams({**FAST, **hparams})
-    artifact = build_dp_appr(
-        tiny_inputs.graph,
-        tiny_inputs.split,
-        method=method,
-        hp=hp,
-        target_epsilon=epsilon,
-        target_delta=DELTA if math.isfinite(epsilon) else 0.0,
-        seed=seed,
-    )
+    delta = DELTA if math.isfinite(epsilon) else 0.0
+    spec = RunSpec(dataset="", method=method, seed=seed, target_epsilon=epsilon, target_delta=delta)
+    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, spec, hp)
     return artifact, hp
 
 
@@ -248,15 +242,9 @@ def test_every_removal_from_the_sample_changes_at_most_d_training_examples(metho
         rng = random.Random(seed)
         edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
         graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
-        art = build_dp_appr(
-            graph,
-            split,
-            method=method,
-            hp=hp,
-            target_epsilon=epsilon,
-            target_delta=0.0 if method == "dpar-nodp" else DELTA,
-            seed=seed,
-        )
+        delta = 0.0 if method == "dpar-nodp" else DELTA
+        spec = RunSpec(dataset="", method=method, seed=seed, target_epsilon=epsilon, target_delta=delta)
+        art = build_dp_appr(graph, split, spec, hp)
         sample, priority, index, value = (art[key] for key in ("sample", "source_priority", "index", "value"))
         common = {"num_nodes": n, "k": k, "tau": tau}
         before = _examples(sample, art["sources"], index, value, **common)
@@ -440,16 +428,8 @@ def test_reference_artifacts_are_distinct_and_take_table_1s_delta(tiny_inputs):
     assert appr_spec("dpar-em0", suite) != appr_spec("dpar-em0", paper)
     with pytest.raises(ValueError, match="no paper reference mode"):
         appr_spec("dpar-nodp", paper)
-    artifact = build_dp_appr(
-        tiny_inputs.graph,
-        tiny_inputs.split,
-        method="dpar-em0",
-        hp=paper,
-        target_epsilon=1.0,
-        target_delta=DELTA,
-        seed=0,
-        dataset="cora-ml",
-    )
+    spec = RunSpec(dataset="cora-ml", method="dpar-em0", seed=0, target_epsilon=1.0, target_delta=DELTA)
+    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, spec, paper)
     assert Ledger.from_dict(json.loads(artifact["ledger"])).claim.delta == 2e-3  # Table 1, Cora-ML
     # a suite artifact cannot serve a reference run, nor the other way round
     with pytest.raises(ValueError, match="built for other settings"):
@@ -512,9 +492,8 @@ def test_features_every_removal_from_the_sample_changes_exactly_one_training_exa
         rng = random.Random(seed)
         edges = _preferential_attachment(n, shape, rng) if kind == "preferential" else _random_graph(n, shape, rng)
         graph, split = SimpleNamespace(edge_index=edges, num_nodes=n), SimpleNamespace(train=torch.arange(n))
-        art = build_dp_appr(
-            graph, split, method="dpar-features", hp=hp, target_epsilon=1.0, target_delta=DELTA, seed=seed
-        )
+        spec = RunSpec(dataset="", method="dpar-features", seed=seed, target_epsilon=1.0, target_delta=DELTA)
+        art = build_dp_appr(graph, split, spec, hp)
         sample, sources, index, value = (art[key] for key in ("sample", "sources", "index", "value"))
         common = {"num_nodes": n, "k": 1, "tau": hp.tau}
         before = _examples(sample, sources, index, value, **common)

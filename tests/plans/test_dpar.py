@@ -175,16 +175,8 @@ def test_a_run_refuses_an_artifact_whose_ledger_is_not_its_plans(tiny_inputs):
 
     info = get_method("dpar-em0")
     hp = info.parse_hparams(HPARAMS)
-    artifact = build_dp_appr(
-        tiny_inputs.graph,
-        tiny_inputs.split,
-        method="dpar-em0",
-        hp=hp,
-        target_epsilon=4.0,
-        target_delta=1e-4,
-        seed=0,
-        dataset="csbm-tiny",
-    )
+    spec = RunSpec(dataset="csbm-tiny", method="dpar-em0", seed=0, target_epsilon=4.0, target_delta=1e-4)
+    artifact = build_dp_appr(tiny_inputs.graph, tiny_inputs.split, spec, hp)
     ledger = json.loads(artifact["ledger"])
     _appr_epsilon(ledger, 3.0)
     artifact["ledger"] = json.dumps(Ledger.from_dict(ledger).to_dict())
@@ -194,7 +186,6 @@ def test_a_run_refuses_an_artifact_whose_ledger_is_not_its_plans(tiny_inputs):
         num_classes=tiny_inputs.num_classes,
         structure={"dp-appr": artifact},
     )
-    spec = RunSpec(dataset="csbm-tiny", method="dpar-em0", seed=0, target_epsilon=4.0, target_delta=1e-4)
     with pytest.raises(ValueError, match="not the one its plan gives"):
         info.run(inputs, spec, hp)
 

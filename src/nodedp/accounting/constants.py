@@ -1,7 +1,7 @@
 """The accounting's names that planning reads (config checks, the method registry's hyperparameters).
 
 Plain values, no dp_accounting, scipy or numpy: listing and checking a grid must not pay for the
-accountants. Each is re-exported by the module that uses it (``events``, ``dpar``, ``nip``).
+accountants. Each is imported from here by the modules that use it (``events``, ``dpar``, ``nip``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from scipy.optimize import brentq
 from nodedp.accounting._checks import check_delta, check_int, check_positive
 from nodedp.accounting._dp_private import poisson_subsampled_gaussian_rdp
 from nodedp.accounting.calibration import calibrate, calibrate_noise_multiplier
-from nodedp.accounting.constants import EM_VALUE_SHARE  # re-exported
+from nodedp.accounting.constants import EM_VALUE_SHARE
 from nodedp.accounting.gumbel import gumbel_topk_rdp
 from nodedp.accounting.ledger import Ledger, MechanismRecord, amplify_epsilon
 from nodedp.accounting.orders import RDP_ORDERS

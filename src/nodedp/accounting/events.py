@@ -21,10 +21,10 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.privacy_accountant import PrivacyAccountant, UnsupportedEventError
 from dp_accounting.rdp import RdpAccountant
 
-from nodedp.accounting._checks import check_delta, check_positive  # check_delta re-exported
+from nodedp.accounting._checks import check_delta, check_positive
 from nodedp.accounting._memo import Memo
-from nodedp.accounting.constants import ACCOUNTANTS  # re-exported
-from nodedp.accounting.orders import RDP_ORDERS  # re-exported
+from nodedp.accounting.constants import ACCOUNTANTS
+from nodedp.accounting.orders import RDP_ORDERS
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 
 

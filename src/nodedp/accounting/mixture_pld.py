@@ -28,7 +28,7 @@ from nodedp.accounting.hypergeometric import (
     poisson_occurrence_gaussian_rdp_of_params,
 )
 from nodedp.accounting.orders import RDP_ORDERS
-from nodedp.accounting.pld import (  # the grid and the DpEvents' PLDs, re-exported
+from nodedp.accounting.pld import (
     _TAIL_MASS_TRUNCATION,
     LOG_MASS_TRUNCATION_BOUND,
     VALUE_DISCRETIZATION_INTERVAL,

@@ -2,7 +2,7 @@
 
 NAP (Laplace sum aggregation with per-node budgets, pure ε_A), degree-preserving edge randomization (pure ε_B)
 and M-ary label randomized response (pure ε_C) compose to ε_A + ε_B + ε_C. The bounds are functions of
-``nodedp.accounting.nip_bounds`` (re-exported here); the neighbouring relation, why Theorem 3 needs the
+``nodedp.accounting.nip_bounds``; the neighbouring relation, why Theorem 3 needs the
 worst case over every graph, and what reference mode charges are in docs/design/accounting.md.
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodedp.accounting._checks import check_int, check_positive
-from nodedp.accounting.constants import BUDGET_SCHEMES  # re-exported
+from nodedp.accounting.constants import BUDGET_SCHEMES
 from nodedp.accounting.ledger import MechanismRecord
-from nodedp.accounting.nip_bounds import (  # re-exported
+from nodedp.accounting.nip_bounds import (
     _check_s,
     _check_weights,
     aggregation_sensitivity,

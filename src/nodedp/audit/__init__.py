@@ -8,6 +8,6 @@ Jagielski (2023), "Privacy Auditing with One (1) Training Run". ``canaries`` pla
 from __future__ import annotations
 
 from nodedp.audit import statistics
-from nodedp.audit.statistics import *  # noqa: F403 (re-exported as they are)
+from nodedp.audit.statistics import *  # noqa: F403 (the package face: the statistics' names)
 
 __all__ = list(statistics.__all__)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,17 +145,8 @@ def method_trainer(
             if kind == "dp-appr":
                 from nodedp.methods.dpar import build_dp_appr
 
-                structure[kind] = build_dp_appr(
-                    graph,
-                    split,
-                    method=info.name,
-                    hp=hparams,
-                    target_epsilon=spec.target_epsilon,
-                    target_delta=spec.target_delta,
-                    seed=spec.seed,
-                    accountant=spec.accountant,
-                    dataset=dataset,
-                )
+                cell = dataclasses.replace(spec, method=info.name, dataset=dataset or "")
+                structure[kind] = build_dp_appr(graph, split, cell, hparams)
                 continue
             edges = graph.edge_index
             if split.setting == "inductive":

@@ -68,6 +68,7 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     from nodedp.contract.specs.dpar import OPTIONS
     from nodedp.data import load_graph_meta, load_graph_tensors, load_split
     from nodedp.io import torch_save_atomic
+    from nodedp.contract.base import RunSpec
     from nodedp.methods.dpar import build_dp_appr
     from nodedp.plans import PublicInputs
 
@@ -94,21 +95,17 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     note(f"{meta['name']}: loaded; DP-APPR for {args.method} at ε = {args.epsilon:g}")
     # The plan reads the dataset's public metadata, never the graph's own counts (as PublicInputs.from_run).
     public = PublicInputs.of(meta, num_train=int(split.train.numel()), setting=split.setting)
-    delta = target_delta(info, meta, args.delta)
+    spec = RunSpec(
+        dataset=meta["name"],
+        method=args.method,
+        seed=args.seed,
+        target_epsilon=args.epsilon,
+        target_delta=target_delta(info, meta, args.delta),
+        accountant=info.resolve_accountant(args.accountant),
+    )
     artifact = recorded_stages(
         args,
-        lambda: build_dp_appr(
-            graph,
-            split,
-            method=args.method,
-            hp=hp,
-            target_epsilon=args.epsilon,
-            dataset=meta["name"],
-            target_delta=delta,
-            seed=args.seed,
-            accountant=info.resolve_accountant(args.accountant),
-            public=public,
-        ),
+        lambda: build_dp_appr(graph, split, spec, hp, public=public),
     )
     out = Path(args.out)
     ledger = Ledger.from_dict(json.loads(artifact["ledger"]))

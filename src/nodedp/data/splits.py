@@ -15,7 +15,7 @@ from typing import NoReturn
 import torch
 from torch import Tensor
 
-from nodedp.data.constants import SETTINGS  # re-exported
+from nodedp.data.constants import SETTINGS
 from nodedp.io import torch_save_atomic
 
 _PARTS = ("train", "val", "test")

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from nodedp.accounting import Ledger
 from nodedp.contract.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.contract.specs.aggregation_perturbation import (  # re-exported: the registry's, torch-free
+from nodedp.contract.specs.aggregation_perturbation import (
     ApHparams,
 )
 from nodedp.data import Split, bound_degree, remove_cross_split_edges

@@ -17,21 +17,14 @@ import torch
 from torch import Tensor
 
 from nodedp.contract.base import RunInputs, RunResult, RunSpec, degree_bound_of
-from nodedp.contract.specs.dp_gnn import CLIPPINGS, DpGnnHparams  # noqa: F401  (re-exported: the registry's)
+from nodedp.contract.specs.dp_gnn import DpGnnHparams
 from nodedp.data import bound_out_degree, remove_cross_split_edges
 from nodedp.methods.gnn import full_graph_predict
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.models import GraphReadout, SubgraphGNN
 from nodedp.plans import PublicInputs
-from nodedp.plans.dp_gnn import (  # noqa: F401  (the paper's accountant, re-exported: torch-free, the plan's)
-    PAPER_DELTA_DIVISOR,
-    PAPER_ORDERS,
+from nodedp.plans.dp_gnn import (
     layer_names,
-    paper_delta,
-    paper_epsilon,
-    paper_epsilon_floor,
-    paper_noise_multiplier,
-    paper_reference_noise_multiplier,
     plan_dp_gnn,
 )
 from nodedp.plans.dpsgd import privacy_from_record

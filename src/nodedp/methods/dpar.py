@@ -10,6 +10,7 @@ accounting, Features and reference mode: docs/design/methods.md, section `nodedp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +22,7 @@ from torch import Tensor
 from nodedp.accounting import Ledger
 from nodedp.accounting.hypergeometric import SELF_ONLY
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.dpar import (  # re-exported: the registry's, torch-free (planning keys artifacts)
+from nodedp.contract.specs.dpar import (
     ARTIFACT_KIND,
     FEATURES,
     OPTIONS,
@@ -32,7 +33,7 @@ from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms.dp_appr import cap_row_occurrences, clip_columns_l1, dp_appr_em, dp_appr_gm
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import PublicInputs
-from nodedp.plans.dpar import (  # re-exported: the plans are torch-free (nodedp.plans.dpar)
+from nodedp.plans.dpar import (
     SOURCE_RULE,
     plan_dp_appr,
     plan_dpar,
@@ -94,24 +95,14 @@ def remove_coupled(sample: Tensor, priority: Tensor, node: int, *, num_rows: int
 
 
 def build_dp_appr(
-    graph: Any,
-    split: Any,
-    *,
-    method: str,
-    hp: DparHparams,
-    target_epsilon: float,
-    target_delta: float,
-    seed: int,
-    accountant: str = "rdp",
-    dataset: str | None = None,
-    public: PublicInputs | None = None,
+    graph: Any, split: Any, spec: RunSpec, hp: DparHparams, *, public: PublicInputs | None = None
 ) -> dict[str, Any]:
-    """Stage 1 (docs/design/methods.md): the DP-APPR artifact, its ledger as JSON under "ledger".
+    """Stage 1 (docs/design/methods.md): the DP-APPR artifact of the cell ``spec``, its ledger as JSON under "ledger".
 
     The ledger and the noise are ``plan_dp_appr``'s (``nodedp.plans.dpar``), planned from public inputs before
-    the graph is read: ``public`` (default: ``dataset``, the graph's node count and the split's training-set
+    the graph is read: ``public`` (default: ``spec.dataset``, the graph's node count and the split's training-set
     size). In reference mode (``hp.accounting == "paper"``) the noise is ``paper_noise``'s for the claimed
-    (``target_epsilon``, ``paper_delta(dataset, …)``), ``dataset`` naming Table 1's δ (without it, §4.1's
+    (``spec.target_epsilon``, ``paper_delta(dataset, …)``), the dataset naming Table 1's δ (an empty name: §4.1's
     rule), and the ledger carries the claim.
 
     Features (``dpar-features``): the node sample alone, drawn exactly as the other options draw it; no
@@ -121,23 +112,17 @@ def build_dp_appr(
     train = split.train
     if public is None:
         public = PublicInputs(
-            dataset=dataset or "",
+            dataset=spec.dataset,
             num_nodes=int(graph.num_nodes),
             num_train=int(train.numel()),
             num_features=0,
             num_classes=0,
             setting=getattr(split, "setting", "transductive"),
         )
-    run = RunSpec(
-        dataset=public.dataset,
-        method=method,
-        seed=seed,
-        target_epsilon=target_epsilon,
-        target_delta=target_delta,
-        accountant=accountant,
-    )
+    method, seed = spec.method, spec.seed
+    run = dataclasses.replace(spec, dataset=public.dataset)
     plan = plan_dp_appr(public, run, hp, method=method)  # before any private data is read
-    ledger, spec, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
+    ledger, appr, option = plan.ledger, plan.parts["spec"], plan.parts["option"]
     generator = make_generator(seed + _ARTIFACT_STREAM)
     num_train = train.numel()
     priority = source_priority(num_train, generator=generator)  # before the sample: independent of it
@@ -148,11 +133,11 @@ def build_dp_appr(
         return {
             "kind": ARTIFACT_KIND,
             "method": method,
-            "spec": spec,
+            "spec": appr,
             "seed": seed,
-            "target_epsilon": target_epsilon,
-            "target_delta": target_delta,
-            "accountant": accountant,
+            "target_epsilon": spec.target_epsilon,
+            "target_delta": spec.target_delta,
+            "accountant": spec.accountant,
             "sample": sample,
             **released,
             "noise": plan.parts["noise"],

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from nodedp.accounting import Ledger
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.dpdgc import DpdgcHparams  # re-exported: the registry's, torch-free
+from nodedp.contract.specs.dpdgc import DpdgcHparams
 from nodedp.data import remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
 from nodedp.mechanisms.clipping import clip_factors
@@ -30,7 +30,7 @@ from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.models import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.dpdgc import AdjacencyRows
 from nodedp.plans import PublicInputs
-from nodedp.plans.dpdgc import (  # re-exported: the plan's, torch-free
+from nodedp.plans.dpdgc import (
     dpdgc_ledger_plan,
     dpdgc_schedule,
 )

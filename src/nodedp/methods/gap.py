@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.gap import GapHparams, GapNodeHparams  # noqa: F401  (re-exported: the registry's)
+from nodedp.contract.specs.gap import GapHparams
 from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
 from nodedp.models import GAPClassifier, GAPEncoder

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from nodedp.accounting import Ledger
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.gnn import GnnHparams  # re-exported: the registry's, torch-free
+from nodedp.contract.specs.gnn import GnnHparams
 from nodedp.data import Split, remove_cross_split_edges
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.models import GraphReadout, SubgraphGNN

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from nodedp.accounting import Ledger
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.mlp import DpMlpHparams, MlpHparams  # re-exported: the registry's, torch-free
+from nodedp.contract.specs.mlp import DpMlpHparams, MlpHparams
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.models import MLP
 from nodedp.plans import PublicInputs

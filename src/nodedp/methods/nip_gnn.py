@@ -18,7 +18,7 @@ from torch import Tensor
 
 from nodedp.accounting.nip_bounds import worst_case_budget_ratio
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
-from nodedp.contract.specs.nip_gnn import (  # re-exported: the registry's, torch-free
+from nodedp.contract.specs.nip_gnn import (
     NipHparams,
     exact_parts,
 )

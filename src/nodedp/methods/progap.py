@@ -14,7 +14,6 @@ from torch import Tensor
 
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
 from nodedp.contract.specs.aggregation_perturbation import ApHparams
-from nodedp.contract.specs.progap import ProgapNodeHparams  # noqa: F401  (re-exported: the registry's)
 from nodedp.mechanisms import NAP
 from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
 from nodedp.models import ProGAP, ProGAPStage
