@@ -14,7 +14,7 @@ from nodedp.contract.base import RunInputs, RunSpec
 from nodedp.contract.registry import get_method
 from nodedp.data import degree_artifact, remove_cross_split_edges
 from nodedp.mechanisms import NAP, nap_aggregate
-from nodedp.methods.aggregation_perturbation import plan_aggregation_perturbation
+from nodedp.methods.aggregation_perturbation import execute_plan
 from nodedp.plans.aggregation_perturbation import plan_progap
 from tests.methods._structure import accuracy_on as _accuracy
 from tests.methods._structure import extended_graph, with_bound
@@ -93,7 +93,7 @@ def test_on_neighbouring_graphs_each_hop_moves_within_the_ledgers_sensitivity(ti
     inputs = _inputs(tiny_inputs)
     spec = RunSpec(dataset="csbm-tiny", method="progap", seed=0, target_epsilon=4.0, target_delta=1e-4)
     hp = get_method("progap").parse_hparams(FAST)
-    plan = plan_aggregation_perturbation(inputs, spec, hp, level="node", planner=plan_progap)
+    plan = execute_plan(inputs, spec, hp, level="node", planner=plan_progap)
     (claimed,) = [r.sensitivity for r in plan.ledger.mechanisms if r.kind == "gaussian"]
     edges, row_clip = plan.edges, plan.nap.row_clip
     n = inputs.graph.num_nodes

@@ -7,10 +7,10 @@ within the identity bound of every bounding the method runs. Design: docs/design
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 

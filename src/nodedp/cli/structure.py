@@ -64,11 +64,11 @@ def cmd_dp_appr(args: argparse.Namespace) -> None:
     from types import SimpleNamespace
 
     from nodedp.accounting import Ledger, write_ledger
+    from nodedp.contract.base import RunSpec
     from nodedp.contract.registry import get_method
     from nodedp.contract.specs.dpar import OPTIONS
     from nodedp.data import load_graph_meta, load_graph_tensors, load_split
     from nodedp.io import torch_save_atomic
-    from nodedp.contract.base import RunSpec
     from nodedp.methods.dpar import build_dp_appr
     from nodedp.plans import PublicInputs
 

@@ -2,7 +2,7 @@
 
 Both methods touch the graph only through NAP, queried once per hop and cached; everything else trains MLPs on each
 node's own cached rows. Levels ``node`` (out-degree bounded to D, Δ = √(D + R²), DP-SGD stages, one shared noise
-multiplier), ``edge`` and ``none``. The plan is ``nodedp.plans.aggregation_perturbation``'s; ``ap_predict`` infers
+multiplier), ``edge`` and ``none``. The plan is ``nodedp.plans.aggregation_perturbation``'s; ``ApRun.predict`` infers
 on another graph noise-free. Levels, inference and reference mode: docs/design/methods.md, section
 `nodedp.methods.aggregation_perturbation`.
 """
@@ -28,19 +28,20 @@ from nodedp.mechanisms import NAP
 from nodedp.methods.node_classifier import fit_node_classifier
 from nodedp.plans import Plan, PublicInputs
 from nodedp.plans.dpsgd import privacy_from_record
-from nodedp.train import Batches, PrivacyConfig, full_batches, poisson_batches, train_model
+from nodedp.train import (
+    Batches,
+    PrivacyConfig,
+    full_batches,
+    poisson_batches,
+    resolve_device,
+    seed_everything,
+    train_model,
+)
 
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-__all__ = [
-    "ApPlan",
-    "ap_predict",
-    "finish",
-    "inference_edges",
-    "plan_aggregation_perturbation",
-    "train_stage",
-]
+__all__ = ["ApPlan", "ApRun", "execute_plan", "inference_edges"]
 
 
 @dataclass
@@ -57,7 +58,7 @@ class ApPlan:
     nap_queries: int  # K, what the ledger charges (the cache makes it the number of NAP calls)
 
 
-def plan_aggregation_perturbation(
+def execute_plan(
     inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str, planner: Callable[..., Plan]
 ) -> ApPlan:
     """The run's plan: ``planner`` (``nodedp.plans.aggregation_perturbation``: ``plan_gap``, ``plan_progap``) on the
@@ -138,28 +139,6 @@ def inference_edges(graph: Data, *, split: Split, num_nodes: int, bounded: Mappi
     return edges
 
 
-def ap_predict(
-    plan: ApPlan, inputs: RunInputs, forward: Callable[[Tensor, NAP, Tensor], Tensor], *, device: torch.device
-) -> Callable[..., Tensor]:
-    """``RunResult.predict``: ``forward(x, nap, edges)``, the method's inference from features through its hop
-    aggregations, given the graph's features, a noise-free NAP with the run's row clip R and the graph's edges
-    (``inference_edges``). Keeps the split's part ids and the input's node count, never its edges or features."""
-    bounded = inputs.structure["out-degree"] if plan.level == "node" else None
-    split, num_nodes = inputs.split, inputs.graph.num_nodes
-    # Noise-free on purpose (docs/design/methods.md); its own counter, so the run's K queries stay K.
-    noise_free = NAP(level="none", row_clip=plan.nap.row_clip, noise_multiplier=0.0)
-
-    def predict(graph: Data, parts: Split | None = None) -> Tensor:  # parts: the given graph's split
-        edges = inference_edges(graph, split=split if parts is None else parts, num_nodes=num_nodes, bounded=bounded)
-        return forward(graph.x.to(device), noise_free, edges.to(device))
-
-    return predict
-
-
-def _stage_privacy(plan: ApPlan, stage: int) -> PrivacyConfig | None:
-    return None if plan.privacy is None else plan.privacy[stage]
-
-
 def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int, generator: torch.Generator) -> Batches:
     if plan.privacy is not None:
         assert plan.sampling_rate is not None  # a private plan samples its stages
@@ -168,63 +147,101 @@ def _schedule(plan: ApPlan, *, stage: int, epochs: int, num_train: int, generato
     return full_batches(num_train, epochs=epochs, device=generator.device)  # as the papers at edge level
 
 
-def train_stage(
-    model: nn.Module,
-    features: Callable[[Tensor], Tensor | tuple[Tensor, ...]],
-    *,
-    plan: ApPlan,
-    stage: int,
-    epochs: int,
-    inputs: RunInputs,
-    spec: RunSpec,
-    hp: ApHparams,
-    generator: torch.Generator,
-    device: torch.device,
-    final: bool = False,
-    predict: Callable[[Data], Tensor] | None = None,
-) -> RunResult | None:
-    """Train one stage through the one loop; the final stage also evaluates and returns the RunResult.
+@dataclass(frozen=True)
+class ApRun:
+    """One GAP or ProGAP run executing its plan: what all its stages share (the plan, the cell, its inputs and
+    hyperparameters, the noise stream and the device)."""
 
-    ``features(nodes)`` gives the model's inputs of those nodes (their own rows and cached aggregates);
-    ``predict`` (final stage only, ``ap_predict``) becomes the result's.
-    """
-    split, y = inputs.split, inputs.graph.y.to(device)
-    batches = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
-    if final:
-        return fit_node_classifier(
+    plan: ApPlan
+    inputs: RunInputs
+    spec: RunSpec
+    hp: ApHparams
+    generator: torch.Generator
+    device: torch.device
+
+    @classmethod
+    def start(
+        cls, inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str, planner: Callable[..., Plan]
+    ) -> ApRun:
+        """Seed the run, pick its device and execute ``planner``'s plan (``execute_plan``) at ``level``."""
+        generator = seed_everything(spec.seed)
+        device = resolve_device(spec.device)
+        plan = execute_plan(inputs, spec, hp, level=level, planner=planner)
+        return cls(plan, inputs, spec, hp, generator, device)
+
+    def predict(self, forward: Callable[[Tensor, NAP, Tensor], Tensor]) -> Callable[..., Tensor]:
+        """``RunResult.predict``: ``forward(x, nap, edges)``, the method's inference from features through its hop
+        aggregations, given the graph's features, a noise-free NAP with the run's row clip R and the graph's edges
+        (``inference_edges``). Keeps the split's part ids and the input's node count, never its edges or
+        features."""
+        plan, device = self.plan, self.device
+        bounded = self.inputs.structure["out-degree"] if plan.level == "node" else None
+        split, num_nodes = self.inputs.split, self.inputs.graph.num_nodes
+        # Noise-free on purpose (docs/design/methods.md); its own counter, so the run's K queries stay K.
+        noise_free = NAP(level="none", row_clip=plan.nap.row_clip, noise_multiplier=0.0)
+
+        def predict(graph: Data, parts: Split | None = None) -> Tensor:  # parts: the given graph's split
+            part = split if parts is None else parts
+            edges = inference_edges(graph, split=part, num_nodes=num_nodes, bounded=bounded)
+            return forward(graph.x.to(device), noise_free, edges.to(device))
+
+        return predict
+
+    def train_stage(
+        self,
+        model: nn.Module,
+        features: Callable[[Tensor], Tensor | tuple[Tensor, ...]],
+        *,
+        stage: int,
+        epochs: int,
+        final: bool = False,
+        predict: Callable[[Data], Tensor] | None = None,
+    ) -> RunResult | None:
+        """Train one stage through the one loop; the final stage also evaluates and returns the RunResult.
+
+        ``features(nodes)`` gives the model's inputs of those nodes (their own rows and cached aggregates);
+        ``predict`` (final stage only, from ``predict``) becomes the result's.
+        """
+        plan, spec, device, generator = self.plan, self.spec, self.device, self.generator
+        split, y = self.inputs.split, self.inputs.graph.y.to(device)
+        batches = _schedule(plan, stage=stage, epochs=epochs, num_train=split.train.numel(), generator=generator)
+        privacy = None if plan.privacy is None else plan.privacy[stage]
+        optim = self.hp.optim_config()
+        if final:
+            return fit_node_classifier(
+                model,
+                inputs_of=features,
+                y=y,
+                split=split,
+                spec=spec,
+                optim=optim,
+                batches=batches,
+                privacy=privacy,
+                ledger=plan.ledger,
+                generator=generator,
+                device=device,
+                predict=predict,
+            )
+        train_nodes = split.train.to(device)
+        train_model(
             model,
-            inputs_of=features,
-            y=y,
-            split=split,
-            spec=spec,
-            optim=hp.optim_config(),
+            batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
             batches=batches,
-            privacy=_stage_privacy(plan, stage),
-            ledger=plan.ledger,
+            optim=optim,
+            privacy=privacy,
             generator=generator,
             device=device,
-            predict=predict,
+            progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}",
         )
-    train_nodes = split.train.to(device)
-    train_model(
-        model,
-        batch_fn=lambda idx: (features(train_nodes[idx.to(device)]), y[train_nodes[idx.to(device)]]),
-        batches=batches,
-        optim=hp.optim_config(),
-        privacy=_stage_privacy(plan, stage),
-        generator=generator,
-        device=device,
-        progress=spec.progress and f"{spec.method} {spec.dataset} stage {stage}",
-    )
-    return None
+        return None
 
-
-def finish(result: RunResult, plan: ApPlan, *, started: float) -> RunResult:
-    """The final stage's result with the whole run's training time and the NAP counters."""
-    if plan.nap.calls != plan.nap_queries:
-        raise RuntimeError(f"NAP was queried {plan.nap.calls} times, the ledger charges {plan.nap_queries}")
-    return dataclasses.replace(
-        result,
-        train_seconds=time.perf_counter() - started,
-        details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
-    )
+    def finish(self, result: RunResult, *, started: float) -> RunResult:
+        """The final stage's result with the whole run's training time and the NAP counters."""
+        plan = self.plan
+        if plan.nap.calls != plan.nap_queries:
+            raise RuntimeError(f"NAP was queried {plan.nap.calls} times, the ledger charges {plan.nap_queries}")
+        return dataclasses.replace(
+            result,
+            train_seconds=time.perf_counter() - started,
+            details={**result.details, "nap_queries": plan.nap.calls, "nap_noise_std": plan.nap.noise_std},
+        )

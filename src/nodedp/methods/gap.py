@@ -3,7 +3,7 @@
 The encoder (MLP + linear head) is trained on the features and labels; its row-normalized output X^(0) is
 aggregated K times, X̃^(k) = NAP(X̃^(k-1)), each hop queried once and cached; the classifier trains on
 (X^(0), X̃^(1), ..., X̃^(K)) per node and predicts from the same caches; ``predict`` recomputes them, noise-free, on
-the given graph (``ap_predict``). At node level the encoder and the classifier are two DP-SGD stages.
+the given graph (``ApRun.predict``). At node level the encoder and the classifier are two DP-SGD stages.
 `encoder_epochs` trains the encoder, `epochs` the classifier. Ids: `gap` (node level), `gap-edge`, `gap-nodp`.
 """
 
@@ -18,10 +18,9 @@ from torch import Tensor
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
 from nodedp.contract.specs.gap import GapHparams
 from nodedp.mechanisms import NAP
-from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
+from nodedp.methods.aggregation_perturbation import ApRun
 from nodedp.models import GAPClassifier, GAPEncoder
 from nodedp.plans.aggregation_perturbation import plan_gap
-from nodedp.train import resolve_device, seed_everything
 
 
 def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: torch.Generator) -> list[Tensor]:
@@ -40,9 +39,8 @@ def hop_caches(x0: Tensor, nap: NAP, edges: Tensor, *, hops: int, generator: tor
 
 
 def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> RunResult:
-    generator = seed_everything(spec.seed)
-    device = resolve_device(spec.device)
-    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_gap)
+    run = ApRun.start(inputs, spec, hp, level=level, planner=plan_gap)
+    plan, generator, device = run.plan, run.generator, run.device
     x = inputs.graph.x.to(device)
     norm = hp.normalization_for(level)
     encoder = GAPEncoder(
@@ -54,18 +52,7 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
         dropout=hp.dropout,
     ).to(device)
     start = time.perf_counter()
-    train_stage(
-        encoder,
-        lambda nodes: x[nodes],
-        plan=plan,
-        stage=0,
-        epochs=hp.encoder_epochs,
-        inputs=inputs,
-        spec=spec,
-        hp=hp,
-        generator=generator,
-        device=device,
-    )
+    run.train_stage(encoder, lambda nodes: x[nodes], stage=0, epochs=hp.encoder_epochs)
 
     def caches_of(features: Tensor, nap: NAP, edges: Tensor) -> list[Tensor]:
         return hop_caches(encoder.embed(features), nap, edges, hops=hp.hops, generator=generator)
@@ -81,22 +68,14 @@ def run_gap(inputs: RunInputs, spec: RunSpec, hp: GapHparams, *, level: str) -> 
         normalization=norm,
         dropout=hp.dropout,
     ).to(device)
-    predict = ap_predict(
-        plan, inputs, lambda features, nap, edges: classifier(caches_of(features, nap, edges)), device=device
-    )
-    result = train_stage(
+    predict = run.predict(lambda features, nap, edges: classifier(caches_of(features, nap, edges)))
+    result = run.train_stage(
         classifier,
         lambda nodes: tuple(t[nodes] for t in caches),
-        plan=plan,
         stage=1,
         epochs=hp.epochs,
-        inputs=inputs,
-        spec=spec,
-        hp=hp,
-        generator=generator,
-        device=device,
         final=True,
         predict=predict,
     )
     assert result is not None
-    return finish(result, plan, started=start)
+    return run.finish(result, started=start)

@@ -2,7 +2,7 @@
 
 Stage 0 trains on the features; stage s = 1..K queries NAP once on the previous stage's row-normalized embeddings,
 caches it and trains base_s and head_s on (X, X̃^(1), ..., X̃^(s)) with the earlier bases frozen (JK), so NAP is
-queried exactly K times per run. ``predict`` recomputes the K aggregations noise-free (``ap_predict``).
+queried exactly K times per run. ``predict`` recomputes the K aggregations noise-free (``ApRun.predict``).
 Ids: `progap` (node level), `progap-edge`, `progap-nodp`. Details: docs/design/methods.md, `nodedp.methods.progap`.
 """
 
@@ -15,16 +15,14 @@ from torch import Tensor
 from nodedp.contract.base import RunInputs, RunResult, RunSpec
 from nodedp.contract.specs.aggregation_perturbation import ApHparams
 from nodedp.mechanisms import NAP
-from nodedp.methods.aggregation_perturbation import ap_predict, finish, plan_aggregation_perturbation, train_stage
+from nodedp.methods.aggregation_perturbation import ApRun
 from nodedp.models import ProGAP, ProGAPStage
 from nodedp.plans.aggregation_perturbation import plan_progap
-from nodedp.train import resolve_device, seed_everything
 
 
 def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -> RunResult:
-    generator = seed_everything(spec.seed)
-    device = resolve_device(spec.device)
-    plan = plan_aggregation_perturbation(inputs, spec, hp, level=level, planner=plan_progap)
+    run = ApRun.start(inputs, spec, hp, level=level, planner=plan_progap)
+    plan, generator, device = run.plan, run.generator, run.device
     x = inputs.graph.x.to(device)
     edges = plan.edges.to(device)
     model = ProGAP(
@@ -49,7 +47,7 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
             aggregate(other, nap, edges)
         return stages[-1](other)
 
-    predict = ap_predict(plan, inputs, forward, device=device)
+    predict = run.predict(forward)
     start = time.perf_counter()
     result = None
     for s in range(hp.hops + 1):
@@ -60,19 +58,6 @@ def run_progap(inputs: RunInputs, spec: RunSpec, hp: ApHparams, *, level: str) -
         def features(nodes: Tensor, c: tuple[Tensor, ...] = tuple(caches)) -> tuple[Tensor, ...]:
             return tuple(t[nodes] for t in c)
 
-        result = train_stage(
-            stages[s],
-            features,
-            plan=plan,
-            stage=s,
-            epochs=hp.epochs,
-            inputs=inputs,
-            spec=spec,
-            hp=hp,
-            generator=generator,
-            device=device,
-            final=s == hp.hops,
-            predict=predict,
-        )
+        result = run.train_stage(stages[s], features, stage=s, epochs=hp.epochs, final=s == hp.hops, predict=predict)
     assert result is not None
-    return finish(result, plan, started=start)
+    return run.finish(result, started=start)
