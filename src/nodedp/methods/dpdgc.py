@@ -313,25 +313,9 @@ def _train_encoder(
     batches = poisson_batches(
         split.train.numel(), sampling_rate=plan.sampling_rate, steps=plan.encoder_steps, generator=generator
     )
-    progress = spec.progress and f"{spec.method} {spec.dataset} encoder"
-    if plan.encoder_privacy is None:
-        train_model(
-            encoder,
-            batch_fn=encoder_batch,
-            optim=hp.encoder_optim(),
-            privacy=None,
-            batches=batches,
-            generator=generator,
-            device=device,
-            progress=progress,
-            on_step=lambda _step: encoder.normalize_(),
-        )
-        return
-    noise_generator = (
-        generator if generator.device == device else make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device)
-    )
-    clip = plan.encoder_privacy.clip_norm
-    table, shift = encoder.table.weight, encoder.shift.bias
+    noise_generator = generator
+    if plan.encoder_privacy is not None and generator.device != device:
+        noise_generator = make_generator(spec.seed + _ENCODER_NOISE_STREAM, device=device)
     train_model(
         encoder,
         batch_fn=encoder_batch,
@@ -340,11 +324,17 @@ def _train_encoder(
         batches=batches,
         generator=noise_generator,
         device=device,
-        progress=progress,
+        progress=spec.progress and f"{spec.method} {spec.dataset} encoder",
         on_step=lambda _step: encoder.normalize_(),
-        clipped_sum=lambda rows, targets, grads: clipped_gradient_sum(
-            encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]
-        ),
+        clipped_sum=None if plan.encoder_privacy is None else _clipped_sum(encoder, plan.encoder_privacy.clip_norm),
+    )
+
+
+def _clipped_sum(encoder: AdjacencyEncoder, clip: float) -> Callable[[Any, Tensor, Any], None]:
+    """The encoder's private step: every example's closed-form gradient, clipped to ``clip``, added in."""
+    table, shift = encoder.table.weight, encoder.shift.bias
+    return lambda rows, targets, grads: clipped_gradient_sum(
+        encoder, rows, targets, clip_norm=clip, table_grad=grads[table], shift_grad=grads[shift]
     )
 
 
