@@ -18,36 +18,8 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
+from nodedp.analysis import style
 from nodedp.analysis.published import PAPERS, published_for
-from nodedp.analysis.style import (
-    ACTUAL_EPSILON_CAP,
-    MethodStyle,
-    cap_actual,
-    dagger_points,
-    dodge_offsets,
-    draw_majority,
-    draw_marks,
-    draw_reference_line,
-    few_seeds_caveat,
-    figure_context,
-    figure_interval_text,
-    log_epsilon_axis,
-    majority_caption,
-    majority_handles,
-    mark_handles,
-    marks_caption,
-    method_marks,
-    method_style,
-    metric_columns,
-    panels,
-    place_legend,
-    reference_cells,
-    reference_handle,
-    require_columns,
-    save_figure,
-    unaccounted_cells,
-    weak_cells,
-)
 from nodedp.analysis.tables import NON_PRIVATE, REFERENCE_MARK, majority_accuracy, metric_label
 from nodedp.contract.naming import REFERENCE_SUFFIX
 
@@ -95,7 +67,9 @@ def published_points(summary: pl.DataFrame, *, metric: str = "test_accuracy") ->
     return pl.DataFrame(rows, schema=schema)
 
 
-def _draw_published(ax: Axes, points: pl.DataFrame, styles: dict[str, MethodStyle], *, infinity_at: float) -> None:
+def _draw_published(
+    ax: Axes, points: pl.DataFrame, styles: dict[str, style.MethodStyle], *, infinity_at: float
+) -> None:
     for stand_in in (False, True):
         for method in points["method"].unique().sort():
             rows = points.filter((pl.col("method") == method) & (pl.col("stand_in") == stand_in))
@@ -120,37 +94,27 @@ def _draw_published(ax: Axes, points: pl.DataFrame, styles: dict[str, MethodStyl
 
 
 def _published_handles(points: pl.DataFrame) -> list[Line2D]:
-    handles = []
-    if (~points["stand_in"]).any():
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker=PUBLISHED_MARKER,
-                markersize=10,
-                color="grey",
-                markeredgecolor="black",
-                markeredgewidth=0.6,
-                label="published (paper's table)",
-            )
+    """A filled star for the papers' own datasets, a hollow one for the datasets a stand-in stands in for."""
+    kinds = [
+        (False, "published (paper's table)"),
+        (True, "published, for a dataset this one stands in for"),
+    ]
+    return [
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker=PUBLISHED_MARKER,
+            markersize=10,
+            color="grey",
+            markerfacecolor="none" if stand_in else None,
+            markeredgecolor="black",
+            markeredgewidth=0.6,
+            label=label,
         )
-    if points["stand_in"].any():
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker=PUBLISHED_MARKER,
-                markersize=10,
-                color="grey",
-                markerfacecolor="none",
-                markeredgecolor="black",
-                markeredgewidth=0.6,
-                label="published, for a dataset this one stands in for",
-            )
-        )
-    return handles
+        for stand_in, label in kinds
+        if (points["stand_in"] == stand_in).any()
+    ]
 
 
 def _published_caption(points: pl.DataFrame) -> str:
@@ -192,19 +156,19 @@ def plot_accuracy_vs_epsilon(
     ``ACTUAL_EPSILON_CAP`` at the cap, labelled. With ``published``, the values the papers print for
     the summary's cells (``published_points``) are stars in the method's colour. Returns the caption.
     """
-    columns = metric_columns(metric)
-    require_columns(summary, ("dataset", "method", "target_epsilon", *columns), purpose=f"plot {metric!r}")
-    interval = figure_interval_text(summary)
+    columns = style.metric_columns(metric)
+    style.require_columns(summary, ("dataset", "method", "target_epsilon", *columns), purpose=f"plot {metric!r}")
+    interval = style.figure_interval_text(summary)
 
     datasets = sorted(summary["dataset"].unique().to_list())
     private = summary.filter(pl.col("target_epsilon").is_finite())
     layout = _layout(summary, private, metric=metric, published=published)
-    with figure_context():
-        fig, axes, n_cols = panels(len(datasets))
+    with style.figure_context():
+        fig, axes, n_cols = style.panels(len(datasets))
         for ax, dataset in zip(axes, datasets):
             _draw_panel(ax, summary.filter(pl.col("dataset") == dataset), dataset, layout, columns, metric)
-        place_legend(fig, _handles(layout, private), n_cols)
-    save_figure(fig, path, pdf_path)
+        style.place_legend(fig, _handles(layout, private), n_cols)
+    style.save_figure(fig, path, pdf_path)
     return _caption(summary, private, layout, metric=metric, interval=interval)
 
 
@@ -216,7 +180,7 @@ class _Layout:
     private_methods: list[str]
     reference_methods: list[str]
     paper_methods: set[str]
-    styles: dict[str, MethodStyle]
+    styles: dict[str, style.MethodStyle]
     offsets: dict[str, float]
     points: pl.DataFrame
     ticks: list[float]
@@ -229,23 +193,27 @@ def _layout(summary: pl.DataFrame, private: pl.DataFrame, *, metric: str, publis
     reference = summary.filter(pl.col("target_epsilon").is_infinite())
     private_methods = sorted(private["method"].unique().to_list())
     reference_methods = sorted(set(reference["method"].unique().to_list()) - set(private_methods))
-    is_paper = reference_cells(private)
+    is_paper = style.reference_cells(private)
     paper_methods = set(private.filter(pl.Series(is_paper))["method"].to_list())
     epsilons = sorted(set(private.filter(pl.Series(~is_paper))["target_epsilon"].to_list()))
-    actual = sorted(min(e, ACTUAL_EPSILON_CAP) for e in private.filter(pl.Series(is_paper))["epsilon_max"].to_list())
+    actual = sorted(
+        min(e, style.ACTUAL_EPSILON_CAP) for e in private.filter(pl.Series(is_paper))["epsilon_max"].to_list()
+    )
     points = published_points(summary if published else summary.clear(), metric=metric)
     printed = [e for e in points["epsilon"].to_list() if math.isfinite(e)]
     # Without private runs there is no ε axis to speak of; draw the references over a nominal range.
     span = epsilons + actual + printed
     x_min, x_max = (min(span) / 1.6, max(span) * 1.6) if span else (0.1, 10.0)
-    ticks = epsilons + printed + ([ACTUAL_EPSILON_CAP] if actual and actual[-1] == ACTUAL_EPSILON_CAP else [])
+    ticks = (
+        epsilons + printed + ([style.ACTUAL_EPSILON_CAP] if actual and actual[-1] == style.ACTUAL_EPSILON_CAP else [])
+    )
     return _Layout(
         private_methods=private_methods,
         reference_methods=reference_methods,
         paper_methods=paper_methods,
-        styles={m: method_style(m) for m in private_methods + reference_methods},
+        styles={m: style.method_style(m) for m in private_methods + reference_methods},
         # Reference-mode points sit at an ε of their own: only the methods sharing the target budgets move aside.
-        offsets=dodge_offsets([m for m in private_methods if m not in paper_methods], epsilons),
+        offsets=style.dodge_offsets([m for m in private_methods if m not in paper_methods], epsilons),
         points=points,
         ticks=ticks,
         x_min=x_min,
@@ -270,16 +238,22 @@ def _draw_panel(
         if method in layout.reference_methods and infinite.height:
             y, lo, hi = (100 * float(infinite[c][0]) for c in columns)
             ax.axhspan(lo, hi, color=layout.styles[method].colour, alpha=0.1, linewidth=0)
-            draw_reference_line(ax, y, layout.styles[method])
-    draw_majority(ax, layout.majority, dataset)
+            style.draw_reference_line(ax, y, layout.styles[method])
+    style.draw_majority(ax, layout.majority, dataset)
     _draw_published(ax, layout.points.filter(pl.col("dataset") == dataset), layout.styles, infinity_at=layout.x_max)
-    log_epsilon_axis(ax, layout.ticks, layout.x_min, layout.x_max, label="privacy budget ε (log scale)")
+    style.log_epsilon_axis(ax, layout.ticks, layout.x_min, layout.x_max, label="privacy budget ε (log scale)")
     ax.set_title(dataset)
     ax.set_ylabel(f"{metric_label(metric)} (%)")
 
 
 def _draw_private_method(
-    ax: Axes, finite: pl.DataFrame, style: MethodStyle, columns: tuple[str, str, str], *, paper: bool, offset: float
+    ax: Axes,
+    finite: pl.DataFrame,
+    look: style.MethodStyle,
+    columns: tuple[str, str, str],
+    *,
+    paper: bool,
+    offset: float,
 ) -> None:
     """One private method's line on an accuracy-vs-ε panel: bars, points (hollow where weak), †; a reference-mode
     method at the ε its noise actually spends, dotted."""
@@ -288,20 +262,20 @@ def _draw_private_method(
         finite = finite.sort("epsilon_max")
     x = finite["epsilon_max" if paper else "target_epsilon"].to_numpy()
     y, lo, hi = (100 * finite[c].to_numpy() for c in (mean, low, high))
-    x = cap_actual(ax, x, y) if paper else x * 10**offset
+    x = style.cap_actual(ax, x, y) if paper else x * 10**offset
     ax.errorbar(
         x,
         y,
         yerr=[y - lo, hi - y],
-        color=style.colour,
+        color=look.colour,
         linestyle=":" if paper else "-",
         linewidth=1.5,
         elinewidth=1,
         capsize=2,
         alpha=0.9,
     )
-    draw_marks(ax, x, y, style, hollow=weak_cells(finite))
-    dagger_points(ax, x, y, unaccounted_cells(finite))
+    style.draw_marks(ax, x, y, look, hollow=style.weak_cells(finite))
+    style.dagger_points(ax, x, y, style.unaccounted_cells(finite))
 
 
 def _handles(layout: _Layout, private: pl.DataFrame) -> list[Line2D]:
@@ -317,12 +291,17 @@ def _handles(layout: _Layout, private: pl.DataFrame) -> list[Line2D]:
             linewidth=1.5,
             linestyle=":" if m in layout.paper_methods else "-",
             label=m
-            + method_marks(private.filter(pl.col("method") == m))
+            + style.method_marks(private.filter(pl.col("method") == m))
             + (f" {REFERENCE_MARK} at its actual ε" if m in layout.paper_methods else ""),
         )
         for m in layout.private_methods
-    ] + [reference_handle(m, layout.styles[m]) for m in layout.reference_methods]
-    return handles + majority_handles(layout.majority) + mark_handles(private) + _published_handles(layout.points)
+    ] + [style.reference_handle(m, layout.styles[m]) for m in layout.reference_methods]
+    return (
+        handles
+        + style.majority_handles(layout.majority)
+        + style.mark_handles(private)
+        + _published_handles(layout.points)
+    )
 
 
 def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, metric: str, interval: str) -> str:
@@ -337,16 +316,16 @@ def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, m
         caption += (
             f" Dotted squares, {REFERENCE_MARK}: reference mode (the noise the paper's accounting gives the "
             "target ε), drawn at the ε that noise actually spends under the suite's accountant (the largest "
-            f"over seeds; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled)."
+            f"over seeds; past {style.ACTUAL_EPSILON_CAP:g} at {style.ACTUAL_EPSILON_CAP:g}, labelled)."
         )
     return " ".join(
         filter(
             None,
             [
                 caption,
-                majority_caption(layout.majority),
-                few_seeds_caveat(summary),
-                marks_caption(private),
+                style.majority_caption(layout.majority),
+                style.few_seeds_caveat(summary),
+                style.marks_caption(private),
                 _published_caption(layout.points),
             ],
         )

@@ -18,35 +18,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from nodedp.analysis.style import (
-    ACTUAL_EPSILON_CAP,
-    MethodStyle,
-    cap_actual,
-    dagger_points,
-    dodge_offsets,
-    draw_majority,
-    draw_marks,
-    draw_reference_line,
-    few_seeds_caveat,
-    figure_context,
-    figure_interval_text,
-    log_epsilon_axis,
-    majority_caption,
-    majority_handles,
-    mark_handles,
-    marks_caption,
-    method_marks,
-    method_style,
-    metric_columns,
-    panels,
-    place_legend,
-    reference_cells,
-    reference_handle,
-    require_columns,
-    save_figure,
-    unaccounted_cells,
-    weak_cells,
-)
+from nodedp.analysis import style
 from nodedp.analysis.tables import DAGGER, NON_PRIVATE, REFERENCE_MARK, majority_accuracy, metric_label
 
 FRONTIER_GID = "frontier"  # the gid of a panel's frontier (envelope) line
@@ -88,10 +60,12 @@ def frontier_cells(summary: pl.DataFrame, *, metric: str = "test_accuracy") -> p
     can be on it. Columns: ``dataset``, ``method``, ``target_epsilon``, ``epsilon`` (the budget), ``spent``
     (``epsilon_max``), ``mean``; by dataset, then increasing budget."""
     mean = f"{metric}_mean"
-    require_columns(summary, ("dataset", "method", "target_epsilon", "epsilon_max", mean), purpose="find the frontier")
+    style.require_columns(
+        summary, ("dataset", "method", "target_epsilon", "epsilon_max", mean), purpose="find the frontier"
+    )
     eligible = summary.filter(pl.col("target_epsilon").is_finite())
     eligible = (
-        eligible.filter(pl.Series(~unaccounted_cells(eligible)))
+        eligible.filter(pl.Series(~style.unaccounted_cells(eligible)))
         .sort("dataset", "method", "target_epsilon")
         .with_columns(budget_epsilon().alias("budget"))
     )
@@ -132,8 +106,8 @@ def plot_frontier(
     methods as dashed references. No text labels: each method is its style (``method_style``) in the legend.
     Reference-mode cells are squares (¶) at the ε they spend; hollow and † as in ``plot_accuracy_vs_epsilon``.
     Returns the caption."""
-    columns = metric_columns(metric)
-    require_columns(
+    columns = style.metric_columns(metric)
+    style.require_columns(
         summary,
         ("dataset", "method", "target_epsilon", "epsilon_max", *columns),
         purpose=f"plot the {metric!r} frontier",
@@ -141,19 +115,19 @@ def plot_frontier(
     private = summary.filter(pl.col("target_epsilon").is_finite())
     if private.is_empty():
         raise ValueError("summary has no private cell (finite target_epsilon): no frontier to draw")
-    interval = figure_interval_text(summary)
+    interval = style.figure_interval_text(summary)
     envelope = frontier_cells(summary, metric=metric)
     private = private.with_columns(budget_epsilon().alias("budget"))
     layout = _layout(summary, private, metric=metric)
 
-    with figure_context():
-        fig, axes, n_cols = panels(len(layout.datasets))
+    with style.figure_context():
+        fig, axes, n_cols = style.panels(len(layout.datasets))
         for ax, dataset in zip(axes, layout.datasets):
             best = envelope.filter(pl.col("dataset") == dataset)
             _draw_panel(ax, private.filter(pl.col("dataset") == dataset), best, dataset, layout, columns, metric)
-        handles = _handles(layout, private) + majority_handles(layout.majority) + mark_handles(private)
-        place_legend(fig, handles, n_cols)
-    save_figure(fig, path, pdf_path)
+        handles = _handles(layout, private) + style.majority_handles(layout.majority) + style.mark_handles(private)
+        style.place_legend(fig, handles, n_cols)
+    style.save_figure(fig, path, pdf_path)
 
     return _caption(summary, private, layout, metric=metric, interval=interval)
 
@@ -168,7 +142,7 @@ class _Layout:
     private_methods: list[str]
     reference_methods: list[str]
     paper_methods: set[str]
-    styles: dict[str, MethodStyle]
+    styles: dict[str, style.MethodStyle]
     offsets: dict[str, float]
     overspent: bool  # a cell spends more than its target ε
     ticks: list[float]
@@ -185,7 +159,7 @@ def _layout(summary: pl.DataFrame, private: pl.DataFrame, *, metric: str) -> _La
     reference_methods = sorted(set(reference["method"].unique().to_list()) - set(private_methods))
     at_target = private.filter(pl.col("budget") == pl.col("target_epsilon"))
     overspent = private.filter(pl.col("budget") != pl.col("target_epsilon"))
-    budgets = np.minimum(private["budget"].to_numpy(), ACTUAL_EPSILON_CAP)
+    budgets = np.minimum(private["budget"].to_numpy(), style.ACTUAL_EPSILON_CAP)
     x_min, x_max = budgets.min() / 1.6, budgets.max() * 1.6
     targets = sorted(set(at_target["budget"].to_list()))
     ticks = targets + [t for t in _log_ticks(x_min, x_max) if overspent.height and t > 1.6 * max(targets, default=0)]
@@ -194,9 +168,9 @@ def _layout(summary: pl.DataFrame, private: pl.DataFrame, *, metric: str) -> _La
         reference=reference,
         private_methods=private_methods,
         reference_methods=reference_methods,
-        paper_methods=set(private.filter(pl.Series(reference_cells(private)))["method"].to_list()),
-        styles={m: method_style(m) for m in private_methods + reference_methods},
-        offsets=dodge_offsets(private_methods, targets),
+        paper_methods=set(private.filter(pl.Series(style.reference_cells(private)))["method"].to_list()),
+        styles={m: style.method_style(m) for m in private_methods + reference_methods},
+        offsets=style.dodge_offsets(private_methods, targets),
         overspent=bool(overspent.height),
         ticks=ticks,
         x_min=x_min,
@@ -224,11 +198,11 @@ def _draw_panel(
     for method in layout.reference_methods:
         rows = layout.reference.filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
         if rows.height:
-            draw_reference_line(ax, 100 * float(rows[columns[0]][0]), layout.styles[method])
-    draw_majority(ax, layout.majority, dataset)
+            style.draw_reference_line(ax, 100 * float(rows[columns[0]][0]), layout.styles[method])
+    style.draw_majority(ax, layout.majority, dataset)
     if best.height:
         _draw_steps(ax, best, layout.x_max)
-    log_epsilon_axis(ax, layout.ticks, layout.x_min, layout.x_max, label="privacy budget ε (log scale)")
+    style.log_epsilon_axis(ax, layout.ticks, layout.x_min, layout.x_max, label="privacy budget ε (log scale)")
     ax.set_title(dataset)
     ax.set_ylabel(f"{metric_label(metric)} (%)")
 
@@ -236,7 +210,7 @@ def _draw_panel(
 def _draw_cells(
     ax: Axes,
     rows: pl.DataFrame,
-    style: MethodStyle,
+    look: style.MethodStyle,
     columns: tuple[str, str, str],
     offset: float,
     on_frontier: set[tuple[str, float]],
@@ -249,9 +223,9 @@ def _draw_cells(
     x = budget * 10**offset
     over = (rows["budget"] != rows["target_epsilon"]).to_numpy()
     if over.any():
-        x[over] = cap_actual(ax, budget[over], y[over])
-    ax.errorbar(x, y, yerr=[y - lo, hi - y], color=style.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8)
-    draw_marks(ax, x, y, style, hollow=weak_cells(rows))
+        x[over] = style.cap_actual(ax, budget[over], y[over])
+    ax.errorbar(x, y, yerr=[y - lo, hi - y], color=look.colour, linestyle="none", linewidth=1, capsize=2, alpha=0.8)
+    style.draw_marks(ax, x, y, look, hollow=style.weak_cells(rows))
     ringed = np.array([(rows["method"][0], e) in on_frontier for e in rows["target_epsilon"].to_list()])
     if ringed.any():
         ax.plot(
@@ -265,12 +239,12 @@ def _draw_cells(
             markeredgewidth=1,
             zorder=4,
         )
-    dagger_points(ax, x, y, unaccounted_cells(rows))
+    style.dagger_points(ax, x, y, style.unaccounted_cells(rows))
 
 
 def _draw_steps(ax: Axes, best: pl.DataFrame, x_max: float) -> None:
     """The frontier of one panel as a black step line."""
-    x = np.minimum(best["epsilon"].to_numpy(), ACTUAL_EPSILON_CAP)
+    x = np.minimum(best["epsilon"].to_numpy(), style.ACTUAL_EPSILON_CAP)
     y = 100 * best["mean"].to_numpy()
     # Steps: the best accuracy reachable at ≤ ε holds until the next frontier point.
     ax.plot(
@@ -297,12 +271,12 @@ def _handles(layout: _Layout, private: pl.DataFrame) -> list[Line2D]:
                 markersize=5.5,
                 linestyle="none",
                 label=m
-                + method_marks(private.filter(pl.col("method") == m))
+                + style.method_marks(private.filter(pl.col("method") == m))
                 + (f" {REFERENCE_MARK} at its actual ε" if m in layout.paper_methods else ""),
             )
             for m in layout.private_methods
         ]
-        + [reference_handle(m, layout.styles[m]) for m in layout.reference_methods]
+        + [style.reference_handle(m, layout.styles[m]) for m in layout.reference_methods]
         + [
             Line2D(
                 [],
@@ -328,13 +302,13 @@ def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, m
         f"{interval}, as bars. At each budget the methods sit side by side, slightly apart. Black steps: the "
         "best accuracy reachable at ≤ ε; the ringed cells are on them."
     )
-    if unaccounted_cells(private).any():
+    if style.unaccounted_cells(private).any():
         caption += f" Cells marked {DAGGER} are shown but cannot be on the frontier."
     if layout.overspent:
         caption += (
             " A cell that spends more than its target ε sits at the ε it spends"
             + (f" ({REFERENCE_MARK}: reference mode, the paper's accounting)" if layout.paper_methods else "")
-            + f"; past {ACTUAL_EPSILON_CAP:g} at {ACTUAL_EPSILON_CAP:g}, labelled."
+            + f"; past {style.ACTUAL_EPSILON_CAP:g} at {style.ACTUAL_EPSILON_CAP:g}, labelled."
         )
     elif layout.paper_methods:
         caption += f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), within its claimed ε."
@@ -343,7 +317,12 @@ def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, m
     return " ".join(
         filter(
             None,
-            [caption, majority_caption(layout.majority), few_seeds_caveat(summary), marks_caption(private)],
+            [
+                caption,
+                style.majority_caption(layout.majority),
+                style.few_seeds_caveat(summary),
+                style.marks_caption(private),
+            ],
         )
     )
 

@@ -19,30 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from nodedp.analysis.style import (
-    EPSILON_LINESTYLES,
-    EPSILON_MARKERS,
-    REFERENCE_MARKER,
-    MethodStyle,
-    dagger_points,
-    draw_reference_line,
-    few_seeds_caveat,
-    figure_context,
-    figure_interval_text,
-    mark_handles,
-    marks_caption,
-    method_marks,
-    method_style,
-    metric_columns,
-    panels,
-    place_legend,
-    reference_cells,
-    reference_handle,
-    require_columns,
-    save_figure,
-    unaccounted_cells,
-    weak_cells,
-)
+from nodedp.analysis import style
 from nodedp.analysis.tables import NON_PRIVATE, REFERENCE_MARK, format_epsilon_value, metric_label
 from nodedp.contract.naming import REFERENCE_SUFFIX
 
@@ -60,8 +37,8 @@ def sweep_cells(summary: pl.DataFrame, *, parameter: str, metric: str = "test_ac
     ``target_epsilon``, ``value``, ``mean``, ``low``, ``high``, plus ``guarantee``, ``fully_accounted`` and
     ``reference`` where the summary has them; by dataset, line, ε, value.
     """
-    mean, low, high = metric_columns(metric)
-    require_columns(
+    mean, low, high = style.metric_columns(metric)
+    style.require_columns(
         summary,
         ("dataset", "method", "target_epsilon", "hyperparameters", mean, low, high),
         purpose=f"plot {metric!r} against {parameter!r} (summarize runs collected with their hyperparameters)",
@@ -103,7 +80,7 @@ def _swept_rows(summary: pl.DataFrame, parameter: str) -> list[dict[str, Any]]:
     is no number, and a summary where no cell holds ``parameter`` (naming the hyperparameters present)."""
     private = summary.filter(pl.col("target_epsilon").is_finite() & pl.col("hyperparameters").is_not_null())
     bases = private["base_method"].to_list() if "base_method" in private.columns else [None] * private.height
-    paper = reference_cells(private)
+    paper = style.reference_cells(private)
     rows, seen_keys = [], set()
     for r, base, ref in zip(private.iter_rows(named=True), bases, paper):
         hp = json.loads(r["hyperparameters"])
@@ -153,18 +130,18 @@ def plot_sweep(
     datasets = sorted(cells["dataset"].unique().to_list())
     shown = summary.filter(pl.col("dataset").is_in(datasets))
     drawn = pl.col("target_epsilon").is_infinite() | pl.col("method").is_in(cells["method"].unique().to_list())
-    interval = figure_interval_text(shown.filter(drawn))
+    interval = style.figure_interval_text(shown.filter(drawn))
     layout = _layout(cells, shown.filter(pl.col("target_epsilon").is_infinite()))
 
-    with figure_context():
-        fig, axes, n_cols = panels(len(datasets))
+    with style.figure_context():
+        fig, axes, n_cols = style.panels(len(datasets))
         for ax, dataset in zip(axes, datasets):
             _draw_panel(ax, cells.filter(pl.col("dataset") == dataset), dataset, layout, f"{metric}_mean")
             _sweep_axis(ax, layout, parameter)
             ax.set_title(dataset)
             ax.set_ylabel(f"{metric_label(metric)} (%)")
-        place_legend(fig, _handles(layout, cells), n_cols)
-    save_figure(fig, path, pdf_path)
+        style.place_legend(fig, _handles(layout, cells), n_cols)
+    style.save_figure(fig, path, pdf_path)
     return _caption(cells, layout, parameter=parameter, metric=metric, interval=interval, drawn=shown.filter(drawn))
 
 
@@ -179,11 +156,11 @@ class _Layout:
     logarithmic."""
 
     lines: list[str]
-    line_styles: dict[str, MethodStyle]
+    line_styles: dict[str, style.MethodStyle]
     paper_lines: set[str]
     reference: pl.DataFrame  # the non-private cells of the datasets drawn
     reference_methods: list[str]
-    references: dict[str, MethodStyle]
+    references: dict[str, style.MethodStyle]
     epsilons: list[float]
     linestyles: dict[float, Any]
     markers: dict[float, str]
@@ -198,14 +175,14 @@ def _layout(cells: pl.DataFrame, reference: pl.DataFrame) -> _Layout:
     values = sorted(cells["value"].unique().to_list())
     return _Layout(
         lines=lines,
-        line_styles={line: method_style(_line_method(cells, line)) for line in lines},
+        line_styles={line: style.method_style(_line_method(cells, line)) for line in lines},
         paper_lines={line for line in lines if line.split(" (")[0].endswith(REFERENCE_SUFFIX)},
         reference=reference,
         reference_methods=reference_methods,
-        references={m: method_style(m) for m in reference_methods},
+        references={m: style.method_style(m) for m in reference_methods},
         epsilons=epsilons,
-        linestyles=_cycle(epsilons, EPSILON_LINESTYLES),
-        markers=_cycle(epsilons, EPSILON_MARKERS),
+        linestyles=_cycle(epsilons, style.EPSILON_LINESTYLES),
+        markers=_cycle(epsilons, style.EPSILON_MARKERS),
         values=values,
         log_axis=values[0] > 0 and values[-1] / values[0] >= 20,
     )
@@ -218,7 +195,7 @@ def _draw_panel(ax: Axes, cells: pl.DataFrame, dataset: str, layout: _Layout, me
         x = rows["value"].to_numpy()
         y, lo, hi = (100 * rows[c].to_numpy() for c in ("mean", "low", "high"))
         colour = layout.line_styles[line].colour
-        marker = REFERENCE_MARKER if line in layout.paper_lines else layout.markers[eps]
+        marker = style.REFERENCE_MARKER if line in layout.paper_lines else layout.markers[eps]
         ax.errorbar(
             x,
             y,
@@ -230,7 +207,7 @@ def _draw_panel(ax: Axes, cells: pl.DataFrame, dataset: str, layout: _Layout, me
             linewidth=1.4,
             capsize=3,
         )
-        hollow = weak_cells(rows)
+        hollow = style.weak_cells(rows)
         if hollow.any():
             ax.plot(
                 x[hollow],
@@ -241,11 +218,11 @@ def _draw_panel(ax: Axes, cells: pl.DataFrame, dataset: str, layout: _Layout, me
                 color=colour,
                 markerfacecolor="white",
             )
-        dagger_points(ax, x, y, unaccounted_cells(rows))
+        style.dagger_points(ax, x, y, style.unaccounted_cells(rows))
     for method in layout.reference_methods:
         rows = layout.reference.filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
         if rows.height:
-            draw_reference_line(ax, 100 * float(rows[mean][0]), layout.references[method])
+            style.draw_reference_line(ax, 100 * float(rows[mean][0]), layout.references[method])
 
 
 def _sweep_axis(ax: Axes, layout: _Layout, parameter: str) -> None:
@@ -267,10 +244,10 @@ def _handles(layout: _Layout, cells: pl.DataFrame) -> list[Line2D]:
             [],
             color=layout.line_styles[line].colour,
             linewidth=1.4,
-            marker=REFERENCE_MARKER if line in layout.paper_lines else "none",
+            marker=style.REFERENCE_MARKER if line in layout.paper_lines else "none",
             markersize=5,
             label=line
-            + method_marks(cells.filter(pl.col("line") == line))
+            + style.method_marks(cells.filter(pl.col("line") == line))
             + (f" {REFERENCE_MARK} claimed ε" if line in layout.paper_lines else ""),
         )
         for line in layout.lines
@@ -287,8 +264,8 @@ def _handles(layout: _Layout, cells: pl.DataFrame) -> list[Line2D]:
         )
         for e in layout.epsilons
     ]
-    handles += [reference_handle(m, layout.references[m]) for m in layout.reference_methods]
-    return handles + mark_handles(cells)
+    handles += [style.reference_handle(m, layout.references[m]) for m in layout.reference_methods]
+    return handles + style.mark_handles(cells)
 
 
 def _caption(
@@ -301,14 +278,14 @@ def _caption(
         f"budget ε (colour: the method with its other settings fixed; line style: target ε): {interval}, "
         "as bars."
     )
-    if reference_cells(cells).any():
+    if style.reference_cells(cells).any():
         caption += (
             f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), at its claimed ε (the ε "
             "its noise actually spends is in the reproduction tables)."
         )
     if layout.reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞)."
-    return " ".join(filter(None, [caption, few_seeds_caveat(drawn), marks_caption(cells)]))
+    return " ".join(filter(None, [caption, style.few_seeds_caveat(drawn), style.marks_caption(cells)]))
 
 
 def _line_method(cells: pl.DataFrame, line: str) -> str:
