@@ -318,15 +318,5 @@ def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, m
             "target ε), drawn at the ε that noise actually spends under the suite's accountant (the largest "
             f"over seeds; past {style.ACTUAL_EPSILON_CAP:g} at {style.ACTUAL_EPSILON_CAP:g}, labelled)."
         )
-    return " ".join(
-        filter(
-            None,
-            [
-                caption,
-                style.majority_caption(layout.majority),
-                style.few_seeds_caveat(summary),
-                style.marks_caption(private),
-                _published_caption(layout.points),
-            ],
-        )
-    )
+    caption = style.caption_text(caption, majority=layout.majority, summary=summary, cells=private)
+    return " ".join(filter(None, [caption, _published_caption(layout.points)]))

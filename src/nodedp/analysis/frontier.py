@@ -314,17 +314,7 @@ def _caption(summary: pl.DataFrame, private: pl.DataFrame, layout: _Layout, *, m
         caption += f" Squares, {REFERENCE_MARK}: reference mode (the paper's accounting), within its claimed ε."
     if layout.reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞)."
-    return " ".join(
-        filter(
-            None,
-            [
-                caption,
-                style.majority_caption(layout.majority),
-                style.few_seeds_caveat(summary),
-                style.marks_caption(private),
-            ],
-        )
-    )
+    return style.caption_text(caption, majority=layout.majority, summary=summary, cells=private)
 
 
 def _log_ticks(x_min: float, x_max: float) -> list[float]:

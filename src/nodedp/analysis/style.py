@@ -432,3 +432,10 @@ def majority_caption(majority: dict[str, float]) -> str:
         if majority
         else ""
     )
+
+
+def caption_text(caption: str, *, majority: dict[str, float], summary: pl.DataFrame, cells: pl.DataFrame) -> str:
+    """A figure's whole caption: its own sentences, then the shared ones on the majority-class line (where drawn),
+    on cells of few seeds and on the marks ``cells`` carry."""
+    shared = [majority_caption(majority), few_seeds_caveat(summary), marks_caption(cells)]
+    return " ".join(filter(None, [caption, *shared]))

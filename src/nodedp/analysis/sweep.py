@@ -285,7 +285,7 @@ def _caption(
         )
     if layout.reference_methods:
         caption += f" Dashed lines: {NON_PRIVATE} methods (ε = ∞)."
-    return " ".join(filter(None, [caption, style.few_seeds_caveat(drawn), style.marks_caption(cells)]))
+    return style.caption_text(caption, majority={}, summary=drawn, cells=cells)
 
 
 def _line_method(cells: pl.DataFrame, line: str) -> str:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodedp.cli.cells import loaded_graph, parse_cells, run_cells
+from nodedp.cli.cells import flag_cell, loaded_graph, parse_cells, run_cells
 from nodedp.cli.common import (
     AddVerb,
     add_device_options,
@@ -34,15 +34,7 @@ MIA_HELP = "also run the TSTF membership-inference attack (two more trainings; d
 
 
 def cmd_audit(args: argparse.Namespace) -> None:
-    cell = {
-        "graph": args.graph,
-        "epsilon": args.epsilon,
-        "seed": args.seed,
-        "split": args.split,
-        "canaries": args.canaries,
-        "out": args.out,
-    }
-    audit_cells(args, [cell])
+    audit_cells(args, [flag_cell(args, AUDIT_CELL_KEYS)])
 
 
 def add_audit(verb: AddVerb) -> None:

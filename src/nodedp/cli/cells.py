@@ -53,6 +53,12 @@ def parse_cells(text: str, keys: dict[str, str]) -> list[dict]:
     return cells
 
 
+def flag_cell(args: argparse.Namespace, keys: dict[str, str]) -> dict:
+    """The one cell of `train` or `audit` from its flags: every key of ``keys`` but the log (its output is the
+    terminal's)."""
+    return {key: getattr(args, key) for key in keys if key != "log"}
+
+
 def check_cell_values(cell: dict, where: str) -> None:
     """A cell's ε parsed in place; its seed, structure list and canaries checked."""
     try:

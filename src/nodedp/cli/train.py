@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodedp.cli.cells import loaded_graph, parse_cells, run_cells
+from nodedp.cli.cells import flag_cell, loaded_graph, parse_cells, run_cells
 from nodedp.cli.common import (
     AddVerb,
     add_device_options,
@@ -100,15 +100,7 @@ def add_methods(verb: AddVerb) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    cell = {
-        "graph": args.graph,
-        "epsilon": args.epsilon,
-        "seed": args.seed,
-        "split": args.split,
-        "structure": args.structure,
-        "out": args.out,
-    }
-    train_cells(args, [cell])
+    train_cells(args, [flag_cell(args, CELL_KEYS)])
 
 
 def add_train(verb: AddVerb) -> None:

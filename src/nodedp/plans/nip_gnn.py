@@ -218,11 +218,11 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
             enforced_bound=max_degree,
             largest_budget_weights=budgets.largest_budget_weights,
         )
-        records = _reference_records(spec, hp, noise, budgets, actual)
+        records = _release_records(spec, hp, noise, budgets, actual)
         claim = Claim(epsilon=spec.target_epsilon, delta=0.0, rule=_REFERENCE_RULE, source=_REFERENCE_SOURCE)
         uncharged = reference_reads(spec.method, resample=hp.resample)
     else:
-        records = _suite_records(spec, hp, noise, budgets)
+        records = _release_records(spec, hp, noise, budgets, None)
     records = (*records, nip_label_record(epsilon_c=eps_c, num_classes=public.num_classes, method=spec.method))
     if exact:  # diagnosis: the parts released exactly spend nothing and are read uncharged
         records, uncharged = _drop_exact_parts(records, exact, method=spec.method)
@@ -248,43 +248,30 @@ def plan_nip_gnn(public: PublicInputs, spec: RunSpec, hp: NipHparams, released: 
     return Plan(ledger, {"noise": noise, "actual": actual, "exact": exact})
 
 
-def _suite_records(spec: RunSpec, hp: NipHparams, noise: Any, budgets: Any) -> tuple[MechanismRecord, ...]:
-    """The edge release's and NAP's records at ε_B and ε_A of the target."""
-    return (
-        nip_edge_record(
-            epsilon_b=noise.epsilon_b, s=noise.s, max_degree=noise.max_degree, method=spec.method, caveat=_BOUND_CAVEAT
-        ),
-        nip_aggregation_record(
-            epsilon_a=noise.epsilon_a,
-            max_degree=noise.max_degree,
-            budget_scheme=hp.budgets,
-            largest_budget_weights=budgets.largest_budget_weights,
-            worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
-            budget_scale=budgets.budget_scale,
-            method=spec.method,
-            caveat=_BOUND_CAVEAT,
-        ),
-    )
-
-
-def _reference_records(
+def _release_records(
     spec: RunSpec, hp: NipHparams, noise: Any, budgets: Any, actual: Any
 ) -> tuple[MechanismRecord, ...]:
-    """Reference mode: the edge release's and NAP's records at what the paper's noise spends at the enforced bound."""
+    """The edge release's and NAP's records: at ε_B and ε_A of the target, or (reference mode, ``actual`` given) at
+    what the paper's noise spends at the enforced bound."""
+    reference = actual is not None
     return (
         nip_edge_record(
-            epsilon_b=actual.edges, s=noise.s, max_degree=noise.max_degree, method=spec.method, caveat=_BOUND_CAVEAT
+            epsilon_b=actual.edges if reference else noise.epsilon_b,
+            s=noise.s,
+            max_degree=noise.max_degree,
+            method=spec.method,
+            caveat=_BOUND_CAVEAT,
         ),
         nip_aggregation_record(
-            epsilon_a=actual.epsilon_a_at_bound,
+            epsilon_a=actual.epsilon_a_at_bound if reference else noise.epsilon_a,
             max_degree=noise.max_degree,
-            budget_scheme="uniform" if hp.budgets == "uniform" else "paper",
+            budget_scheme=("uniform" if hp.budgets == "uniform" else "paper") if reference else hp.budgets,
             largest_budget_weights=budgets.largest_budget_weights,
             worst_case_ratio_before_scaling=budgets.worst_case_ratio_before_scaling,
             budget_scale=budgets.budget_scale,
             method=spec.method,
             caveat=_BOUND_CAVEAT,
-            reference=True,
+            reference=reference,
         ),
     )
 
