@@ -224,12 +224,25 @@ def plan_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: b
     )
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One DPDGC run executing its plan: what its encoder (M1) and classifier (M3) share."""
+
+    plan: DpdgcPlan
+    inputs: RunInputs
+    spec: RunSpec
+    hp: DpdgcHparams
+    y: Tensor  # the labels, on the device
+    generator: torch.Generator
+    device: torch.device
+
+
 def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bool) -> RunResult:
     plan = _run_plan(inputs, spec, hp, private=private)
     generator = seed_everything(spec.seed)
     device = resolve_device(spec.device)
     graph = inputs.graph
-    y = graph.y.to(device)
+    run = _Run(plan, inputs, spec, hp, graph.y.to(device), generator, device)
     edges = plan.edges.to(device)
     encoder = AdjacencyEncoder(
         graph.num_nodes,
@@ -241,25 +254,14 @@ def run_dpdgc(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     ).to(device)
     start = time.perf_counter()
     if plan.encoder_steps:
-        _train_encoder(encoder, plan, inputs, spec, hp, y=y, edges=edges, generator=generator, device=device)
+        _train_encoder(run, encoder, edges)
     encoder.normalize_()  # the release needs it whatever happened before
     table, bias = encoder.embedding_table(), encoder.shift.bias.detach()
     embedding = _embedding_of(bias, plan, hp)
     released = embedding(plan.nap(table, edges, generator=generator))  # M2, DP-Emb: the one NAP query
     if plan.nap.calls != 1:
         raise RuntimeError(f"DP-Emb was queried {plan.nap.calls} times, the ledger charges 1")
-    result = _train_classifier(
-        plan,
-        inputs,
-        spec,
-        hp,
-        y=y,
-        table=table,
-        released=released,
-        embedding=embedding,
-        generator=generator,
-        device=device,
-    )
+    result = _train_classifier(run, table=table, released=released, embedding=embedding)
     return dataclasses.replace(
         result,
         train_seconds=time.perf_counter() - start,
@@ -288,20 +290,11 @@ def _run_plan(inputs: RunInputs, spec: RunSpec, hp: DpdgcHparams, *, private: bo
     )
 
 
-def _train_encoder(
-    encoder: AdjacencyEncoder,
-    plan: DpdgcPlan,
-    inputs: RunInputs,
-    spec: RunSpec,
-    hp: DpdgcHparams,
-    *,
-    y: Tensor,
-    edges: Tensor,
-    generator: torch.Generator,
-    device: torch.device,
-) -> None:
+def _train_encoder(run: _Run, encoder: AdjacencyEncoder, edges: Tensor) -> None:
     """M1: the adjacency encoder on the training nodes' adjacency rows, Poisson batches, the table projected onto
     the unit sphere after every step; DP-Adam with closed-form per-example gradients when private."""
+    plan, inputs, spec, hp, y = run.plan, run.inputs, run.spec, run.hp, run.y
+    generator, device = run.generator, run.device
     num_nodes, split = inputs.graph.num_nodes, inputs.split
     train_nodes = split.train.to(device)
     csr = in_neighbours(edges, num_nodes=num_nodes)
@@ -350,20 +343,12 @@ def _embedding_of(bias: Tensor, plan: DpdgcPlan, hp: DpdgcHparams) -> Callable[[
 
 
 def _train_classifier(
-    plan: DpdgcPlan,
-    inputs: RunInputs,
-    spec: RunSpec,
-    hp: DpdgcHparams,
-    *,
-    y: Tensor,
-    table: Tensor,
-    released: Tensor,
-    embedding: Callable[[Tensor], Tensor],
-    generator: torch.Generator,
-    device: torch.device,
+    run: _Run, *, table: Tensor, released: Tensor, embedding: Callable[[Tensor], Tensor]
 ) -> RunResult:
     """M3: the LINKX classifier on (x_u, x̃_A[u]), Poisson batches, evaluated; ``predict`` recomputes X_A
     noise-free on a given graph (docs/design/methods.md)."""
+    plan, inputs, spec, hp, y = run.plan, run.inputs, run.spec, run.hp, run.y
+    generator, device = run.generator, run.device
     graph, split = inputs.graph, inputs.split
     num_nodes = graph.num_nodes
     x = graph.x.to(device)
