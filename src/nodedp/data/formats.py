@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from nodedp.data._arrays import as_int64, fail
 from nodedp.data.constants import (
     FACEBOOK100_CLASS_YEARS,
     FACEBOOK100_COLUMNS,
@@ -81,10 +82,6 @@ _DECODE_ERRORS = (
 )
 
 
-def _fail(where: Path | str, problem: str) -> NoReturn:
-    raise DatasetFormatError(f"{where}: {problem}")
-
-
 @contextmanager
 def _decoding(path: Path) -> Iterator[None]:
     """Turn a library's failure to decode ``path`` into a ``DatasetFormatError`` naming it."""
@@ -98,7 +95,7 @@ def _decoding(path: Path) -> Iterator[None]:
 
 def _require_file(path: Path) -> Path:
     if not path.is_file():
-        _fail(path, "missing file")
+        fail(path, "missing file")
     return path
 
 
@@ -117,7 +114,7 @@ def _read_npz(path: Path, keys: Sequence[str]) -> tuple[dict[str, np.ndarray], l
 def _need(arrays: Mapping[str, np.ndarray], present: list[str], path: Path, *keys: str) -> list[np.ndarray]:
     missing = [key for key in keys if key not in arrays]
     if missing:
-        _fail(path, f"missing key(s) {missing}; keys present: {present}")
+        fail(path, f"missing key(s) {missing}; keys present: {present}")
     return [arrays[key] for key in keys]
 
 
@@ -151,11 +148,11 @@ def _edge_set(
     row = np.asarray(row, dtype=np.int64).ravel()
     col = np.asarray(col, dtype=np.int64).ravel()
     if row.size != col.size:
-        _fail(where, f"edge list has {row.size} sources but {col.size} targets")
+        fail(where, f"edge list has {row.size} sources but {col.size} targets")
     if row.size:
         low, high = min(int(row.min()), int(col.min())), max(int(row.max()), int(col.max()))
         if low < 0 or high >= num_nodes:
-            _fail(where, f"edge endpoint {low if low < 0 else high} out of range for {num_nodes} nodes")
+            fail(where, f"edge endpoint {low if low < 0 else high} out of range for {num_nodes} nodes")
     keys = np.empty(row.size * (2 if both_directions else 1), dtype=np.int64)
     forward = keys[: row.size]
     np.multiply(row, num_nodes, out=forward)
@@ -181,21 +178,10 @@ def _labels_from_one_hot(matrix: sp.spmatrix | np.ndarray, where: Path | str) ->
     indicator = sp.csr_matrix(matrix) != 0
     per_row = np.diff(indicator.indptr)
     if per_row.size and int(per_row.max()) > 1:
-        _fail(where, f"{int((per_row > 1).sum())} nodes have several labels (multi-label is not supported)")
+        fail(where, f"{int((per_row > 1).sum())} nodes have several labels (multi-label is not supported)")
     labels = np.full(indicator.shape[0], -1, dtype=np.int64)
     labels[per_row == 1] = indicator.indices[indicator.indptr[:-1][per_row == 1]]
     return labels
-
-
-def _as_int64(values: np.ndarray, where: Path | str, what: str) -> np.ndarray:
-    """``values`` as int64; floats must be whole numbers (MATLAB and CSV files store doubles)."""
-    values = np.asarray(values)
-    if values.dtype.kind == "f":
-        if not (np.isfinite(values).all() and (values == np.round(values)).all()):
-            _fail(where, f"{what} are not all integers")
-    elif values.dtype.kind not in "iu":
-        _fail(where, f"{what} must be integers, got dtype {values.dtype}")
-    return values.astype(np.int64)
 
 
 def _integer_labels(values: np.ndarray, where: Path | str) -> np.ndarray:
@@ -203,25 +189,25 @@ def _integer_labels(values: np.ndarray, where: Path | str) -> np.ndarray:
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.ndim != 1:
-        _fail(where, f"labels must be a vector, got shape {list(values.shape)}")
-    return _as_int64(values, where, "labels")
+        fail(where, f"labels must be a vector, got shape {list(values.shape)}")
+    return as_int64(values, where, "labels")
 
 
 def _graph(x: np.ndarray, y: np.ndarray, edge_index: Tensor, *, where: Path | str) -> Data:
     """Checked ``Data``: x float32 [N, F], y int64 [N] in {-1, 0, 1, ...}."""
     x = np.asarray(x)
     if x.ndim != 2:
-        _fail(where, f"features must be a matrix, got shape {list(x.shape)}")
+        fail(where, f"features must be a matrix, got shape {list(x.shape)}")
     if x.dtype.kind not in "fiub":
-        _fail(where, f"features must be numeric, got dtype {x.dtype}")
+        fail(where, f"features must be numeric, got dtype {x.dtype}")
     num_nodes = x.shape[0]
     if y.shape != (num_nodes,):
-        _fail(where, f"{num_nodes} feature rows but {y.shape[0]} labels")
+        fail(where, f"{num_nodes} feature rows but {y.shape[0]} labels")
     if y.size and int(y.min()) < -1:
-        _fail(where, f"negative label {int(y.min())}")
+        fail(where, f"negative label {int(y.min())}")
     features = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
     if not bool(torch.isfinite(features).all()):
-        _fail(where, "features contain NaN or inf")
+        fail(where, "features contain NaN or inf")
     return Data(x=features, y=torch.from_numpy(y.astype(np.int64, copy=False)), edge_index=edge_index)
 
 
@@ -231,11 +217,11 @@ def _split(parts: Mapping[str, np.ndarray], *, num_nodes: int, where: Path | str
     for part in SPLIT_PARTS:
         ids = np.sort(np.asarray(parts[part], dtype=np.int64).ravel())
         if ids.size and (int(ids[0]) < 0 or int(ids[-1]) >= num_nodes):
-            _fail(where, f"{part} node id out of range for {num_nodes} nodes")
+            fail(where, f"{part} node id out of range for {num_nodes} nodes")
         split[part] = torch.from_numpy(ids)
     everything = np.concatenate([split[part].numpy() for part in SPLIT_PARTS])
     if np.unique(everything).size != everything.size:
-        _fail(where, "the official train/val/test parts overlap or repeat nodes")
+        fail(where, "the official train/val/test parts overlap or repeat nodes")
     return split
 
 
@@ -294,7 +280,7 @@ def _planetoid_matrix(path: Path) -> np.ndarray:
     if sp.issparse(value):
         value = value.toarray()
     if not isinstance(value, np.ndarray) or value.ndim != 2:
-        _fail(path, f"expected a 2-D matrix, got {type(value).__name__}")
+        fail(path, f"expected a 2-D matrix, got {type(value).__name__}")
     return value
 
 
@@ -317,21 +303,21 @@ def read_planetoid(raw_dir: Path, name: str) -> RawGraph:
         test_index = np.loadtxt(paths["test.index"], dtype=np.int64, ndmin=1)
     adjacency = _unpickle_planetoid(paths["graph"])
     if not isinstance(adjacency, dict):
-        _fail(paths["graph"], f"expected a dict of adjacency lists, got {type(adjacency).__name__}")
+        fail(paths["graph"], f"expected a dict of adjacency lists, got {type(adjacency).__name__}")
 
     if not (x.shape[1] == tx.shape[1] == allx.shape[1]):
-        _fail(raw_dir, f"feature widths differ: x {x.shape[1]}, tx {tx.shape[1]}, allx {allx.shape[1]}")
+        fail(raw_dir, f"feature widths differ: x {x.shape[1]}, tx {tx.shape[1]}, allx {allx.shape[1]}")
     if not (y.shape[1] == ty.shape[1] == ally.shape[1]):
-        _fail(raw_dir, f"label widths differ: y {y.shape[1]}, ty {ty.shape[1]}, ally {ally.shape[1]}")
+        fail(raw_dir, f"label widths differ: y {y.shape[1]}, ty {ty.shape[1]}, ally {ally.shape[1]}")
     if x.shape[0] != y.shape[0] or allx.shape[0] != ally.shape[0] or tx.shape[0] != ty.shape[0]:
-        _fail(raw_dir, "a feature file and its label file (x/y, allx/ally, tx/ty) have different row counts")
+        fail(raw_dir, "a feature file and its label file (x/y, allx/ally, tx/ty) have different row counts")
     if ty.shape[0] != test_index.size or test_index.size == 0:
-        _fail(paths["test.index"], f"{test_index.size} test ids for {ty.shape[0]} rows of ty")
+        fail(paths["test.index"], f"{test_index.size} test ids for {ty.shape[0]} rows of ty")
     num_known = allx.shape[0]
     if int(test_index.min()) < num_known or np.unique(test_index).size != test_index.size:
-        _fail(paths["test.index"], f"test ids must be distinct and follow the {num_known} allx nodes")
+        fail(paths["test.index"], f"test ids must be distinct and follow the {num_known} allx nodes")
     if x.shape[0] + _PLANETOID_NUM_VAL > num_known:
-        _fail(raw_dir, f"{x.shape[0]} training + {_PLANETOID_NUM_VAL} validation nodes exceed allx ({num_known})")
+        fail(raw_dir, f"{x.shape[0]} training + {_PLANETOID_NUM_VAL} validation nodes exceed allx ({num_known})")
     num_nodes = int(test_index.max()) + 1
 
     features = np.zeros((num_nodes, allx.shape[1]), dtype=np.float32)
@@ -387,23 +373,23 @@ def read_npz_graph(path: Path, *, binarize_features: bool = False) -> RawGraph:
     arrays, present = _read_npz(path, (*_ADJ_KEYS, *_ATTR_KEYS, "attr_matrix", "labels", *_LABEL_KEYS))
     adjacency = _csr(arrays, present, path, "adj")
     if adjacency.shape[0] != adjacency.shape[1]:
-        _fail(path, f"adjacency must be square, got shape {list(adjacency.shape)}")
+        fail(path, f"adjacency must be square, got shape {list(adjacency.shape)}")
     if "attr_data" in arrays:
         features = _csr(arrays, present, path, "attr").toarray()
     elif "attr_matrix" in arrays:
         features = np.asarray(arrays["attr_matrix"])
     else:
-        _fail(path, f"missing features: need {list(_ATTR_KEYS)} or 'attr_matrix'; keys present: {present}")
+        fail(path, f"missing features: need {list(_ATTR_KEYS)} or 'attr_matrix'; keys present: {present}")
     if "labels" in arrays:
         labels = arrays["labels"]
         labels = _labels_from_one_hot(labels, path) if labels.ndim == 2 else _integer_labels(labels, path)
     elif "labels_data" in arrays:
         labels = _labels_from_one_hot(_csr(arrays, present, path, "labels"), path)
     else:
-        _fail(path, f"missing labels: need 'labels' or {list(_LABEL_KEYS)}; keys present: {present}")
+        fail(path, f"missing labels: need 'labels' or {list(_LABEL_KEYS)}; keys present: {present}")
     num_nodes = adjacency.shape[0]
     if features.ndim != 2 or features.shape[0] != num_nodes:
-        _fail(path, f"adjacency has {num_nodes} nodes but features have shape {list(features.shape)}")
+        fail(path, f"adjacency has {num_nodes} nodes but features have shape {list(features.shape)}")
     if binarize_features:
         features = np.where(features > 0, 1, features)
     coo = adjacency.tocoo()
@@ -424,9 +410,9 @@ def read_graphmining_npz(path: Path) -> RawGraph:
     arrays, present = _read_npz(path, ("features", "target", "edges"))
     features, target, edges = _need(arrays, present, path, "features", "target", "edges")
     if edges.ndim != 2 or edges.shape[1] != 2:
-        _fail(path, f"'edges' must be [E, 2], got shape {list(edges.shape)}")
+        fail(path, f"'edges' must be [E, 2], got shape {list(edges.shape)}")
     if features.ndim != 2:
-        _fail(path, f"'features' must be [N, F], got shape {list(features.shape)}")
+        fail(path, f"'features' must be [N, F], got shape {list(features.shape)}")
     edge_index = _edge_set(edges[:, 0], edges[:, 1], num_nodes=features.shape[0], where=path)
     return RawGraph(data=_graph(features, _integer_labels(target, path), edge_index, where=path))
 
@@ -464,13 +450,13 @@ def encode_facebook100(
     """
     info = np.asarray(local_info)
     if info.ndim != 2 or info.shape[1] != len(FACEBOOK100_COLUMNS):
-        _fail(where, f"local_info must be [N, {len(FACEBOOK100_COLUMNS)}], got shape {list(info.shape)}")
-    info = _as_int64(info, where, "local_info codes")
+        fail(where, f"local_info must be [N, {len(FACEBOOK100_COLUMNS)}], got shape {list(info.shape)}")
+    info = as_int64(info, where, "local_info codes")
     # Category codes must be non-negative; a year may not be (UChicago30 holds one of -80085: the labels say how
     # it is read).
     codes = np.delete(info, FACEBOOK100_COLUMNS.index("year"), axis=1)
     if codes.size and int(codes.min()) < 0:
-        _fail(where, f"local_info codes must be non-negative, got {int(codes.min())}")
+        fail(where, f"local_info codes must be non-negative, got {int(codes.min())}")
     unknown = [column for column in feature_columns if column not in FACEBOOK100_FEATURE_COLUMNS]
     if unknown or not feature_columns:
         raise ValueError(
@@ -545,13 +531,13 @@ def read_facebook100_mat(path: Path) -> RawGraph:
         contents = scipy.io.loadmat(path, variable_names=["A", "local_info"])
     missing = [key for key in ("A", "local_info") if key not in contents]
     if missing:
-        _fail(path, f"missing variable(s) {missing}")
+        fail(path, f"missing variable(s) {missing}")
     adjacency, local_info = contents["A"], contents["local_info"]
     with _decoding(path):
         adjacency = sp.coo_matrix(adjacency)
     num_nodes = local_info.shape[0] if local_info.ndim == 2 else -1
     if adjacency.shape != (num_nodes, num_nodes):
-        _fail(path, f"A has shape {list(adjacency.shape)} but local_info has shape {list(local_info.shape)}")
+        fail(path, f"A has shape {list(adjacency.shape)} but local_info has shape {list(local_info.shape)}")
     x, y, extra = encode_facebook100(local_info, where=path)
     nonzero = adjacency.data != 0
     edge_index = _edge_set(adjacency.row[nonzero], adjacency.col[nonzero], num_nodes=num_nodes, where=path)
@@ -577,9 +563,9 @@ def read_reddit(raw_dir: Path) -> RawGraph:
         adjacency = sp.load_npz(graph_path).tocoo()
     num_nodes = features.shape[0] if features.ndim == 2 else -1
     if adjacency.shape != (num_nodes, num_nodes):
-        _fail(graph_path, f"adjacency has shape {list(adjacency.shape)} for {num_nodes} nodes")
+        fail(graph_path, f"adjacency has shape {list(adjacency.shape)} for {num_nodes} nodes")
     if node_types.shape != (num_nodes,):
-        _fail(data_path, f"'node_types' has shape {list(node_types.shape)} for {num_nodes} nodes")
+        fail(data_path, f"'node_types' has shape {list(node_types.shape)} for {num_nodes} nodes")
     edge_index = _edge_set(adjacency.row, adjacency.col, num_nodes=num_nodes, where=graph_path)
     split = _split(
         {part: np.flatnonzero(node_types == code) for code, part in enumerate(SPLIT_PARTS, start=1)},
@@ -650,28 +636,28 @@ def read_ogb_node(root: Path, name: str) -> RawGraph:
         count_path = root / "raw" / "num-node-list.csv.gz"
         counts = _read_csv_gz(count_path, dtype=np.int64).to_numpy().ravel()
         if counts.size != 1:
-            _fail(count_path, f"expected one graph's node count, got {counts.size} values")
+            fail(count_path, f"expected one graph's node count, got {counts.size} values")
     else:
         count_path = root / "raw" / "num-node-dict.csv.gz"
         table = _read_csv_gz(count_path, dtype=np.int64, header=True)
         if layout.node_type not in table.columns or len(table) != 1:
-            _fail(count_path, f"expected one row with a {layout.node_type!r} column, got columns {list(table.columns)}")
+            fail(count_path, f"expected one row with a {layout.node_type!r} column, got columns {list(table.columns)}")
         counts = table[layout.node_type].to_numpy()
     num_nodes = int(counts[0])
 
     feature_path = root / layout.node_file("node-feat")
     features = _read_csv_gz(feature_path, dtype=np.float32).to_numpy()
     if features.shape[0] != num_nodes:
-        _fail(feature_path, f"{features.shape[0]} feature rows for {num_nodes} nodes ({count_path.name})")
+        fail(feature_path, f"{features.shape[0]} feature rows for {num_nodes} nodes ({count_path.name})")
     label_path = root / layout.node_file("node-label")
     labels = _read_csv_gz(label_path, dtype=np.int64).to_numpy()
     if labels.shape != (num_nodes, 1):
-        _fail(label_path, f"expected one label column for {num_nodes} nodes, got shape {list(labels.shape)}")
+        fail(label_path, f"expected one label column for {num_nodes} nodes, got shape {list(labels.shape)}")
 
     edge_path = root / layout.edge_file()
     edges = _read_csv_gz(edge_path, dtype=np.int64).to_numpy()
     if edges.ndim != 2 or edges.shape[1] != 2:
-        _fail(edge_path, f"expected two columns (source, target), got shape {list(edges.shape)}")
+        fail(edge_path, f"expected two columns (source, target), got shape {list(edges.shape)}")
     edge_index = _edge_set(
         edges[:, 0], edges[:, 1], num_nodes=num_nodes, where=edge_path, both_directions=layout.add_inverse_edge
     )

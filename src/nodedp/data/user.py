@@ -18,8 +18,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
+from nodedp.data._arrays import as_int64, fail
 from nodedp.data.constants import SETTINGS, DatasetFormatError
 from nodedp.data.preprocess import Protocol, SplitProtocol, add_protocol_resolver, register_protocol
 from nodedp.data.registry import DATASETS, DatasetInfo, GraphSize, add_dataset_resolver, register_dataset
@@ -368,10 +369,6 @@ class UserArrays:
     files: tuple[Path, ...]
 
 
-def _fail(where: Path | str, problem: str) -> NoReturn:
-    raise DatasetFormatError(f"{where}: {problem}")
-
-
 def _has_header(path: Path) -> bool:
     """Whether the CSV's first line is a header (a field that is not a number)."""
     with path.open(encoding="utf-8", errors="replace") as stream:
@@ -390,16 +387,16 @@ def _read_csv(path: Path, *, dtype: Any, what: str) -> np.ndarray:
     import pandas as pd
 
     if not path.is_file():
-        _fail(path, "missing file")
+        fail(path, "missing file")
     try:
         table = pd.read_csv(path, header=0 if _has_header(path) else None, dtype=dtype).to_numpy()
     except pd.errors.EmptyDataError:
         return np.empty((0, 0), dtype=dtype)
     except (OSError, UnicodeDecodeError) as error:
-        _fail(path, f"cannot be read ({type(error).__name__}: {error})")
+        fail(path, f"cannot be read ({type(error).__name__}: {error})")
     except ValueError as error:
         kind = "integers" if np.dtype(dtype).kind == "i" else "numbers"
-        _fail(path, f"{what} must be comma-separated {kind} ({error})")
+        fail(path, f"{what} must be comma-separated {kind} ({error})")
     return table if table.size else np.empty((0, 0), dtype=dtype)
 
 
@@ -407,43 +404,32 @@ def _read_npy(path: Path) -> np.ndarray:
     import numpy as np
 
     if not path.is_file():
-        _fail(path, "missing file")
+        fail(path, "missing file")
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
-        _fail(path, f"cannot be decoded as a .npy array ({type(error).__name__}: {error})")
+        fail(path, f"cannot be decoded as a .npy array ({type(error).__name__}: {error})")
 
 
 def _one_of(folder: Path, names: tuple[str, ...], *, required: bool) -> Path | None:
     present = [folder / name for name in names if (folder / name).is_file()]
     if len(present) > 1:
-        _fail(folder, f"holds both {names[0]} and {names[1]}; keep one")
+        fail(folder, f"holds both {names[0]} and {names[1]}; keep one")
     if not present and required:
-        _fail(folder, f"missing file: {' or '.join(names)}")
+        fail(folder, f"missing file: {' or '.join(names)}")
     return present[0] if present else None
-
-
-def _integers(values: np.ndarray, where: Path | str, what: str) -> np.ndarray:
-    import numpy as np
-
-    if values.dtype.kind == "f":
-        if not (np.isfinite(values).all() and (values == np.round(values)).all()):
-            _fail(where, f"{what} are not all integers")
-    elif values.dtype.kind not in "iub":
-        _fail(where, f"{what} must be integers, got dtype {values.dtype}")
-    return values.astype(np.int64)
 
 
 def _labels(values: np.ndarray, where: Path | str) -> np.ndarray:
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.ndim != 1:
-        _fail(where, f"labels must be a vector (one per node), got shape {list(values.shape)}")
+        fail(where, f"labels must be a vector (one per node), got shape {list(values.shape)}")
     if values.size == 0:
-        _fail(where, "no labels: the graph has no nodes")
-    labels = _integers(values, where, "labels")
+        fail(where, "no labels: the graph has no nodes")
+    labels = as_int64(values, where, "labels", kinds="iub")
     if int(labels.min()) < 0:
-        _fail(where, f"labels must be class ids >= 0, got {int(labels.min())}")
+        fail(where, f"labels must be class ids >= 0, got {int(labels.min())}")
     return labels
 
 
@@ -453,16 +439,16 @@ def _features(values: np.ndarray, where: Path | str, num_nodes: int) -> np.ndarr
     if values.ndim == 1:
         values = values[:, None]
     if values.ndim != 2:
-        _fail(where, f"features must be a matrix [nodes, features], got shape {list(values.shape)}")
+        fail(where, f"features must be a matrix [nodes, features], got shape {list(values.shape)}")
     if values.dtype.kind not in "fiub":
-        _fail(where, f"features must be numeric, got dtype {values.dtype}")
+        fail(where, f"features must be numeric, got dtype {values.dtype}")
     if values.shape[0] != num_nodes:
-        _fail(where, f"{values.shape[0]} feature rows but {num_nodes} nodes (labels)")
+        fail(where, f"{values.shape[0]} feature rows but {num_nodes} nodes (labels)")
     if values.shape[1] == 0:
-        _fail(where, "features have no columns")
+        fail(where, "features have no columns")
     features = np.ascontiguousarray(values, dtype=np.float32)
     if not np.isfinite(features).all():
-        _fail(where, f"features contain NaN or inf ({int((~np.isfinite(features)).sum())} entries)")
+        fail(where, f"features contain NaN or inf ({int((~np.isfinite(features)).sum())} entries)")
     return features
 
 
@@ -474,11 +460,11 @@ def _edges(values: np.ndarray, where: Path | str, num_nodes: int, *, rows: bool)
         return np.empty((2, 0), dtype=np.int64)
     expected = "[edges, 2] (source, target)" if rows else "[2, edges]"
     if values.ndim != 2 or values.shape[1 if rows else 0] != 2:
-        _fail(where, f"edges must be {expected}, got shape {list(values.shape)}")
-    edges = _integers(values.T if rows else values, where, "edge endpoints")
+        fail(where, f"edges must be {expected}, got shape {list(values.shape)}")
+    edges = as_int64(values.T if rows else values, where, "edge endpoints", kinds="iub")
     low, high = int(edges.min()), int(edges.max())
     if low < 0 or high >= num_nodes:
-        _fail(where, f"edge endpoint {low if low < 0 else high} out of range for {num_nodes} nodes (ids 0..N-1)")
+        fail(where, f"edge endpoint {low if low < 0 else high} out of range for {num_nodes} nodes (ids 0..N-1)")
     return np.ascontiguousarray(edges)
 
 
@@ -489,18 +475,18 @@ def _masks(parts: Mapping[str, np.ndarray], where: Path | str, num_nodes: int) -
     for part in PARTS:
         mask = np.asarray(parts[part]).ravel()
         if mask.shape != (num_nodes,):
-            _fail(where, f"the {part} mask has {mask.size} entries for {num_nodes} nodes")
+            fail(where, f"the {part} mask has {mask.size} entries for {num_nodes} nodes")
         if mask.dtype != np.bool_:
             if mask.dtype.kind not in "iuf" or not np.isin(mask, (0, 1)).all():
-                _fail(where, f"the {part} mask must be boolean (or 0/1), got dtype {mask.dtype}")
+                fail(where, f"the {part} mask must be boolean (or 0/1), got dtype {mask.dtype}")
             mask = mask.astype(bool)
         masks[part] = mask
     overlap = [f"{a}/{b}" for i, a in enumerate(PARTS) for b in PARTS[i + 1 :] if bool((masks[a] & masks[b]).any())]
     if overlap:
-        _fail(where, f"the split masks overlap ({', '.join(overlap)}): a node belongs to one part at most")
+        fail(where, f"the split masks overlap ({', '.join(overlap)}): a node belongs to one part at most")
     for part in ("train", "test"):
         if not masks[part].any():
-            _fail(where, f"the {part} mask selects no node")
+            fail(where, f"the {part} mask selects no node")
     return masks
 
 
@@ -510,7 +496,7 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
     import numpy as np
 
     if not path.is_file():
-        _fail(path, "missing file" if not path.is_dir() else "a folder, but format npz reads one .npz file")
+        fail(path, "missing file" if not path.is_dir() else "a folder, but format npz reads one .npz file")
     try:
         with np.load(path, allow_pickle=False) as archive:
             present = sorted(archive.files)
@@ -520,7 +506,7 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
                 unknown = sorted(set(present) - {*NPZ_KEYS, *NPZ_MASKS})
                 missing = [key for key in NPZ_KEYS if key not in present]
                 if missing or unknown:
-                    _fail(
+                    fail(
                         path,
                         f"wrong keys: missing {missing}, unexpected {unknown}; a graph .npz holds edge_index [2, E], "
                         f"x [N, F], y [N] and optionally train_mask, val_mask, test_mask [N], or the graph2gauss "
@@ -530,7 +516,7 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
     except DatasetFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        _fail(path, f"cannot be decoded as .npz ({type(error).__name__}: {error})")
+        fail(path, f"cannot be decoded as .npz ({type(error).__name__}: {error})")
     if "adj_indptr" in arrays:
         x, y, edges = _graph2gauss(arrays, path, present)
         num_nodes = y.size
@@ -543,7 +529,7 @@ def _read_npz(path: Path, *, read_split: bool) -> UserArrays:
     if read_split:
         absent = [key for key in NPZ_MASKS if key not in arrays]
         if absent:
-            _fail(path, f"split: file needs the masks {list(NPZ_MASKS)}; missing {absent}")
+            fail(path, f"split: file needs the masks {list(NPZ_MASKS)}; missing {absent}")
         masks = _masks({part: arrays[f"{part}_mask"] for part in PARTS}, path, num_nodes)
     return UserArrays(x=x, y=y, edges=edges, masks=masks, files=(path,))
 
@@ -558,19 +544,19 @@ def _csr_parts(
     keys = [f"{prefix}_{part}" for part in ("data", "indices", "indptr", "shape")]
     missing = [key for key in keys if key not in arrays]
     if missing:
-        _fail(path, f"missing key(s) {missing} of the CSR matrix {prefix!r}; keys present: {present}")
+        fail(path, f"missing key(s) {missing} of the CSR matrix {prefix!r}; keys present: {present}")
     data, indices, indptr, shape = (np.asarray(arrays[key]) for key in keys)
     if shape.shape != (2,):
-        _fail(path, f"{prefix}_shape must hold two numbers, got {shape.tolist()}")
-    rows, cols = (int(v) for v in _integers(shape, path, f"{prefix}_shape"))
-    indptr = _integers(indptr.ravel(), path, f"{prefix}_indptr")
-    indices = _integers(indices.ravel(), path, f"{prefix}_indices")
+        fail(path, f"{prefix}_shape must hold two numbers, got {shape.tolist()}")
+    rows, cols = (int(v) for v in as_int64(shape, path, f"{prefix}_shape", kinds="iub"))
+    indptr = as_int64(indptr.ravel(), path, f"{prefix}_indptr", kinds="iub")
+    indices = as_int64(indices.ravel(), path, f"{prefix}_indices", kinds="iub")
     if indptr.size != rows + 1 or indptr[0] != 0 or bool((np.diff(indptr) < 0).any()):
-        _fail(path, f"{prefix}_indptr is not a CSR row pointer for {rows} rows")
+        fail(path, f"{prefix}_indptr is not a CSR row pointer for {rows} rows")
     if int(indptr[-1]) != indices.size or data.size != indices.size:
-        _fail(path, f"{prefix}: {indices.size} indices and {data.size} values for {int(indptr[-1])} entries")
+        fail(path, f"{prefix}: {indices.size} indices and {data.size} values for {int(indptr[-1])} entries")
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= cols):
-        _fail(path, f"{prefix}_indices out of range for {cols} columns")
+        fail(path, f"{prefix}_indices out of range for {cols} columns")
     return np.repeat(np.arange(rows), np.diff(indptr)), indices, data.ravel(), (rows, cols)
 
 
@@ -583,7 +569,7 @@ def _graph2gauss(
 
     row, col, value, (num_nodes, width) = _csr_parts(arrays, path, present, "adj")
     if num_nodes != width:
-        _fail(path, f"adjacency must be square, got shape {[num_nodes, width]}")
+        fail(path, f"adjacency must be square, got shape {[num_nodes, width]}")
     edges = np.stack([row[value != 0], col[value != 0]])
     if "attr_indptr" in arrays:
         r, c, v, shape = _csr_parts(arrays, path, present, "attr")
@@ -592,7 +578,7 @@ def _graph2gauss(
     elif "attr_matrix" in arrays:
         features = np.asarray(arrays["attr_matrix"])
     else:
-        _fail(path, f"missing features: attr_data/attr_indices/attr_indptr/attr_shape or attr_matrix; keys {present}")
+        fail(path, f"missing features: attr_data/attr_indices/attr_indptr/attr_shape or attr_matrix; keys {present}")
     if "labels" in arrays and np.asarray(arrays["labels"]).ndim == 1:
         labels = np.asarray(arrays["labels"])
     elif "labels" in arrays or "labels_indptr" in arrays:
@@ -603,15 +589,13 @@ def _graph2gauss(
             one_hot = np.zeros(shape)
             one_hot[r[v != 0], c[v != 0]] = 1
         if one_hot.ndim != 2 or bool(((one_hot != 0).sum(axis=1) != 1).any()):
-            _fail(path, "one-hot labels must have exactly one class per node (unlabeled or multi-label rows found)")
+            fail(path, "one-hot labels must have exactly one class per node (unlabeled or multi-label rows found)")
         labels = np.argmax(one_hot != 0, axis=1)
     else:
-        _fail(
-            path, f"missing labels: 'labels' or labels_data/labels_indices/labels_indptr/labels_shape; keys {present}"
-        )
+        fail(path, f"missing labels: 'labels' or labels_data/labels_indices/labels_indptr/labels_shape; keys {present}")
     y = _labels(labels, f"{path} (labels)")
     if y.size != num_nodes:
-        _fail(path, f"the adjacency has {num_nodes} nodes but there are {y.size} labels")
+        fail(path, f"the adjacency has {num_nodes} nodes but there are {y.size} labels")
     return _features(features, f"{path} (features)", num_nodes), y, _edges(edges, path, num_nodes, rows=False)
 
 
@@ -619,7 +603,7 @@ def _read_folder(folder: Path, *, read_split: bool) -> UserArrays:
     import numpy as np
 
     if not folder.is_dir():
-        _fail(folder, "missing folder" if not folder.exists() else "not a folder (format csv reads a folder of files)")
+        fail(folder, "missing folder" if not folder.exists() else "not a folder (format csv reads a folder of files)")
     labels_path = _one_of(folder, CSV_LABELS, required=True)
     features_path = _one_of(folder, CSV_FEATURES, required=True)
     split_path = _one_of(folder, CSV_SPLIT, required=False)
@@ -643,7 +627,7 @@ def _read_folder(folder: Path, *, read_split: bool) -> UserArrays:
     masks = None
     if read_split:
         if split_path is None:
-            _fail(folder, f"split: file needs {' or '.join(CSV_SPLIT)} (columns train, val, test; one row per node)")
+            fail(folder, f"split: file needs {' or '.join(CSV_SPLIT)} (columns train, val, test; one row per node)")
         assert split_path is not None
         table = (
             _read_npy(split_path)
@@ -651,7 +635,7 @@ def _read_folder(folder: Path, *, read_split: bool) -> UserArrays:
             else _read_csv(split_path, dtype=np.float64, what="split masks")
         )
         if table.ndim != 2 or table.shape[1] != 3:
-            _fail(split_path, f"the split must be [nodes, 3] (columns train, val, test), got shape {list(table.shape)}")
+            fail(split_path, f"the split must be [nodes, 3] (columns train, val, test), got shape {list(table.shape)}")
         masks = _masks({part: table[:, i] for i, part in enumerate(PARTS)}, split_path, num_nodes)
         files.append(split_path)
     return UserArrays(x=x, y=y, edges=edges, masks=masks, files=tuple(files))
