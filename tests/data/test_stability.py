@@ -144,7 +144,7 @@ def test_graph_within_the_bound_moves_only_the_accountants_units() -> None:
     edges, n = cycle(30), 30
     train = torch.arange(0, n, 2)
     report = bounding_report(
-        edges, num_nodes=n, train_nodes=train, in_degree_bound=4, out_degree_bound=2, sample=None, hubs=0
+        edges, num_nodes=n, train_nodes=train, bounds={"in-degree": 4, "out-degree": 2}, sample=None, hubs=0
     )
     assert set(report) == {"out-degree", "in-degree", "degree"}
     for kind in report.values():
@@ -162,9 +162,11 @@ def test_graph_within_the_bound_moves_only_the_accountants_units() -> None:
 def test_bounding_report_leaves_out_the_undirected_kind_on_directed_graphs() -> None:
     edges = torch.tensor([[0, 1, 2], [1, 2, 0]])
     report = bounding_report(
-        edges, num_nodes=3, train_nodes=torch.tensor([0, 1]), in_degree_bound=1, out_degree_bound=1, sample=None
+        edges, num_nodes=3, train_nodes=torch.tensor([0, 1]), bounds={"in-degree": 1, "out-degree": 1}, sample=None
     )
     assert set(report) == {"out-degree", "in-degree"}
+    with pytest.raises(ValueError, match=r"missing \['in-degree'\], unknown \['in_degree'\]"):
+        bounding_report(edges, num_nodes=3, train_nodes=torch.tensor([0, 1]), bounds={"in_degree": 1, "out-degree": 1})
 
 
 def test_degree_excess_counts_nodes_over_the_bound() -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodedp.cli.cells import flag_cell, loaded_graph, parse_cells, run_cells
+from nodedp.cli.cells import add_cell_list_options, flag_cell, loaded_graph, parse_cells, run_cells
 from nodedp.cli.common import (
     AddVerb,
     add_device_options,
@@ -83,17 +83,11 @@ def add_audit_cells(verb: AddVerb) -> None:
         "torch and each graph are loaded once, and each cell writes the JSON that `audit` would write for it "
         "alone",
     )
-    p.add_argument(
-        "--method",
-        required=True,
-        help="a node-level private method id (see `methods`); with --config also a variant or <method>@paper",
-    )
-    p.add_argument("--name", help="the name the audits are recorded under (default: --method)")
-    p.add_argument(
-        "--cells",
-        required=True,
-        help="the cells, as a JSON list (or @FILE holding one) of objects with "
-        + "; ".join(f"{k}: {v}" for k, v in AUDIT_CELL_KEYS.items()),
+    add_cell_list_options(
+        p,
+        AUDIT_CELL_KEYS,
+        method_help="a node-level private method id (see `methods`); with --config also a variant or <method>@paper",
+        name_help="the name the audits are recorded under (default: --method)",
     )
     add_settings_options(p)
     p.add_argument("--confidence", type=float, default=0.95, help=CONFIDENCE_HELP)

@@ -59,6 +59,21 @@ def flag_cell(args: argparse.Namespace, keys: dict[str, str]) -> dict:
     return {key: getattr(args, key) for key in keys if key != "log"}
 
 
+def add_cell_list_options(
+    parser: argparse.ArgumentParser, keys: dict[str, str], *, method_help: str, name_help: str
+) -> None:
+    """``--method``, ``--name`` and ``--cells`` of `train-cells` and `audit-cells`, the last naming each key of a
+    cell."""
+    parser.add_argument("--method", required=True, help=method_help)
+    parser.add_argument("--name", help=name_help)
+    parser.add_argument(
+        "--cells",
+        required=True,
+        help="the cells, as a JSON list (or @FILE holding one) of objects with "
+        + "; ".join(f"{k}: {v}" for k, v in keys.items()),
+    )
+
+
 def check_cell_values(cell: dict, where: str) -> None:
     """A cell's ε parsed in place; its seed, structure list and canaries checked."""
     try:

@@ -215,12 +215,12 @@ def cmd_stability(args: argparse.Namespace) -> None:
     # Every removal re-runs the whole bounding: on large graphs a smaller sample keeps the work ~ 2·10⁷ edges.
     sample = args.sample or max(20, min(200, int(2e7 // max(1, edges.size(1)))))
     note(f"{meta['name']}: re-running each degree bounding without each of {sample} + {args.hubs} node(s)")
+    bounds = {"in-degree": info.in_degree_bound, "out-degree": info.out_degree_bound}
     report = bounding_report(
         edges,
         num_nodes=num_nodes,
         train_nodes=split.train,
-        in_degree_bound=info.in_degree_bound,
-        out_degree_bound=info.out_degree_bound,
+        bounds=bounds,
         seed=args.seed,
         sample=sample,
         hubs=args.hubs,

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodedp.cli.cells import flag_cell, loaded_graph, parse_cells, run_cells
+from nodedp.cli.cells import add_cell_list_options, flag_cell, loaded_graph, parse_cells, run_cells
 from nodedp.cli.common import (
     AddVerb,
     add_device_options,
@@ -130,14 +130,8 @@ def add_train_cells(verb: AddVerb) -> None:
         "Python, torch and each graph are loaded once, and each cell writes the metrics.json and ledger.json "
         "that `train` would write for it alone",
     )
-    p.add_argument("--method", required=True, help=METHOD_HELP)
-    p.add_argument("--name", help="the name the runs are recorded under (a variant's name; default: --method)")
-    p.add_argument(
-        "--cells",
-        required=True,
-        help="the cells, as a JSON list (or @FILE holding one) of objects with "
-        + "; ".join(f"{k}: {v}" for k, v in CELL_KEYS.items()),
-    )
+    name_help = "the name the runs are recorded under (a variant's name; default: --method)"
+    add_cell_list_options(p, CELL_KEYS, method_help=METHOD_HELP, name_help=name_help)
     add_settings_options(p)
     add_device_options(p)
 

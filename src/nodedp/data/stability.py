@@ -9,6 +9,7 @@ sample, not bounds; what each unit is and why: docs/design/data.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -269,22 +270,26 @@ def bounding_report(
     *,
     num_nodes: int,
     train_nodes: Tensor,
-    in_degree_bound: int,
-    out_degree_bound: int,
-    degree_bound: int | None = None,
+    bounds: Mapping[str, int],
     seed: int = 0,
     sample: int | None = 200,
     sample_seed: int = 0,
     hubs: int = 20,
     num_layers: tuple[int, ...] = (1, 2),
 ) -> dict[str, Any]:
-    """``bounding_instability`` for every kind at a dataset's public bounds: {kind: report}.
+    """``bounding_instability`` for every kind at a dataset's public ``bounds``, {kind: bound}: {kind: report}.
 
-    ``degree_bound`` (NIP-GNN's D_max) defaults to ``out_degree_bound``, as the
-    workflow's ``bound_degree`` targets do; the undirected kind is left out on a
-    directed graph. The JSON-ready result is meant for the graph's statistics
-    (e.g. a ``stability`` block beside meta.json).
+    ``bounds`` names the in-degree bound K and the out-degree bound D; the undirected kind's (NIP-GNN's D_max)
+    defaults to D, as the workflow's ``bound_degree`` targets do, and is left out on a directed graph. The
+    JSON-ready result is meant for the graph's statistics (e.g. a ``stability`` block beside meta.json).
     """
+    missing, unknown = {"in-degree", "out-degree"} - set(bounds), set(bounds) - set(KINDS)
+    if missing or unknown:
+        raise ValueError(
+            f"bounds must name the in-degree and out-degree bounds (and may name the degree bound): missing "
+            f"{sorted(missing)}, unknown {sorted(unknown)}; valid kinds: {list(KINDS)}"
+        )
+    out_degree_bound = bounds["out-degree"]
     common: dict[str, Any] = {
         "num_nodes": num_nodes,
         "seed": seed,
@@ -297,7 +302,7 @@ def bounding_report(
         "in-degree": bounding_instability(
             edge_index,
             kind="in-degree",
-            bound=in_degree_bound,
+            bound=bounds["in-degree"],
             train_nodes=train_nodes,
             num_layers=num_layers,
             **common,
@@ -305,7 +310,7 @@ def bounding_report(
     }
     if _is_undirected(edge_index, num_nodes):
         report["degree"] = bounding_instability(
-            edge_index, kind="degree", bound=degree_bound or out_degree_bound, **common
+            edge_index, kind="degree", bound=bounds.get("degree", out_degree_bound), **common
         )
     return report
 

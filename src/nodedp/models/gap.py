@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nodedp.models.mlp import layer_widths
+
 __all__ = ["NORMALIZATIONS", "GAPClassifier", "GAPEncoder", "ProGAP", "ProGAPStage", "StageMLP"]
 
 NORMALIZATIONS = ("group", "batch", "none")
@@ -80,12 +82,8 @@ class StageMLP(nn.Module):
         plain_last: bool = True,
     ) -> None:
         super().__init__()
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        widths = layer_widths(in_dim, hidden_dim, out_dim, num_layers=num_layers, dropout=dropout)
         _check_normalization(normalization)
-        widths = [in_dim] + [hidden_dim] * (num_layers - 1) + [out_dim]
         layers: list[nn.Module] = []
         for i in range(num_layers):
             layers.append(nn.Linear(widths[i], widths[i + 1]))
