@@ -124,7 +124,8 @@ def test_size_limits_keep_the_first_run_of_each_level_and_the_largest_batch_on_t
         "node": {"study": "a", "method": "dp-mlp"},
         "edge": {"study": "a", "method": "gap-edge"},
         "batch": {"study": "b", "method": "dp-mlp-big", "size": 128, "field": "methods.dp-mlp-big.batch_size"},
-    }  # mlp minibatches freely; dp-sage: not cora
+        "claims": [],
+    }  # mlp minibatches freely; dp-sage: not cora; no reference-mode run
     assert json.loads(json.dumps(limits)) == limits  # what the split job gets on its command line
     assert size_limits(grid, "csbm-tiny")["batch"]["size"] == 999
     assert size_limits({**grid, "privacy": {"delta": "auto"}}, "cora")["delta"] is None
@@ -191,3 +192,32 @@ def test_the_split_verb_checks_the_split_it_cut_before_saving_it(tiny_graph_dir,
     assert not out.exists()
     assert main([*split, json.dumps(size_limits(tiny_grid(**{"dp-mlp": {"batch_size": n}}), "csbm-tiny"))]) == 0
     assert out.is_file()
+
+
+@pytest.mark.parametrize("ratio", [0.9, 1.1])
+def test_a_reference_claim_at_or_below_the_papers_accountant_floor_is_refused_before_any_job(ratio):
+    """DP-GNN's reference mode cannot claim an ε its paper's accountant cannot state on the training nodes (its
+    RDP-to-(ε, δ) conversion alone costs the floor; on the 45-school FB-100 union, ε = 1.313): check-config refuses
+    the study's ε where the planner would, and the suite-accounted twin at the same ε is not refused."""
+    from nodedp.accounting.dp_gnn_paper import paper_epsilon_floor
+    from nodedp.plans.dp_gnn import paper_noise_multiplier
+
+    n = tiny_train_nodes()
+    epsilon = ratio * paper_epsilon_floor(n)
+    cell = {"datasets": ["csbm-tiny"], "epsilons": [8, epsilon], "seeds": [0]}
+    small = {"dp-gcn": {"batch_size": 16}}
+    check_config({"studies": {"suite": {**cell, "methods": ["dp-gcn"]}}, "methods": small})
+    grid = {"studies": {"ref": {**cell, "methods": ["mlp", "dp-gcn@paper"]}}, "methods": small}
+    shape = {"num_examples": n, "max_degree": 5, "num_layers": 1, "batch_size": 16, "steps": 10}
+    if ratio < 1:
+        with pytest.raises(
+            ConfigError,
+            match=rf"^studies\.ref\.epsilons: {epsilon:g} is a claim dp-gcn@paper cannot state on csbm-tiny "
+            rf"\({n} training nodes, from the csbm-tiny spec\): its accountant's conversion alone costs ε = ",
+        ):
+            check_config(grid)
+        with pytest.raises(ValueError, match="its conversion alone costs"):
+            paper_noise_multiplier(target_epsilon=epsilon, **shape)
+    else:
+        check_config(grid)
+        assert paper_noise_multiplier(target_epsilon=epsilon, **shape) > 0

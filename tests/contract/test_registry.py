@@ -222,6 +222,8 @@ def test_an_entry_refuses_a_bad_id_a_batch_rule_without_a_batch_size_and_a_bad_p
         info(batch_of_training_nodes=True)
     with pytest.raises(ValueError, match="plan is 'module:function'"):
         info(private=True, level="node", plan="mymethods.specs")
+    with pytest.raises(ValueError, match="reference_floor is 'module:function'"):
+        info(private=True, level="node", reference_floor="mymethods.plans:")
     with pytest.raises(ValueError, match="hparams must be a dataclass"):
         info(hparams=dict)
 
@@ -308,7 +310,7 @@ def test_every_entry_says_where_its_spec_plan_and_run_live_and_each_resolves():
     """The registry is the one table of the wiring: each entry's hyperparameters live in its spec module (the
     contract, torch-free), its planner in nodedp.plans, its run in nodedp.methods; each resolves."""
     from nodedp.contract.base import LazyRun
-    from nodedp.plans import planner_of
+    from nodedp.plans import planner_of, reference_floor_of
 
     for name in method_names():
         info = get_method(name)
@@ -320,6 +322,9 @@ def test_every_entry_says_where_its_spec_plan_and_run_live_and_each_resolves():
             assert callable(planner_of(info)), name
         else:
             assert info.plan is None and planner_of(info) is not None, name
+        if info.reference_floor is not None:  # a floor of a paper's accountant: plain math in nodedp.accounting
+            assert info.reference_floor.startswith("nodedp.accounting.") and callable(reference_floor_of(info)), name
+    assert get_method("dp-gcn").reference_floor and not get_method("gap").reference_floor
 
 
 def _family_rows() -> list[dict[str, set[str]]]:

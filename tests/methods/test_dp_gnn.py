@@ -19,18 +19,13 @@ from nodedp.accounting import (
     max_occurrences,
     verify_ledger_dict,
 )
+from nodedp.accounting.dp_gnn_paper import paper_delta, paper_epsilon_floor
 from nodedp.contract.base import RunInputs, RunSpec
 from nodedp.contract.registry import get_method
 from nodedp.data import Split, bound_in_degree, bound_out_degree, degree_artifact, get_dataset, remove_cross_split_edges
 from nodedp.mechanisms import clip_factors
 from nodedp.models import SubgraphGNN
-from nodedp.plans.dp_gnn import (
-    paper_delta,
-    paper_epsilon,
-    paper_epsilon_floor,
-    paper_noise_multiplier,
-    paper_reference_noise_multiplier,
-)
+from nodedp.plans.dp_gnn import paper_epsilon, paper_noise_multiplier, paper_reference_noise_multiplier
 from nodedp.structure import gather_features, sample_subgraphs
 from nodedp.train.per_sample import PerSampleGradients
 from tests.methods._structure import with_bound

@@ -51,8 +51,8 @@ def cmd_check_config(args: argparse.Namespace) -> None:
     )
     if unsized:
         print(
-            f"not built yet, so their δ and batch sizes are checked when the workflow cuts their splits (before "
-            f"any training): {', '.join(unsized)}"
+            "not built yet, so their δ, batch sizes and reference-mode claims are checked when the workflow cuts "
+            f"their splits (before any training): {', '.join(unsized)}"
         )
 
 
@@ -79,7 +79,8 @@ def add_check_config(verb: AddVerb) -> None:
         "check-config",
         cmd_check_config,
         "check a config file as the workflow does before any job: YAML syntax, schema, methods and "
-        "hyperparameters, δ and batch sizes against the datasets' public sizes",
+        "hyperparameters, δ, batch sizes and reference-mode claims (the least ε a paper's accountant can state) "
+        "against the datasets' public sizes",
     )
     p.add_argument("config", nargs="?", default="config.yaml", help="the config file (default: config.yaml)")
     p.add_argument(

@@ -76,7 +76,9 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     """What the grid's runs on ``dataset`` ask of its size, as JSON-able data for ``check_size_limits``: a
     numeric δ (``None`` for 'auto') with the first node-level and the first edge-level run (δ must lie below 1/N
     of the nodes, or of the edges), and the run drawing the largest batch of training nodes (the training set
-    must hold it). A run is its study and method (and, for the batch, its size and the field that sets it)."""
+    must hold it), and every reference-mode run whose paper's accountant cannot state every claim
+    (``MethodInfo.reference_floor``) with its study's smallest ε. A run is its study and method (and, for the batch, its size and the field that
+    sets it)."""
     from nodedp.contract.registry import get_method
 
     delta = (config.get("privacy") or {}).get("delta", "auto")
@@ -86,6 +88,7 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
         "node": None,
         "edge": None,
         "batch": None,
+        "claims": [],
     }
     for study, spec in config["studies"].items():
         if dataset not in spec["datasets"]:
@@ -95,6 +98,9 @@ def size_limits(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
             info = get_method(base)
             if info.level in ("node", "edge") and limits[info.level] is None:
                 limits[info.level] = {"study": study, "method": method}
+            if info.reference_floor is not None and getattr(info.parse_hparams(hparams), "accounting", "") == "paper":
+                claim = {"study": study, "method": method, "base": base, "epsilon": min(spec["epsilons"])}
+                limits["claims"].append(claim)
             if info.batch_of_training_nodes:
                 batch = info.parse_hparams(hparams).batch_size
                 if limits["batch"] is None or batch > limits["batch"]["size"]:
@@ -128,6 +134,24 @@ def check_size_limits(limits: Mapping[str, Any], size: PublicSize) -> None:
             f"(study {batch['study']}; its split of {size.num_nodes} nodes, from {size.source}); use a batch_size "
             f"of at most {size.num_train}"
         )
+    if size.num_train is not None:
+        _check_claims(limits, size)
+
+
+def _check_claims(limits: Mapping[str, Any], size: PublicSize) -> None:
+    """Refuse a claimed ε at or below what the method's accountant can state on the dataset's training nodes."""
+    from nodedp.contract.registry import get_method
+    from nodedp.plans import reference_floor_of
+
+    for run in limits.get("claims", ()):
+        floor = reference_floor_of(get_method(run["base"]))(size.num_train)
+        if not run["epsilon"] > floor:
+            raise ConfigError(
+                f"studies.{run['study']}.epsilons: {run['epsilon']:g} is a claim {run['method']} cannot state on "
+                f"{limits['dataset']} ({size.num_train} training nodes, from {size.source}): its accountant's "
+                f"conversion alone costs ε = {floor:.4g}; claim more than that, or move the method to a study "
+                "whose ε are all above it"
+            )
 
 
 def check_public_limits(config: Mapping[str, Any], *, graphs_dir: str | Path | None) -> None:

@@ -154,6 +154,11 @@ class MethodInfo:
     # capped at 1), NIP-GNN (trains on already private inputs) or the non-private baselines (a large batch is one
     # full batch there).
     batch_of_training_nodes: bool = False
+    # "module:function" (nodedp.plans), ``floor(num_train) -> float``: in reference mode (``accounting: paper``),
+    # the least claimed ε its paper's accountant can state on that many training nodes (DP-GNN's: its RDP-to-(ε, δ)
+    # conversion alone costs it). None: any claim can be met. `nodedp.config` refuses a grid claiming less before
+    # any job, where a dataset's public size gives its training nodes.
+    reference_floor: str | None = None
 
     def __post_init__(self) -> None:
         if not METHOD_ID.fullmatch(self.name):
@@ -175,10 +180,10 @@ class MethodInfo:
         fields = {f.name for f in dataclasses.fields(self.hparams)}
         if self.batch_of_training_nodes and "batch_size" not in fields:
             raise ValueError(f"method {self.name!r}: batch_of_training_nodes needs a hyperparameter batch_size")
-        for target in (self.plan,) if self.plan is not None else ():
-            module, _, function = target.partition(":")
-            if not (module and function.isidentifier()):
-                raise ValueError(f"method {self.name!r}: plan is 'module:function', got {target!r}")
+        for key, target in (("plan", self.plan), ("reference_floor", self.reference_floor)):
+            module, _, function = (target or "").partition(":")
+            if target is not None and not (module and function.isidentifier()):
+                raise ValueError(f"method {self.name!r}: {key} is 'module:function', got {target!r}")
 
     def parse_hparams(self, values: Mapping[str, Any] | None) -> Any:
         """Build the hyperparameter dataclass, refusing unknown keys and wrong types."""

@@ -120,6 +120,14 @@ def planner_of(info: MethodInfo):
     return getattr(importlib.import_module(module), function)
 
 
+def reference_floor_of(info: MethodInfo):
+    """The method's ``reference_floor`` (``num_train -> float``), or None where it has none."""
+    if info.reference_floor is None:
+        return None
+    module, _, function = info.reference_floor.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def plan_run(info: MethodInfo, public: PublicInputs, spec: RunSpec, hp: Any) -> Plan:
     planner = planner_of(info)
     if planner is None:

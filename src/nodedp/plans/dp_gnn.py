@@ -26,18 +26,15 @@ from nodedp.accounting import (
     hypergeometric_gaussian_params,
     max_occurrences,
 )
+from nodedp.accounting.dp_gnn_paper import PAPER_ORDERS, paper_delta, paper_epsilon_floor
 from nodedp.contract.base import RunSpec
 from nodedp.contract.specs.dp_gnn import DpGnnHparams
 from nodedp.contract.specs.gnn import LAYERS
 from nodedp.plans import Plan, PublicInputs
 
 __all__ = [
-    "PAPER_DELTA_DIVISOR",
-    "PAPER_ORDERS",
     "layer_names",
-    "paper_delta",
     "paper_epsilon",
-    "paper_epsilon_floor",
     "paper_noise_multiplier",
     "paper_reference_noise_multiplier",
     "plan_dp_gat",
@@ -48,11 +45,6 @@ __all__ = [
     "stated_thresholds",
 ]
 
-# The paper's accountant as its public code runs it (differentially_private_gnns/privacy_accountants.py,
-# multiterm_dpsgd_privacy_accountant): Theorem 1's RDP at the orders 1.1, 1.2, ..., 9.9 only, converted
-# to (ε, δ) by dp_accounting's compute_epsilon at δ = 1/(10·N). The paper itself states no δ.
-PAPER_ORDERS: tuple[float, ...] = tuple(round(1 + 0.1 * i, 1) for i in range(1, 90))
-PAPER_DELTA_DIVISOR = 10  # δ = 1/(PAPER_DELTA_DIVISOR · N), N training nodes (public code)
 # Stop the search for the paper's noise once its ε is within this relative distance below the claim.
 _PAPER_TOLERANCE = 1e-4
 _PAPER_RULE = (
@@ -77,13 +69,6 @@ _CONV_LAYERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def paper_delta(num_examples: int) -> float:
-    """The paper's δ: 1/(10·N) for N training nodes (the public code's accountant; the paper states none)."""
-    if isinstance(num_examples, bool) or not isinstance(num_examples, int) or num_examples < 1:
-        raise ValueError(f"num_examples must be an integer >= 1, got {num_examples!r}")
-    return 1.0 / (PAPER_DELTA_DIVISOR * num_examples)
-
-
 def paper_epsilon(
     *, noise_multiplier: float, num_examples: int, max_degree: int, num_layers: int, batch_size: int, steps: int
 ) -> float:
@@ -101,16 +86,6 @@ def paper_epsilon(
         delta=paper_delta(num_examples),
         orders=PAPER_ORDERS,
     )
-
-
-def paper_epsilon_floor(num_examples: int) -> float:
-    """The least ε the paper's accountant states for any noise whose RDP is not negligible (above δ²).
-
-    At the orders ≤ 9.9 the conversion alone costs min_α [ln(1 − 1/α) + ln(1/(δα))/(α − 1)]; below it, only
-    noise so large that the RDP falls under δ² (where the conversion answers ε = 0) would do.
-    """
-    delta = paper_delta(num_examples)
-    return min(math.log1p(-1 / a) - math.log(delta * a) / (a - 1) for a in PAPER_ORDERS)
 
 
 def paper_noise_multiplier(

@@ -64,6 +64,7 @@ for _layer in LAYERS:
             hparams=DpGnnHparams,
             run=lazy_run("nodedp.methods.dp_gnn:run_dp_gnn", layer=_layer),
             plan=f"nodedp.plans.dp_gnn:plan_dp_{_layer}",
+            reference_floor="nodedp.accounting.dp_gnn_paper:paper_epsilon_floor",
             needs=("in-degree",),
             auto_accountant="pld",
             batch_of_training_nodes=True,
