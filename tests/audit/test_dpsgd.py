@@ -83,3 +83,64 @@ def test_the_ledgers_dp_sgd_record_is_found_and_bad_settings_are_refused():
         dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, node_sample_rate=0.0, runs=10, seed=0)
     with pytest.raises(ValueError, match="runs"):
         dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, runs=1, seed=0)
+
+
+def test_a_canary_of_d_occurrences_moves_its_own_example_and_d_minus_1_others_by_2c():
+    # Almost no noise: with the node, its own draws and the others' count +1 each; without it, the others -1.
+    z, d, rate, steps = 1e-6, 4, 0.2, 50
+    scores, included = dpsgd_release_scores(
+        noise_multiplier=z, sampling_rate=rate, steps=steps, max_occurrences=d, runs=4000, seed=0
+    )
+    counts = scores * z
+    assert counts[~included].max() < 1e-3 and counts[~included].mean() == pytest.approx(-(d - 1) * steps * rate, 0.05)
+    assert counts[included].mean() == pytest.approx(d * steps * rate, rel=0.05)
+    with pytest.raises(ValueError, match="max_occurrences"):
+        dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, max_occurrences=0, runs=10, seed=0)
+
+
+def _planned_ledger(name: str, epsilon: float):
+    """The ledger a run of ``name`` (a method id or its reference mode) plans on a csbm-homophilous-sized graph."""
+    from nodedp.config.variants import resolve_method
+    from nodedp.contract.base import RunSpec
+    from nodedp.contract.registry import get_method
+    from nodedp.plans import PublicInputs, plan_run
+
+    public = PublicInputs(dataset="csbm-homophilous", num_nodes=3000, num_train=2250, num_features=32, num_classes=5)
+    base, hparams = resolve_method({}, name)
+    info = get_method(base)
+    spec = RunSpec(dataset=public.dataset, method=name, seed=0, target_epsilon=epsilon, target_delta=DELTA)
+    return plan_run(info, public, spec, info.parse_hparams(hparams)).ledger
+
+
+def _release_bound(ledger, *, occurrences: bool = True) -> float:
+    params = dpsgd_record(ledger).params
+    scores, included = dpsgd_release_scores(
+        noise_multiplier=params["noise_std"] / params["clip_norm"],
+        sampling_rate=params["sampling_rate"],
+        steps=int(params["steps"]),
+        node_sample_rate=ledger.node_sample_rate,
+        max_occurrences=int(params["max_occurrences"]) if occurrences else 1,
+        runs=RUNS,
+        seed=0,
+    )
+    delta = ledger.claim.delta if ledger.claim is not None else DELTA
+    return bound(scores, included, delta=delta)
+
+
+@pytest.mark.parametrize("method", ["dpar-em0", "dpar-gm", "dpdgc-fast"])
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_a_suite_accounted_occurrence_release_is_never_refuted(method, epsilon):
+    ledger = _planned_ledger(method, epsilon)
+    assert dpsgd_record(ledger).kind == "poisson_occurrence_gaussian"
+    assert _release_bound(ledger) <= ledger.composed()[0]
+
+
+@pytest.mark.parametrize("method", ["dpar-em0@paper", "dpar-em1@paper", "dpar-gm@paper"])
+def test_dpars_reference_dp_sgd_charged_for_one_example_is_refuted_by_the_canary_of_d_occurrences(method):
+    """DPAR's paper sizes its DP-SGD for one example of sensitivity C; a node occurs in d = max_rows + 2 examples
+    (its own and d − 1 others moved by 2C each), so the claimed ε = 1 (actual ≈ 160) is refuted, while a canary of
+    one occurrence is not."""
+    ledger = _planned_ledger(method, 1.0)
+    assert ledger.claim.epsilon == 1.0 and ledger.actual_claim_epsilon() > 100
+    assert _release_bound(ledger) > 1.0
+    assert _release_bound(ledger, occurrences=False) < 1.0

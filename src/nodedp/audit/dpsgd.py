@@ -27,14 +27,28 @@ def dpsgd_record(ledger: Any) -> Any | None:
 
 
 def dpsgd_release_scores(
-    *, noise_multiplier: float, sampling_rate: float, steps: int, node_sample_rate: float = 1.0, runs: int, seed: int
+    *,
+    noise_multiplier: float,
+    sampling_rate: float,
+    steps: int,
+    node_sample_rate: float = 1.0,
+    max_occurrences: int = 1,
+    runs: int,
+    seed: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``runs`` independent runs of the recorded DP-SGD against a Dirac canary (docs/design/audit-internals.md), each with
-    the canary in with probability ½; returns (scores [runs], in [runs]). ``noise_multiplier`` = σ/C."""
+    the canary in with probability ½; returns (scores [runs], in [runs]). ``noise_multiplier`` = σ/C.
+
+    ``max_occurrences`` = d (a "poisson_occurrence_gaussian" record's): the canary node's own example (gradient C·e,
+    present only with the node) and d − 1 other examples that hold it, each drawn with the batch rate and present
+    either way, whose gradient is C·e with the node and −C·e without it (‖g − g'‖ = 2C, the most the ledger
+    allows). Without the node in the q' sample they read as without it."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+    if isinstance(max_occurrences, bool) or not isinstance(max_occurrences, int) or max_occurrences < 1:
+        raise ValueError(f"max_occurrences must be an integer >= 1, got {max_occurrences!r}")
     for name, rate in (("sampling_rate", sampling_rate), ("node_sample_rate", node_sample_rate)):
         if not 0 < rate <= 1:
             raise ValueError(f"{name} must be in (0, 1], got {rate!r}")
@@ -49,4 +63,11 @@ def dpsgd_release_scores(
         generator=generator,
     )
     noise = torch.randn(runs, generator=generator, dtype=torch.float64) * math.sqrt(steps)
-    return torch.where(sampled, drawn, torch.zeros_like(drawn)) / noise_multiplier + noise, included
+    others = torch.zeros_like(drawn)  # the other examples' draws over all steps (d = 1: none, and no draw)
+    if max_occurrences > 1:
+        others = torch.binomial(
+            torch.full((runs,), float(steps * (max_occurrences - 1)), dtype=torch.float64),
+            torch.full((runs,), float(sampling_rate), dtype=torch.float64),
+            generator=generator,
+        )
+    return torch.where(sampled, drawn + others, -others) / noise_multiplier + noise, included

@@ -272,6 +272,7 @@ def _dpsgd_release(audit: _Audit, degree_bound: int) -> AuditResult | None:
         sampling_rate=float(params["sampling_rate"]),
         steps=int(params["steps"]),
         node_sample_rate=audit.ledger.node_sample_rate,
+        max_occurrences=int(params.get("max_occurrences", 1)),
         runs=RELEASE_RUNS,
         seed=audit.seed,
     )
