@@ -144,3 +144,44 @@ def test_dpars_reference_dp_sgd_charged_for_one_example_is_refuted_by_the_canary
     assert ledger.claim.epsilon == 1.0 and ledger.actual_claim_epsilon() > 100
     assert _release_bound(ledger) > 1.0
     assert _release_bound(ledger, occurrences=False) < 1.0
+
+
+def test_a_fixed_size_canary_counts_its_examples_in_each_batch_plus_with_the_node_and_minus_without():
+    from nodedp.audit.dpsgd import fixed_size_release_scores
+
+    z, n, m, d, steps = 1e-6, 100, 10, 4, 30
+    scores, included = fixed_size_release_scores(
+        noise_multiplier=z, num_examples=n, batch_size=m, steps=steps, max_occurrences=d, runs=4000, seed=0
+    )
+    counts = scores * z
+    expected = steps * d * m / n  # T · E[Hypergeometric(N, d, m)]
+    assert counts[included].mean() == pytest.approx(expected, rel=0.05)
+    assert counts[~included].mean() == pytest.approx(-expected, rel=0.05) and counts[~included].max() < 1e-3
+    with pytest.raises(ValueError, match="must not exceed num_examples"):
+        fixed_size_release_scores(
+            noise_multiplier=1.0, num_examples=5, batch_size=6, steps=1, max_occurrences=1, runs=10, seed=0
+        )
+    with pytest.raises(ValueError, match="max_occurrences"):
+        fixed_size_release_scores(
+            noise_multiplier=1.0, num_examples=5, batch_size=2, steps=1, max_occurrences=0, runs=10, seed=0
+        )
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_dp_gnns_fixed_size_release_is_found_and_never_refuted_when_suite_accounted(epsilon):
+    from nodedp.audit.dpsgd import fixed_size_release_scores
+
+    ledger = _planned_ledger("dp-gcn", epsilon)
+    record = dpsgd_record(ledger)
+    assert record.kind == "hypergeometric_gaussian"
+    params = record.params
+    scores, included = fixed_size_release_scores(
+        noise_multiplier=params["noise_std"] / params["clip_norm"],
+        num_examples=params["num_examples"],
+        batch_size=params["batch_size"],
+        steps=int(params["steps"]),
+        max_occurrences=int(params["max_occurrences"]),
+        runs=RUNS,
+        seed=1,
+    )
+    assert bound(scores, included) <= ledger.composed()[0]

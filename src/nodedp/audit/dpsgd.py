@@ -10,18 +10,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
-__all__ = ["DPSGD_KINDS", "dpsgd_record", "dpsgd_release_scores"]
+__all__ = ["DPSGD_KINDS", "FIXED_SIZE_KINDS", "dpsgd_record", "dpsgd_release_scores", "fixed_size_release_scores"]
 
 # Ledger record kinds of Poisson-sampled DP-SGD with one example per node (own example at least).
 DPSGD_KINDS = ("subsampled_gaussian", "poisson_occurrence_gaussian")
+# DP-SGD on fixed-size batches drawn without replacement, a node in at most d examples (DP-GNN's Theorem 1).
+FIXED_SIZE_KINDS = ("hypergeometric_gaussian",)
+_POISSON_KEYS = {"noise_std", "clip_norm", "sampling_rate", "steps"}
+_FIXED_SIZE_KEYS = {"noise_std", "clip_norm", "num_examples", "batch_size", "max_occurrences", "steps"}
 
 
 def dpsgd_record(ledger: Any) -> Any | None:
-    """The ledger's first Poisson-sampled DP-SGD record (``DPSGD_KINDS``), or None."""
+    """The ledger's first DP-SGD record: Poisson-sampled (``DPSGD_KINDS``) or on fixed-size batches
+    (``FIXED_SIZE_KINDS``), or None."""
     for record in ledger.mechanisms:
-        if record.kind in DPSGD_KINDS and {"noise_std", "clip_norm", "sampling_rate", "steps"} <= set(record.params):
+        if record.kind in DPSGD_KINDS and set(record.params) >= _POISSON_KEYS:
+            return record
+        if record.kind in FIXED_SIZE_KINDS and set(record.params) >= _FIXED_SIZE_KEYS:
             return record
     return None
 
@@ -71,3 +79,47 @@ def dpsgd_release_scores(
             generator=generator,
         )
     return torch.where(sampled, drawn + others, -others) / noise_multiplier + noise, included
+
+
+def fixed_size_release_scores(
+    *,
+    noise_multiplier: float,
+    num_examples: int,
+    batch_size: int,
+    steps: int,
+    max_occurrences: int,
+    runs: int,
+    seed: int,
+    chunk: int = 256,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``runs`` independent runs of DP-SGD on fixed-size batches (``batch_size`` of ``num_examples`` examples drawn
+    without replacement at each of ``steps`` steps) against a canary in d = ``max_occurrences`` examples, each
+    present either way with gradient C·e with the node and −C·e without it (the 2C per occurrence that DP-GNN's
+    Theorem 1 charges; a step's count ρ ~ Hypergeometric(N, d, m)); returns (scores [runs], in [runs])."""
+    for name, value, least in (
+        ("runs", runs, 2),
+        ("steps", steps, 1),
+        ("num_examples", num_examples, 1),
+        ("batch_size", batch_size, 1),
+        ("max_occurrences", max_occurrences, 1),
+        ("chunk", chunk, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    if batch_size > num_examples or max_occurrences > num_examples:
+        raise ValueError(
+            f"batch_size ({batch_size}) and max_occurrences ({max_occurrences}) must not exceed num_examples "
+            f"({num_examples})"
+        )
+    if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
+        raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
+    generator = torch.Generator().manual_seed(seed)
+    included = torch.rand(runs, generator=generator) < 0.5
+    noise = torch.randn(runs, generator=generator, dtype=torch.float64) * math.sqrt(steps)
+    rng = np.random.default_rng(seed)
+    drawn = np.zeros(runs, dtype=np.int64)
+    for start in range(0, steps, chunk):  # the steps' counts, a chunk of steps at a time (memory: runs x chunk)
+        size = (runs, min(chunk, steps - start))
+        drawn += rng.hypergeometric(max_occurrences, num_examples - max_occurrences, batch_size, size=size).sum(1)
+    counts = torch.from_numpy(drawn).to(torch.float64)
+    return torch.where(included, counts, -counts) / noise_multiplier + noise, included

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from nodedp.audit.canaries import CanaryPlan, default_canary_count, plant_canaries
-from nodedp.audit.dpsgd import dpsgd_record, dpsgd_release_scores
+from nodedp.audit.dpsgd import FIXED_SIZE_KINDS, dpsgd_record, dpsgd_release_scores, fixed_size_release_scores
 from nodedp.audit.nap import nap_record, nap_release_scores
 from nodedp.audit.statistics import (
     OneRunBound,
@@ -262,20 +262,33 @@ def _nap_release(audit: _Audit) -> AuditResult | None:
 
 
 def _dpsgd_release(audit: _Audit, degree_bound: int) -> AuditResult | None:
-    """The white-box audit of the run's Poisson-sampled DP-SGD release, where its ledger records one."""
+    """The white-box audit of the run's DP-SGD release, where its ledger records one: Poisson-sampled, its canary in
+    the record's d examples (``dpsgd_release_scores``), or on fixed-size batches (``fixed_size_release_scores``)."""
     record = dpsgd_record(audit.ledger)
     if record is None:
         return None
     params = record.params
-    sgd_scores, sgd_bits = dpsgd_release_scores(
-        noise_multiplier=float(params["noise_std"]) / float(params["clip_norm"]),
-        sampling_rate=float(params["sampling_rate"]),
-        steps=int(params["steps"]),
-        node_sample_rate=audit.ledger.node_sample_rate,
-        max_occurrences=int(params.get("max_occurrences", 1)),
-        runs=RELEASE_RUNS,
-        seed=audit.seed,
-    )
+    z = float(params["noise_std"]) / float(params["clip_norm"])
+    if record.kind in FIXED_SIZE_KINDS:
+        sgd_scores, sgd_bits = fixed_size_release_scores(
+            noise_multiplier=z,
+            num_examples=int(params["num_examples"]),
+            batch_size=int(params["batch_size"]),
+            steps=int(params["steps"]),
+            max_occurrences=int(params["max_occurrences"]),
+            runs=RELEASE_RUNS,
+            seed=audit.seed,
+        )
+    else:
+        sgd_scores, sgd_bits = dpsgd_release_scores(
+            noise_multiplier=z,
+            sampling_rate=float(params["sampling_rate"]),
+            steps=int(params["steps"]),
+            node_sample_rate=audit.ledger.node_sample_rate,
+            max_occurrences=int(params.get("max_occurrences", 1)),
+            runs=RELEASE_RUNS,
+            seed=audit.seed,
+        )
     return audit.bounded(
         sgd_scores.numpy(),
         sgd_bits.numpy(),
