@@ -647,7 +647,7 @@ def test_audit_writes_one_json_with_the_bounds_the_scores_and_the_attack(
     assert record["method"] == record["name"] == "dp-mlp" and record["target_epsilon"] == 2.0
     assert record["canaries"] == 40 == len(record["scores"]) == len(record["inclusion"])
     assert 0 <= record["epsilon_lower_one_run"] <= record["claimed_epsilon"] <= 2.0 and not record["violated"]
-    assert 0 <= record["mia"]["accuracy"] <= 1 and record["nap_release"] is None  # DP-MLP releases no NAP
+    assert 0 <= record["mia"]["accuracy"] <= 1 and set(record["releases"]) == {"dpsgd"}  # DP-MLP: DP-SGD only
     assert "claim holds" in capsys.readouterr().out
 
 

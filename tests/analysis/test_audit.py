@@ -217,13 +217,20 @@ def test_the_attack_summary_feeds_nip_gnn_table_4(tmp_path: Path) -> None:
 
 def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
     record = audit_record(seed=0, strong=False, method="gap", mia=0.5)
-    record["nap_release"] = {
+    release = {
         k: v
         for k, v in audit_record(seed=0, strong=True, method="x").items()
         if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")
     }
+    record["releases"] = {"nap": {**release, "label": "NAP release"}}
     frame = read_audits(write(tmp_path, [record]))
     assert frame["method"].to_list() == ["gap", "gap · NAP release"]
+    # an audit file written before the releases were one table keeps its rows
+    legacy = {k: v for k, v in record.items() if k != "releases"} | {"nap_release": release}
+    assert read_audits(write(tmp_path / "legacy", [legacy]))["method"].to_list() == ["gap", "gap · NAP release"]
+    record["releases"] = {"nap": release}  # a release audit without its label
+    with pytest.raises(ValueError, match="release nap must be an audit object with a label"):
+        read_audits(write(tmp_path / "unlabelled", [record]))
     assert frame["mia_accuracy"].to_list() == [0.5, None]
     summary = summarize_audits(frame)
     release = summary.filter(pl.col("method") == "gap · NAP release").row(0, named=True)
@@ -233,13 +240,16 @@ def test_a_nap_release_audit_is_a_cell_of_its_own(tmp_path: Path) -> None:
 def test_a_dp_sgd_release_of_independent_runs_is_bounded_by_its_threshold_bound(tmp_path: Path) -> None:
     record = audit_record(seed=0, strong=False, method="dpar-features@paper", mia=0.5)
     release = audit_record(seed=0, strong=True, m=2000, delta=5e-3, method="x")  # δ where one-run bounds are 0
-    record["dpsgd_release"] = {
-        **{
-            k: v
-            for k, v in release.items()
-            if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")
-        },
-        "bound": "runs",
+    record["releases"] = {
+        "dpsgd": {
+            **{
+                k: v
+                for k, v in release.items()
+                if k not in ("dataset", "name", "method", "base_method", "seed", "target_epsilon")
+            },
+            "bound": "runs",
+            "label": "DP-SGD release",
+        }
     }
     frame = read_audits(write(tmp_path, [record]))
     assert frame["method"].to_list() == ["dpar-features@paper", "dpar-features@paper · DP-SGD release"]

@@ -82,3 +82,35 @@ def test_the_ledger_nap_record_is_found_and_bad_settings_are_refused():
         nap_release_scores(noise_std=1.0, row_clip=1.0, max_degree=0, m=10, seed=0)
     with pytest.raises(ValueError, match="row_clip"):
         nap_release_scores(noise_std=1.0, row_clip=math.inf, max_degree=1, m=10, seed=0)
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_an_edge_level_nap_release_is_bounded_by_its_gaussian_and_a_tenth_of_its_noise_is_caught(undirected):
+    from nodedp.audit.nap import nap_edge_record, nap_edge_release_scores
+
+    sensitivity = math.sqrt(2.0) if undirected else 1.0
+    m = best_canary_count(DELTA)
+    for z in (0.5, 1.0, 2.0):
+        true = gaussian_epsilon(1 / z, DELTA)
+        scores, included = nap_edge_release_scores(
+            noise_std=z * sensitivity, row_clip=None, undirected=undirected, m=m, seed=3
+        )
+        assert epsilon_one_run(scores.numpy(), included.numpy(), delta=DELTA, seed=0).epsilon <= true
+    z = 2.0  # the claim: gaussian_epsilon(0.5) ≈ 1.4; the release draws a tenth of its noise
+    scores, included = nap_edge_release_scores(
+        noise_std=z * sensitivity / 10, row_clip=1.0, undirected=undirected, m=m, seed=3
+    )
+    assert epsilon_one_run(scores.numpy(), included.numpy(), delta=DELTA, seed=0).epsilon > gaussian_epsilon(
+        1 / z, DELTA
+    )
+
+    class Record:
+        def __init__(self, **params):
+            self.params = params
+
+    class Ledger:
+        mechanisms = (Record(mechanism="nap", level="node"), Record(mechanism="nap", level="edge"))
+
+    assert nap_edge_record(Ledger()) is Ledger.mechanisms[1] and nap_record(Ledger()) is Ledger.mechanisms[0]
+    with pytest.raises(ValueError, match="noise_std"):
+        nap_edge_release_scores(noise_std=0.0, row_clip=None, undirected=False, m=10, seed=0)

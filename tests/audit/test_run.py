@@ -152,11 +152,11 @@ def test_gap_with_the_papers_root_d_noise_is_caught_by_its_nap_release_where_the
         return audit_run(csbm_inputs, run_spec, hp, method="gap", bounds=bounds, m=100, seed=0)
 
     paper = audit("paper")
-    release = paper.nap_release
+    release = paper.releases.get("nap")
     assert paper.accounting == "paper" and release is not None and release.target == "nap-release"
     assert release.claimed_epsilon == 1.0 and release.ledger_epsilon > 10  # the ledger knows: actual ε > 10
     assert release.violated and release.one_run.epsilon > 1.0
-    suite = audit("suite").nap_release
+    suite = audit("suite").releases.get("nap")
     assert suite is not None and not suite.violated and suite.one_run.epsilon <= suite.claimed_epsilon
 
 
@@ -180,10 +180,11 @@ def test_dpar_claiming_q_times_its_sample_epsilon_is_caught_by_its_dp_sgd_releas
         )
 
     paper = audit("paper")
-    release = paper.dpsgd_release
+    release = paper.releases.get("dpsgd")
     assert release is not None and release.bound == "runs" and release.target == "dpsgd-release"
     assert release.claimed_epsilon == 1.0 and release.delta > 1e-3 and release.ledger_epsilon > 10
     assert release.violated and release.lower_bound == release.threshold.epsilon > 1.0
-    assert paper.nap_release is None and paper.as_dict()["dpsgd_release"]["bound"] == "runs"
-    suite = audit("suite").dpsgd_release
+    assert "nap" not in paper.releases and paper.as_dict()["releases"]["dpsgd"]["bound"] == "runs"
+    assert paper.as_dict()["releases"]["dpsgd"]["label"] == "DP-SGD release"
+    suite = audit("suite").releases.get("dpsgd")
     assert suite is not None and not suite.violated and suite.lower_bound <= suite.claimed_epsilon

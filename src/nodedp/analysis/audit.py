@@ -122,33 +122,43 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
         raise ValueError(f"audit {path}: guarantee {record['guarantee']!r} is not one of {list(GUARANTEE_CLASSES)}")
 
 
-# The method labels of a run's white-box release audits (``nodedp.audit.nap``, ``nodedp.audit.dpsgd``), cells of
-# their own, by the key of the audit JSON that holds them.
-RELEASE_LABELS = {"nap_release": "{method} · NAP release", "dpsgd_release": "{method} · DP-SGD release"}
+# The labels of the white-box release audits of audit files written before they were one table
+# (``nodedp.audit.releases``; each release audit now carries its own ``label`` under "releases").
+LEGACY_RELEASES = {"nap_release": "NAP release", "dpsgd_release": "DP-SGD release"}
 # What a NAP-release audit takes from the audit it belongs to (the rest is its own).
 _CELL_FIELDS = ("dataset", "name", "base_method", "seed", "target_epsilon")
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    """The audit's row, and its white-box release audits' where it has them (labelled by ``RELEASE_LABELS``)."""
+    """The audit's row, and a row for each of its white-box release audits, "<method> · <label>"."""
     record = read_json(path)  # invalid JSON: a ValueError naming the file
     if not isinstance(record, dict):
         raise ValueError(f"audit {path}: expected a JSON object, got {type(record).__name__}")
     rows = [_row(path, record)]
-    for key, label in RELEASE_LABELS.items():
-        release = record.get(key)
-        if release is None:
-            continue
-        if not isinstance(release, dict):
-            raise ValueError(f"audit {path}: {key} must be null or an audit object")
+    for key, release in _releases(record, path):
+        if not isinstance(release, dict) or not isinstance(release.get("label"), str):
+            raise ValueError(f"audit {path}: release {key} must be an audit object with a label")
         release = {
             **release,
             **{k: record[k] for k in _CELL_FIELDS if k in record},
             "mia": None,
-            "method": label.format(method=record.get("method")),
+            "method": f"{record.get('method')} · {release['label']}",
         }
         rows.append(_row(path, release))
     return rows
+
+
+def _releases(record: dict[str, Any], path: Path) -> list[tuple[str, Any]]:
+    """The audit's release audits, by name: its "releases" object, or an older file's ``LEGACY_RELEASES`` keys."""
+    releases = record.get("releases")
+    if releases is not None:
+        if not isinstance(releases, dict):
+            raise ValueError(f"audit {path}: releases must be an object of release audits by name")
+        return list(releases.items())
+    legacy = [(key, record.get(key)) for key in LEGACY_RELEASES if record.get(key) is not None]
+    return [
+        (key, {"label": LEGACY_RELEASES[key], **value} if isinstance(value, dict) else value) for key, value in legacy
+    ]
 
 
 def _row(path: Path, record: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +205,7 @@ def _check_unique(frame: pl.DataFrame) -> None:
 
 def read_audits(paths: Sequence[str | Path]) -> pl.DataFrame:
     """One row per audit JSON (``AUDIT_SCHEMA``), in the order given, followed by the rows of its release audits
-    where it has them (methods labelled by ``RELEASE_LABELS``). A file that is not valid JSON, lacks keys
+    where it has them (methods labelled "<method> · <release label>"). A file that is not valid JSON, lacks keys
     (named), has wrongly typed ones or inconsistent canaries raises ``ValueError`` naming it; so do two files of
     the same cell and seed."""
     if not paths:

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["DPSGD_KINDS", "FIXED_SIZE_KINDS", "dpsgd_record", "dpsgd_release_scores", "fixed_size_release_scores"]
+__all__ = [
+    "DPSGD_KINDS",
+    "FIXED_SIZE_KINDS",
+    "dpsgd_record",
+    "dpsgd_records",
+    "dpsgd_release_scores",
+    "fixed_size_release_scores",
+]
 
 # Ledger record kinds of Poisson-sampled DP-SGD with one example per node (own example at least).
 DPSGD_KINDS = ("subsampled_gaussian", "poisson_occurrence_gaussian")
@@ -23,15 +30,20 @@ _POISSON_KEYS = {"noise_std", "clip_norm", "sampling_rate", "steps"}
 _FIXED_SIZE_KEYS = {"noise_std", "clip_norm", "num_examples", "batch_size", "max_occurrences", "steps"}
 
 
+def dpsgd_records(ledger: Any) -> list[Any]:
+    """The ledger's DP-SGD records (a stage's each): Poisson-sampled (``DPSGD_KINDS``) or on fixed-size batches
+    (``FIXED_SIZE_KINDS``), in ledger order."""
+    return [
+        record
+        for record in ledger.mechanisms
+        if (record.kind in DPSGD_KINDS and set(record.params) >= _POISSON_KEYS)
+        or (record.kind in FIXED_SIZE_KINDS and set(record.params) >= _FIXED_SIZE_KEYS)
+    ]
+
+
 def dpsgd_record(ledger: Any) -> Any | None:
-    """The ledger's first DP-SGD record: Poisson-sampled (``DPSGD_KINDS``) or on fixed-size batches
-    (``FIXED_SIZE_KINDS``), or None."""
-    for record in ledger.mechanisms:
-        if record.kind in DPSGD_KINDS and set(record.params) >= _POISSON_KEYS:
-            return record
-        if record.kind in FIXED_SIZE_KINDS and set(record.params) >= _FIXED_SIZE_KEYS:
-            return record
-    return None
+    """The ledger's first DP-SGD record (``dpsgd_records``), or None."""
+    return next(iter(dpsgd_records(ledger)), None)
 
 
 def dpsgd_release_scores(

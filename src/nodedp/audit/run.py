@@ -11,28 +11,23 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from nodedp.audit.canaries import CanaryPlan, default_canary_count, plant_canaries
-from nodedp.audit.dpsgd import FIXED_SIZE_KINDS, dpsgd_record, dpsgd_release_scores, fixed_size_release_scores
-from nodedp.audit.nap import nap_record, nap_release_scores
+from nodedp.audit.releases import RELEASES, ReleaseDraw
 from nodedp.audit.statistics import (
     OneRunBound,
     ThresholdBound,
     attack_auc,
-    best_canary_count,
     clopper_pearson_epsilon,
     epsilon_one_run,
     tpr_at_fpr,
 )
 
-# Simulated runs of a DP-SGD release audit (each one canary; cheap: drawn, not trained).
-RELEASE_RUNS = 20000
-
-__all__ = ["RELEASE_RUNS", "AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
+__all__ = ["AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
 
 
 @dataclass(frozen=True)
@@ -62,8 +57,10 @@ class AuditResult:
     # Dirac canary, ``nodedp.audit.dpsgd``); a model audit carries its run's release audits where its ledger
     # records those mechanisms.
     target: str = "model"
-    nap_release: AuditResult | None = None
-    dpsgd_release: AuditResult | None = None  # the run's DP-SGD noise against a Dirac canary (nodedp.audit.dpsgd)
+    # The run's white-box release audits (``nodedp.audit.releases``), by release name, where its ledger records
+    # releases they cover; a release audit's ``label`` names it in the tables.
+    releases: Mapping[str, AuditResult] = field(default_factory=dict)
+    label: str | None = None
     # "one-run": canaries share one run, the one-run bound is ε̂; "runs": one canary per independent run (a
     # DP-SGD release), the Clopper–Pearson threshold bound is valid and is ε̂.
     bound: str = "one-run"
@@ -103,8 +100,8 @@ class AuditResult:
             "scores": list(self.scores),
             "inclusion": list(self.inclusion),
             "target": self.target,
-            "nap_release": None if self.nap_release is None else self.nap_release.as_dict(),
-            "dpsgd_release": None if self.dpsgd_release is None else self.dpsgd_release.as_dict(),
+            "releases": {name: release.as_dict() for name, release in self.releases.items()},
+            "label": self.label,
             "bound": self.bound,
             "epsilon_lower": self.lower_bound,
         }
@@ -187,9 +184,9 @@ def audit_run(
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
     ``releases``: also audit white-box the run's NAP release where its ledger records a node-level NAP
-    (``nodedp.audit.nap``, synthetic canaries of its own, ``best_canary_count`` at the claim's δ) and its DP-SGD
-    release where it records Poisson-sampled DP-SGD (``nodedp.audit.dpsgd``, ``RELEASE_RUNS`` simulated runs)
-    into ``AuditResult.nap_release`` and ``dpsgd_release``."""
+    (``nodedp.audit.nap``, synthetic canaries of its own, ``best_canary_count`` at the claim's δ), its DP-SGD
+    release (``nodedp.audit.dpsgd``, ``RELEASE_RUNS`` simulated runs) and every other release its ledger records
+    (``nodedp.audit.releases``) into ``AuditResult.releases``."""
     from nodedp.contract.registry import get_method
 
     info = get_method(method)
@@ -213,16 +210,14 @@ def audit_run(
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
     scores = _planted_scores(plan, result.predict, own_column)
     audit = _Audit(result.ledger, method, float(result.test["accuracy"]), confidence, seed)
-    nap_release = _nap_release(audit) if releases else None
-    dpsgd_release = _dpsgd_release(audit, bound) if releases else None
+    audited = _release_audits(audit, bound) if releases else {}
     return audit.bounded(
         scores.numpy(),
         plan.included.numpy(),
         target="model",
         degree_bound=bound,
         start=start,
-        nap_release=nap_release,
-        dpsgd_release=dpsgd_release,
+        releases=audited,
     )
 
 
@@ -238,65 +233,27 @@ def _planted_scores(plan: CanaryPlan, predict: Callable[..., Any], own_column: f
     return scores
 
 
-def _nap_release(audit: _Audit) -> AuditResult | None:
-    """The white-box audit of the run's node-level NAP release, where its ledger records one."""
-    record = nap_record(audit.ledger)
-    if record is None:
-        return None
-    params = record.params
-    # Synthetic canaries cost nothing: as many as make the bound strongest at the claim's δ (public).
-    release_scores, release_bits = nap_release_scores(
-        noise_std=float(params["noise_std"]),
-        row_clip=float(params["row_clip"]),
-        max_degree=int(params["max_degree"]),
-        m=best_canary_count(_claimed(audit.ledger)[1], confidence=audit.confidence),
-        seed=audit.seed,
-    )
-    return audit.bounded(
-        release_scores.numpy(),
-        release_bits.numpy(),
-        target="nap-release",
-        degree_bound=int(params["max_degree"]),
-        start=time.perf_counter(),
-    )
-
-
-def _dpsgd_release(audit: _Audit, degree_bound: int) -> AuditResult | None:
-    """The white-box audit of the run's DP-SGD release, where its ledger records one: Poisson-sampled, its canary in
-    the record's d examples (``dpsgd_release_scores``), or on fixed-size batches (``fixed_size_release_scores``)."""
-    record = dpsgd_record(audit.ledger)
-    if record is None:
-        return None
-    params = record.params
-    z = float(params["noise_std"]) / float(params["clip_norm"])
-    if record.kind in FIXED_SIZE_KINDS:
-        sgd_scores, sgd_bits = fixed_size_release_scores(
-            noise_multiplier=z,
-            num_examples=int(params["num_examples"]),
-            batch_size=int(params["batch_size"]),
-            steps=int(params["steps"]),
-            max_occurrences=int(params["max_occurrences"]),
-            runs=RELEASE_RUNS,
-            seed=audit.seed,
-        )
-    else:
-        sgd_scores, sgd_bits = dpsgd_release_scores(
-            noise_multiplier=z,
-            sampling_rate=float(params["sampling_rate"]),
-            steps=int(params["steps"]),
-            node_sample_rate=audit.ledger.node_sample_rate,
-            max_occurrences=int(params.get("max_occurrences", 1)),
-            runs=RELEASE_RUNS,
-            seed=audit.seed,
-        )
-    return audit.bounded(
-        sgd_scores.numpy(),
-        sgd_bits.numpy(),
-        target="dpsgd-release",
-        degree_bound=degree_bound,
-        start=time.perf_counter(),
-        bound_kind="runs",
-    )
+def _release_audits(audit: _Audit, degree_bound: int) -> dict[str, AuditResult]:
+    """The white-box audits of every release the run's ledger records (``nodedp.audit.releases``), by name."""
+    draw = ReleaseDraw(audit.ledger, _claimed(audit.ledger)[1], audit.confidence, audit.seed)
+    audited = {}
+    for release in RELEASES:
+        records = release.records(audit.ledger)
+        for record in records:
+            # Several records of one kind (a DP-SGD stage each): named by the last part of the record's name.
+            part = record.name.rsplit(":", 1)[-1] if len(records) > 1 else ""
+            start = time.perf_counter()
+            scores, bits = release.scores(draw, record)
+            audited[f"{release.name}:{part}" if part else release.name] = audit.bounded(
+                scores.numpy(),
+                bits.numpy(),
+                target=f"{release.name}-release",
+                degree_bound=int(record.params.get("max_degree") or degree_bound),
+                start=start,
+                bound_kind=release.bound,
+                label=f"{release.label} ({part})" if part else release.label,
+            )
+    return audited
 
 
 def _claimed(ledger: Any) -> tuple[float, float, float]:
@@ -328,8 +285,8 @@ class _Audit:
         degree_bound: int,
         start: float,
         bound_kind: str = "one-run",
-        nap_release: AuditResult | None = None,
-        dpsgd_release: AuditResult | None = None,
+        releases: Mapping[str, AuditResult] | None = None,
+        label: str | None = None,
     ) -> AuditResult:
         """The bounds of one audit from its scores and inclusion bits, against the ε the run's ledger states
         (a reference run's paper claim, at the paper's δ)."""
@@ -356,7 +313,7 @@ class _Audit:
             scores=tuple(float(v) for v in scores),
             inclusion=tuple(bool(v) for v in included),
             target=target,
-            nap_release=nap_release,
-            dpsgd_release=dpsgd_release,
+            releases=dict(releases or {}),
+            label=label,
             bound=bound_kind,
         )

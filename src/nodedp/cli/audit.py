@@ -196,9 +196,9 @@ def membership_attack(args: argparse.Namespace, settings: tuple, spec, graph, sp
 def audit_line(result, record: dict, *, name: str, dataset: str, seed: int) -> str:
     """An audited cell's closing line: the claimed ε, the lower bound and whether the claim holds."""
     verdict = "VIOLATED" if result.violated else "holds"
-    releases = [r for r in (result.nap_release, result.dpsgd_release) if r is not None]
     verdict += "".join(
-        f"; its {r.target} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}" for r in releases
+        f"; its {r.label} ε̂ = {r.lower_bound:.4g}{' (VIOLATED)' if r.violated else ''}"
+        for r in result.releases.values()
     )
     mia = "" if record["mia"] is None else f"; TSTF attack accuracy {record['mia']['accuracy']:.3f}"
     return (
