@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from nodedp.accounting._checks import check_int, check_positive
 from nodedp.accounting.dpar import gm_sensitivity
 from nodedp.mechanisms.dp_appr import dp_appr_em, dp_appr_gm
 
@@ -56,28 +57,16 @@ def dp_appr_record(ledger: Any) -> Any | None:
     return None
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def _check_noise(gumbel_scale: Any, noise_std: Any, clip: float) -> None:
     if (gumbel_scale is None) == (noise_std is None):
         raise ValueError(
             "give exactly one of gumbel_scale (an EM selection record) and noise_std (a GM record), got "
             f"gumbel_scale={gumbel_scale!r}, noise_std={noise_std!r}"
         )
-    if gumbel_scale is not None and not math.isfinite(clip / _check_positive(gumbel_scale, "gumbel_scale")):
+    if gumbel_scale is not None and not math.isfinite(clip / check_positive(gumbel_scale, "gumbel_scale")):
         raise ValueError(f"gumbel_scale = {gumbel_scale!r} is too small for clip = {clip!r}: C2/scale overflows")
     if noise_std is not None:
-        _check_positive(noise_std, "noise_std")
+        check_positive(noise_std, "noise_std")
 
 
 def dp_appr_release_scores(
@@ -100,9 +89,9 @@ def dp_appr_release_scores(
     it can leak. A score is the release's log-likelihood ratio, canary in the sample against out: the optimal
     statistic, and monotone in the ratio of the node-sampled mixture too. Cost: runs·M·2K Gumbel or runs·M·K
     Gaussian draws, in chunks."""
-    k, m, runs = _check_int(k, "k", 1), _check_int(m, "m", 1), _check_int(runs, "runs", 2)
-    seed = _check_int(seed, "seed", 0)
-    clip = _check_positive(clip, "clip")
+    k, m, runs = check_int(k, "k", minimum=1), check_int(m, "m", minimum=1), check_int(runs, "runs", minimum=2)
+    seed = check_int(seed, "seed", minimum=0)
+    clip = check_positive(clip, "clip")
     _check_noise(gumbel_scale, noise_std, clip)
     if isinstance(node_sample_rate, bool) or not isinstance(node_sample_rate, int | float):
         raise ValueError(f"node_sample_rate must be a number in (0, 1], got {node_sample_rate!r}")

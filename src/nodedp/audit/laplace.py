@@ -8,12 +8,12 @@ noise, so their scores are independent trials. Design and canary graphs: docs/de
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from nodedp.accounting._checks import check_int, check_positive
 from nodedp.mechanisms.dp_appr import dp_appr_em
 from nodedp.mechanisms.nip import laplace_sum_aggregate
 
@@ -34,11 +34,7 @@ _ENTRIES_PER_DRAW = 1 << 22
 
 def laplace_records(ledger: Any) -> list[Any]:
     """The ledger's Laplace records this module audits (kind "laplace", ``LAPLACE_MECHANISMS``), in ledger order."""
-    return [
-        record
-        for record in ledger.mechanisms
-        if record.kind == "laplace" and record.params.get("mechanism") in LAPLACE_MECHANISMS
-    ]
+    return [r for r in ledger.mechanisms if r.kind == "laplace" and r.params.get("mechanism") in LAPLACE_MECHANISMS]
 
 
 def laplace_release_scores(record: Any, *, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,18 +61,6 @@ def laplace_release_scores(record: Any, *, m: int, seed: int) -> tuple[torch.Ten
     raise ValueError(f"record {record.name!r}: mechanism {mechanism!r} is not one of {list(LAPLACE_MECHANISMS)}")
 
 
-def _check_count(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def _log_ratio(released: torch.Tensor, shift: float, scale: float | torch.Tensor) -> torch.Tensor:
     """log p(y | Laplace(shift, scale)) − log p(y | Laplace(0, scale)) = clamp(2y − shift, ±shift)/scale, entrywise.
 
@@ -100,13 +84,13 @@ def nip_aggregation_release_scores(
     which is ε_A·``charged_ratio`` at L = D_max; an excluded one is isolated, so those rows are noise alone. The
     score is the Laplace log-likelihood ratio summed over those L + 1 coordinates, at most that shift in size.
     """
-    m = _check_count(m, "m", 2)
-    max_degree = _check_count(max_degree, "max_degree", 1)
-    scale = _check_positive(laplace_scale_at_epsilon_a, "laplace_scale_at_epsilon_a")
+    m = check_int(m, "m", minimum=2)
+    max_degree = check_int(max_degree, "max_degree", minimum=1)
+    scale = check_positive(laplace_scale_at_epsilon_a, "laplace_scale_at_epsilon_a")
     if isinstance(largest_budget_weights, str | bytes) or not isinstance(largest_budget_weights, Sequence):
         raise ValueError(f"largest_budget_weights must be a sequence of numbers, got {largest_budget_weights!r}")
     weights = sorted(
-        (_check_positive(w, f"largest_budget_weights[{i}]") for i, w in enumerate(largest_budget_weights)),
+        (check_positive(w, f"largest_budget_weights[{i}]") for i, w in enumerate(largest_budget_weights)),
         reverse=True,
     )[: max_degree + 1]
     if len(weights) < 2:
@@ -151,11 +135,11 @@ def dp_appr_values_release_scores(
     K·C2/``laplace_scale`` to each, the recorded scale. The score is the Laplace log-likelihood ratio summed
     over the canary's M·K values, at most M·K·C2/``laplace_scale`` in size. Cost: m·M·K draws.
     """
-    m = _check_count(m, "m", 2)
-    rows = _check_count(rows, "rows", 1)
-    k = _check_count(k, "k", 1)
-    scale = _check_positive(laplace_scale, "laplace_scale")
-    clip = _check_positive(clip, "clip")
+    m = check_int(m, "m", minimum=2)
+    rows = check_int(rows, "rows", minimum=1)
+    k = check_int(k, "k", minimum=1)
+    scale = check_positive(laplace_scale, "laplace_scale")
+    clip = check_positive(clip, "clip")
     generator = torch.Generator().manual_seed(seed)
     included = torch.rand(m, generator=generator) < 0.5
     per_draw = max(1, _ENTRIES_PER_DRAW // (rows * k))

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from nodedp.accounting._checks import check_int
 from nodedp.mechanisms.edge_rr import randomize_adjacency
 from nodedp.mechanisms.nip import degree_preserving_randomization, randomize_labels
 
@@ -38,11 +39,8 @@ Randomizer = Callable[[torch.Tensor, int, torch.Generator], torch.Tensor]
 
 def randomized_response_records(ledger: Any) -> list[Any]:
     """The ledger's randomized-response records this module audits (``RANDOMIZED_RESPONSE_MECHANISMS``), in order."""
-    return [
-        record
-        for record in ledger.mechanisms
-        if record.kind == "randomized_response" and record.params.get("mechanism") in RANDOMIZED_RESPONSE_MECHANISMS
-    ]
+    known = RANDOMIZED_RESPONSE_MECHANISMS
+    return [r for r in ledger.mechanisms if r.kind == "randomized_response" and r.params.get("mechanism") in known]
 
 
 def randomized_response_release_scores(record: Any, *, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,12 +65,6 @@ def randomized_response_release_scores(record: Any, *, m: int, seed: int) -> tup
     )
 
 
-def _check_count(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _check_probability(value: Any, name: str, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low < value < high:
         raise ValueError(f"{name} must be a number in ({low:g}, {high:g}), got {value!r}")
@@ -90,7 +82,7 @@ def nip_edge_release_scores(*, s: float, max_degree: int, m: int, seed: int) -> 
     each pair. The resampling after it is post-processing, so the randomized graph itself is audited.
     """
     s = _check_probability(s, "s", 0.0, 1.0)
-    max_degree = _check_count(max_degree, "max_degree", 1)
+    max_degree = check_int(max_degree, "max_degree", minimum=1)
 
     def randomize(edges: torch.Tensor, num_nodes: int, generator: torch.Generator) -> torch.Tensor:
         return degree_preserving_randomization(edges, num_nodes=num_nodes, s=s, generator=generator)
@@ -127,7 +119,7 @@ def _edge_scores(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Canaries of ``partners`` edges each, randomized a block of canaries at a time; each canary's score is
     (present − absent among its released pairs)·ln((1 − flip)/flip), exact multiples so that ties are exact."""
-    m = _check_count(m, "m", 2)
+    m = check_int(m, "m", minimum=2)
     generator = torch.Generator().manual_seed(seed)
     included = torch.rand(m, generator=generator) < 0.5
     block = 1 + partners  # the canary, its partners
@@ -163,9 +155,9 @@ def nip_label_release_scores(
     keeps w.p. k again (to the ulp). The score is the released label's log-likelihood ratio: +ε for 0, −ε
     for 1, 0 for any other class.
     """
-    num_classes = _check_count(num_classes, "num_classes", 2)
+    num_classes = check_int(num_classes, "num_classes", minimum=2)
     keep = _check_probability(keep_probability, "keep_probability", 1.0 / num_classes, 1.0)
-    m = _check_count(m, "m", 2)
+    m = check_int(m, "m", minimum=2)
     epsilon = math.log(keep * (num_classes - 1) / (1 - keep))
     generator = torch.Generator().manual_seed(seed)
     included = torch.rand(m, generator=generator) < 0.5
