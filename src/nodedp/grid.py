@@ -329,10 +329,12 @@ def audits(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def audit_targets(study: str) -> list[str]:
-    """A study's audit table (Markdown, LaTeX) and figure with its caption."""
+    """A study's audit table (Markdown, LaTeX), its broken-claims table and its figure with its caption."""
     return [
         f"paper/{study}/tables/audit.md",
         f"paper/{study}/tables/audit.tex",
+        f"paper/{study}/tables/broken_claims.md",
+        f"paper/{study}/tables/broken_claims.tex",
         f"paper/{study}/figures/audit.png",
         f"paper/{study}/figures/audit.caption.txt",
     ]

@@ -50,6 +50,8 @@ rule audit_report:
             labels={"figure": "audit", "study": "{study}"},
         ),
         caption="paper/{study}/figures/audit.caption.txt",
+        claims_md="paper/{study}/tables/broken_claims.md",
+        claims_tex="paper/{study}/tables/broken_claims.tex",
         mia="results/summary/{study}/mia.parquet",
     log:
         "logs/audit/{study}.log",
@@ -61,5 +63,6 @@ rule audit_report:
         report_caption=audit_report_caption,
     shell:
         "python -m nodedp audit-report --markdown {output.md} --latex {output.tex} --png {output.png}"
-        " --caption {output.caption} --mia-summary {output.mia} --confidence {params.confidence} {input}"
+        " --caption {output.caption} --claims-markdown {output.claims_md} --claims-latex {output.claims_tex}"
+        " --mia-summary {output.mia} --confidence {params.confidence} {input}"
         " > {log} 2>&1"

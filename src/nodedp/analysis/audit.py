@@ -27,6 +27,8 @@ from nodedp.io import read_json, write_text
 
 __all__ = [
     "AUDIT_SCHEMA",
+    "LEGACY_RELEASES",
+    "RELEASE_SEPARATOR",
     "VIOLATION_MARK",
     "read_audits",
     "require_audit_columns",
@@ -125,6 +127,8 @@ def _check_types(record: dict[str, Any], path: Path) -> None:
 # The labels of the white-box release audits of audit files written before they were one table
 # (``nodedp.audit.releases``; each release audit now carries its own ``label`` under "releases").
 LEGACY_RELEASES = {"nap_release": "NAP release", "dpsgd_release": "DP-SGD release"}
+# Between a run's method and a release's label in a release audit's method: "gap@paper · NAP release".
+RELEASE_SEPARATOR = " · "
 # What a NAP-release audit takes from the audit it belongs to (the rest is its own).
 _CELL_FIELDS = ("dataset", "name", "base_method", "seed", "target_epsilon")
 
@@ -142,7 +146,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
             **release,
             **{k: record[k] for k in _CELL_FIELDS if k in record},
             "mia": None,
-            "method": f"{record.get('method')} · {release['label']}",
+            "method": f"{record.get('method')}{RELEASE_SEPARATOR}{release['label']}",
         }
         rows.append(_row(path, release))
     return rows

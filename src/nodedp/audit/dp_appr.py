@@ -1,28 +1,12 @@
 """White-box audit of DPAR's DP-APPR release: the noise a run's ledger records, over many independent runs.
 
 DP-APPR (``nodedp.mechanisms.dp_appr``) releases M rows, each the top K of a noised, clipped APPR vector: the
-exponential mechanism by Gumbel noise (ledger record kind "gumbel_topk", ``dp_appr_em_select``; em0 and em1's
-selections) or Gaussian rows (``dp_appr_gm``). The suite's accountant charges a node for moving every one of the
-M rows as far as clipping allows: under the coupled source rule a removal changes the graph every source's APPR
-runs on, and the sources of up to two rows (docs/design/methods.md). The canary here does exactly that:
-
-* EM: 2K columns; with the canary the first K score C2 and the last K score 0, without it the reverse, in every
-  row. Each score moves by the full C2, half of them up and half down (the 2ε-bounded range each peeling step is
-  charged for). The score is the log-likelihood ratio of the M selected sets.
-* GM: K columns (at least 2); with the canary a row is C1·e₀, without it C1·e₁ (non-negative rows of ℓ2 norm
-  C1 that differ by √2·C1, the sensitivity the record charges). With K ≥ 2 the top K keep every entry, so the
-  release is the M Gaussian rows the accountant charges; the score is their log-likelihood ratio.
-* The node sample: DP-APPR runs on a Poisson node sample of rate q' (the ledger's ``node_sample_rate``), so an
-  included canary moves the rows with probability q'; otherwise the release is the one without it.
-
-Each run draws its release through the suite's own ``dp_appr_em`` / ``dp_appr_gm`` on that synthetic score
-matrix, with the recorded noise (Gumbel scale C2/ε, or the Gaussian std), K, M and clip. The runs are
-independent (one canary each), so the Clopper–Pearson threshold bound
-(``nodedp.audit.statistics.clopper_pearson_epsilon``) is a valid lower bound, at any δ, on the ε of the recorded
-mechanism amplified by the node sample: the record's share of the ledger's ε, which bounds every pair of clipped
-inputs, this one included. It audits the accounting, not the APPR code; em1's Laplace values (their own record,
-``dp_appr_em_values``) are not released here, so for em1 it bounds the selections' share alone.
-Design: docs/design/audit-internals.md.
+exponential mechanism by Gumbel noise (record kind "gumbel_topk", ``dp_appr_em_select``; em0's and em1's
+selections) or Gaussian rows (``dp_appr_gm``). The canary moves every one of the M rows as far as clipping allows
+(what the suite's accountant charges a node), drawn through the suite's own ``dp_appr_em`` / ``dp_appr_gm`` with
+the recorded noise, K, M and clip, on a node sample of rate q'. The runs are independent (one canary each), so the
+Clopper–Pearson threshold bound is a valid lower bound on the record's ε at any δ. Canary design and why it
+reaches the accountant's sensitivity: docs/design/audit-internals.md, section ``nodedp.audit.releases``.
 """
 
 from __future__ import annotations

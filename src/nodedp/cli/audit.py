@@ -215,6 +215,8 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
 
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if (args.claims_markdown is None) != (args.claims_latex is None):
+        raise ValueError("--claims-markdown and --claims-latex go together: give both or neither")
     frame = read_audits([Path(p) for p in args.audits])
     summary = summarize_audits(frame, confidence=args.confidence)
     if args.mia_summary:
@@ -226,6 +228,18 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
     write_audit_tables(summary, markdown=Path(args.markdown), latex=Path(args.latex), regenerate_command=command)
     caption = plot_audit(summary, Path(args.png))
     write_text(Path(args.caption), caption + "\n")
+    if args.claims_markdown is not None:
+        from nodedp.analysis.claims import claims_frame, write_claims_tables
+
+        claims = claims_frame(summary)
+        outputs = [args.claims_markdown, args.claims_latex]
+        write_claims_tables(
+            claims,
+            markdown=Path(args.claims_markdown),
+            latex=Path(args.claims_latex),
+            regenerate_command=regenerate_command(args, outputs),
+        )
+        print(f"{claims['refuted'].sum()} of {claims.height} audited run(s) refuted in {args.claims_markdown}")
     violated = summary.filter(summary["violated"])
     print(
         f"{summary.height} audited cell(s) into {args.markdown}, {args.latex}, {args.png}; "
@@ -248,6 +262,13 @@ def add_audit_report(verb: AddVerb) -> None:
     p.add_argument("--latex", required=True, help="output LaTeX table (.tex)")
     p.add_argument("--png", required=True, help="output figure (.png)")
     p.add_argument("--caption", required=True, help="output caption text file (beside the figure)")
+    p.add_argument(
+        "--claims-markdown",
+        default=None,
+        help="also write the broken-claims table (one row per audited run: claimed ε, the ledger's actual ε, the "
+        "best lower bound over its audits, which audit gave it, the verdict) as Markdown (.md)",
+    )
+    p.add_argument("--claims-latex", default=None, help="the broken-claims table as LaTeX (.tex)")
     p.add_argument(
         "--confidence",
         type=float,
