@@ -8,7 +8,7 @@ import math
 import pytest
 
 from nodedp.accounting.events import epsilon_of, subsampled_gaussian_event
-from nodedp.audit.dpsgd import dpsgd_record, dpsgd_release_scores
+from nodedp.audit.dpsgd import dpsgd_records, dpsgd_release_scores
 from nodedp.audit.statistics import attack_auc, clopper_pearson_epsilon
 
 DELTA = 1e-4
@@ -78,7 +78,7 @@ def test_the_ledgers_dp_sgd_record_is_found_and_bad_settings_are_refused():
             Record("subsampled_gaussian", noise_std=2.0, clip_norm=1.0, sampling_rate=0.1, steps=5),
         )
 
-    assert dpsgd_record(Ledger()).params["noise_std"] == 2.0
+    assert [r.params["noise_std"] for r in dpsgd_records(Ledger())] == [2.0]
     with pytest.raises(ValueError, match="node_sample_rate"):
         dpsgd_release_scores(noise_multiplier=1.0, sampling_rate=0.1, steps=5, node_sample_rate=0.0, runs=10, seed=0)
     with pytest.raises(ValueError, match="runs"):
@@ -113,7 +113,7 @@ def _planned_ledger(name: str, epsilon: float):
 
 
 def _release_bound(ledger, *, occurrences: bool = True) -> float:
-    params = dpsgd_record(ledger).params
+    params = dpsgd_records(ledger)[0].params
     scores, included = dpsgd_release_scores(
         noise_multiplier=params["noise_std"] / params["clip_norm"],
         sampling_rate=params["sampling_rate"],
@@ -131,7 +131,7 @@ def _release_bound(ledger, *, occurrences: bool = True) -> float:
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_a_suite_accounted_occurrence_release_is_never_refuted(method, epsilon):
     ledger = _planned_ledger(method, epsilon)
-    assert dpsgd_record(ledger).kind == "poisson_occurrence_gaussian"
+    assert dpsgd_records(ledger)[0].kind == "poisson_occurrence_gaussian"
     assert _release_bound(ledger) <= ledger.composed()[0]
 
 
@@ -172,7 +172,7 @@ def test_dp_gnns_fixed_size_release_is_found_and_never_refuted_when_suite_accoun
     from nodedp.audit.dpsgd import fixed_size_release_scores
 
     ledger = _planned_ledger("dp-gcn", epsilon)
-    record = dpsgd_record(ledger)
+    record = dpsgd_records(ledger)[0]
     assert record.kind == "hypergeometric_gaussian"
     params = record.params
     scores, included = fixed_size_release_scores(

@@ -16,7 +16,6 @@ import torch
 __all__ = [
     "DPSGD_KINDS",
     "FIXED_SIZE_KINDS",
-    "dpsgd_record",
     "dpsgd_records",
     "dpsgd_release_scores",
     "fixed_size_release_scores",
@@ -39,11 +38,6 @@ def dpsgd_records(ledger: Any) -> list[Any]:
         if (record.kind in DPSGD_KINDS and set(record.params) >= _POISSON_KEYS)
         or (record.kind in FIXED_SIZE_KINDS and set(record.params) >= _FIXED_SIZE_KEYS)
     ]
-
-
-def dpsgd_record(ledger: Any) -> Any | None:
-    """The ledger's first DP-SGD record (``dpsgd_records``), or None."""
-    return next(iter(dpsgd_records(ledger)), None)
 
 
 def dpsgd_release_scores(
