@@ -155,9 +155,9 @@ def test_gap_with_the_papers_root_d_noise_is_caught_by_its_nap_release_where_the
     release = paper.releases.get("nap")
     assert paper.accounting == "paper" and release is not None and release.target == "nap-release"
     assert release.claimed_epsilon == 1.0 and release.ledger_epsilon > 10  # the ledger knows: actual ε > 10
-    assert release.violated and release.one_run.epsilon > 1.0
+    assert release.bound == "runs" and release.violated and release.lower_bound > 1.0
     suite = audit("suite").releases.get("nap")
-    assert suite is not None and not suite.violated and suite.one_run.epsilon <= suite.claimed_epsilon
+    assert suite is not None and not suite.violated and suite.lower_bound <= suite.claimed_epsilon
 
 
 def test_dpar_claiming_q_times_its_sample_epsilon_is_caught_by_its_dp_sgd_release(csbm_inputs):
@@ -188,3 +188,68 @@ def test_dpar_claiming_q_times_its_sample_epsilon_is_caught_by_its_dp_sgd_releas
     assert paper.as_dict()["releases"]["dpsgd"]["label"] == "DP-SGD release"
     suite = audit("suite").releases.get("dpsgd")
     assert suite is not None and not suite.violated and suite.lower_bound <= suite.claimed_epsilon
+
+
+def divide_nap_noise(monkeypatch, divisor: float) -> None:
+    """A deliberately broken GAP, made here only: its plan and ledger as before, the NAP it executes with its
+    noise multiplier divided (after the plan's own check that NAP and ledger agree)."""
+    import nodedp.methods.aggregation_perturbation as ap_module
+    from nodedp.mechanisms import NAP
+
+    correct = ap_module.execute_plan
+
+    def broken(*args, **kwargs):
+        plan = correct(*args, **kwargs)
+        nap = plan.nap
+        plan.nap = NAP(
+            level=nap.level,
+            row_clip=nap.row_clip,
+            noise_multiplier=nap.noise_multiplier / divisor,
+            max_degree=nap.max_degree,
+            undirected=nap.undirected,
+        )
+        return plan
+
+    monkeypatch.setattr(ap_module, "execute_plan", broken)
+
+
+def divide_dp_gnn_noise(monkeypatch, divisor: float) -> None:
+    """A deliberately broken DP-GCN, made here only: its plan and ledger as before, the DP-SGD configuration it
+    trains with carrying its noise std divided."""
+    import dataclasses
+
+    import nodedp.methods.dp_gnn as dp_gnn_module
+
+    correct = dp_gnn_module.privacy_from_record
+
+    def broken(*args, **kwargs):
+        privacy = correct(*args, **kwargs)
+        return dataclasses.replace(privacy, noise_std=privacy.noise_std / divisor)
+
+    monkeypatch.setattr(dp_gnn_module, "privacy_from_record", broken)
+
+
+@pytest.mark.parametrize(
+    ("method", "release", "breaks"),
+    [("gap", "nap", divide_nap_noise), ("dp-gcn", "dpsgd", divide_dp_gnn_noise)],
+)
+def test_a_graph_method_with_its_noise_divided_by_ten_is_caught_at_epsilon_1_and_the_correct_one_is_not(
+    csbm_inputs, monkeypatch, method, release, breaks
+):
+    # The default hyperparameters and canaries of the audit studies; ε = 1 at δ = 1e-4. The release audit draws
+    # with what the run executed (its noise trace), so the broken run is audited as it ran, its ledger unchanged.
+    hp = get_method(method).parse_hparams({})
+    run_spec = RunSpec(dataset="csbm-homophilous", method=method, seed=0, target_epsilon=1.0, target_delta=1e-4)
+
+    def audit():
+        return audit_run(csbm_inputs, run_spec, hp, method=method, bounds=CSBM_BOUNDS, seed=0)
+
+    correct = audit()
+    ok = correct.releases[release]
+    assert not correct.violated and not ok.violated and ok.lower_bound <= ok.claimed_epsilon
+    breaks(monkeypatch, 10.0)
+    broken = audit()
+    caught = broken.releases[release]
+    assert broken.claimed_epsilon == correct.claimed_epsilon and caught.claimed_epsilon == ok.claimed_epsilon
+    assert caught.executed["noise_std"] == pytest.approx(ok.executed["noise_std"] / 10)
+    assert caught.bound == "runs" and caught.violated and caught.lower_bound > 1.0  # ε̂ > the claimed ε = 1, at 95%

@@ -12,11 +12,13 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 
 from nodedp.audit.canaries import CanaryPlan, default_canary_count, plant_canaries
+from nodedp.audit.executed import executed_params
 from nodedp.audit.releases import RELEASES, ReleaseDraw
 from nodedp.audit.statistics import (
     OneRunBound,
@@ -26,6 +28,7 @@ from nodedp.audit.statistics import (
     epsilon_one_run,
     tpr_at_fpr,
 )
+from nodedp.mechanisms.trace import trace_noise
 
 __all__ = ["AuditResult", "audit_run", "canary_degree_bound", "canary_scores", "method_trainer"]
 
@@ -64,6 +67,10 @@ class AuditResult:
     # "one-run": canaries share one run, the one-run bound is ε̂; "runs": one canary per independent run (a
     # DP-SGD release), the Clopper–Pearson threshold bound is valid and is ε̂.
     bound: str = "one-run"
+    # A release audit's draw: the parameters the run executed where its noise trace covers the record
+    # (``nodedp.audit.executed``: noise std, and what the sensitivity is made of), empty where it was drawn with
+    # the record's own.
+    executed: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def lower_bound(self) -> float:
@@ -103,6 +110,7 @@ class AuditResult:
             "releases": {name: release.as_dict() for name, release in self.releases.items()},
             "label": self.label,
             "bound": self.bound,
+            "executed": dict(self.executed),
             "epsilon_lower": self.lower_bound,
         }
 
@@ -183,10 +191,10 @@ def audit_run(
     the public ``bounds`` (``nodedp.contract.structure.structure_bounds``), score every canary and bound ε.
     ``own_column`` > 0 (default 3): each canary in a feature column of its own, scored against the zero input
     (``plant_canaries``; the design that caught DP-SGD with its noise divided by 10); 0: planted rows.
-    ``releases``: also audit white-box the run's NAP release where its ledger records a node-level NAP
-    (``nodedp.audit.nap``, synthetic canaries of its own, ``best_canary_count`` at the claim's δ), its DP-SGD
-    release (``nodedp.audit.dpsgd``, ``RELEASE_RUNS`` simulated runs) and every other release its ledger records
-    (``nodedp.audit.releases``) into ``AuditResult.releases``."""
+    ``releases``: also audit white-box every release its ledger records (``nodedp.audit.releases``: NAP over
+    ``RELEASE_RUNS`` synthetic canaries, DP-SGD over ``RELEASE_RUNS`` simulated runs, ...) into
+    ``AuditResult.releases``, NAP and DP-SGD drawn as the run drew them (its noise trace,
+    ``nodedp.audit.executed``)."""
     from nodedp.contract.registry import get_method
 
     info = get_method(method)
@@ -205,12 +213,13 @@ def audit_run(
     )
     private_graph, private_split, _ = plan.private_graph()
     train = method_trainer(info, spec, hparams, bounds=bounds, num_classes=inputs.num_classes, dataset=dataset)
-    result = train(private_graph, private_split)
+    with trace_noise() as trace:  # what the run's NAP and DP-SGD drew, as drawn (nodedp.mechanisms.trace)
+        result = train(private_graph, private_split)
     if result.predict is None:
         raise ValueError(f"method {method!r} does not offer inference on another graph (RunResult.predict)")
     scores = _planted_scores(plan, result.predict, own_column)
     audit = _Audit(result.ledger, method, float(result.test["accuracy"]), confidence, seed)
-    audited = _release_audits(audit, bound) if releases else {}
+    audited = _release_audits(audit, bound, executed_params(result.ledger, trace)) if releases else {}
     return audit.bounded(
         scores.numpy(),
         plan.included.numpy(),
@@ -233,8 +242,12 @@ def _planted_scores(plan: CanaryPlan, predict: Callable[..., Any], own_column: f
     return scores
 
 
-def _release_audits(audit: _Audit, degree_bound: int) -> dict[str, AuditResult]:
-    """The white-box audits of every release the run's ledger records (``nodedp.audit.releases``), by name."""
+def _release_audits(
+    audit: _Audit, degree_bound: int, executed: Mapping[str, Mapping[str, Any]]
+) -> dict[str, AuditResult]:
+    """The white-box audits of every release the run's ledger records (``nodedp.audit.releases``), by name; a
+    record the run's noise trace covers is drawn with the parameters the run executed (``executed``, from
+    ``nodedp.audit.executed``), the others with the record's."""
     draw = ReleaseDraw(audit.ledger, _claimed(audit.ledger)[1], audit.confidence, audit.seed)
     audited = {}
     for release in RELEASES:
@@ -243,6 +256,9 @@ def _release_audits(audit: _Audit, degree_bound: int) -> dict[str, AuditResult]:
             # Several records of one kind (a DP-SGD stage each): named by the last part of the record's name.
             part = record.name.rsplit(":", 1)[-1] if len(records) > 1 else ""
             start = time.perf_counter()
+            drawn = executed.get(record.name)
+            if drawn is not None:  # the release as the run drew it: the record's parameters, executed ones over them
+                record = SimpleNamespace(name=record.name, kind=record.kind, params={**record.params, **drawn})
             scores, bits = release.scores(draw, record)
             audited[f"{release.name}:{part}" if part else release.name] = audit.bounded(
                 scores.numpy(),
@@ -252,6 +268,7 @@ def _release_audits(audit: _Audit, degree_bound: int) -> dict[str, AuditResult]:
                 start=start,
                 bound_kind=release.bound,
                 label=f"{release.label} ({part})" if part else release.label,
+                executed=dict(drawn or {}),
             )
     return audited
 
@@ -287,6 +304,7 @@ class _Audit:
         bound_kind: str = "one-run",
         releases: Mapping[str, AuditResult] | None = None,
         label: str | None = None,
+        executed: Mapping[str, Any] | None = None,
     ) -> AuditResult:
         """The bounds of one audit from its scores and inclusion bits, against the ε the run's ledger states
         (a reference run's paper claim, at the paper's δ)."""
@@ -316,4 +334,5 @@ class _Audit:
             releases=dict(releases or {}),
             label=label,
             bound=bound_kind,
+            executed=dict(executed or {}),
         )

@@ -17,6 +17,7 @@ from nodedp.accounting import LEVELS
 from nodedp.mechanisms.clipping import clip_rows
 from nodedp.mechanisms.edge_sum import neighbour_sum
 from nodedp.mechanisms.noise import gaussian_noise_like
+from nodedp.mechanisms.trace import new_source, note_draw
 
 __all__ = ["NAP", "nap_aggregate", "nap_sensitivity"]
 
@@ -78,6 +79,7 @@ class NAP:
     undirected: bool = True
     sensitivity: float | None = field(init=False)
     calls: int = field(default=0, init=False)
+    trace_source: int = field(default_factory=new_source, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # The ledger's levels: "none" is the non-private twin.
@@ -111,4 +113,6 @@ class NAP:
         self.calls += 1
         if self.sensitivity is None:
             return aggregated
-        return aggregated + gaussian_noise_like(aggregated, std=self.noise_std, generator=generator)
+        std = self.noise_std
+        note_draw("nap", self.trace_source, std=std, level=self.level, row_clip=self.row_clip, max_degree=self.max_degree)
+        return aggregated + gaussian_noise_like(aggregated, std=std, generator=generator)

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from nodedp.mechanisms.clipping import clip_factors
 from nodedp.mechanisms.noise import gaussian_noise_
+from nodedp.mechanisms.trace import new_source, note_draw
 from nodedp.train.per_sample import PerSampleGradients, split_flat, trainable_layer_names
 from nodedp.train.stages import stage
 
@@ -264,6 +265,7 @@ class _PrivateStep:
         clipped_sum: ClippedSum | None,
     ) -> None:
         self.privacy, self.generator, self.params = privacy, generator, params
+        self.trace_source = new_source()  # this stage's draws, in a noise trace (nodedp.mechanisms.trace)
         self.loss, self.loss_fn, self.clipped_sum = loss, LOSSES[loss], clipped_sum
         self.per_sample = PerSampleGradients(model) if clipped_sum is None else None
         self.layer_clips = privacy.layer_clip_norms
@@ -293,7 +295,9 @@ class _PrivateStep:
         # layer-wise thresholds C is √(Σ C_l²): noise per tensor at its own C_l,
         # as in the public DP-GNN reference code, under-noises by √(#tensors).
         # No zero_grad: every p.grad is set below, to its view of the buffer.
-        gaussian_noise_(self.noisy, std=self.privacy.noise_std, generator=self.generator)
+        std = self.privacy.noise_std
+        note_draw("dp-sgd", self.trace_source, std=std, clip_norm=self.privacy.clip_norm)
+        gaussian_noise_(self.noisy, std=std, generator=self.generator)
         losses: Tensor | None = None
         if indices.numel() > 0 and self.clipped_sum is not None:
             assert self.grads is not None
