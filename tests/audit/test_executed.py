@@ -49,17 +49,13 @@ def _traced_run(tiny_inputs, method: str, accounting: str):
         target_delta=1e-4,
         accountant=info.auto_accountant if accounting == "paper" else "rdp",
     )
-    train = method_trainer(
-        info, spec, hp, bounds=bounds, num_classes=tiny_inputs.num_classes, dataset="csbm-tiny"
-    )
+    train = method_trainer(info, spec, hp, bounds=bounds, num_classes=tiny_inputs.num_classes, dataset="csbm-tiny")
     with trace_noise() as trace:
         result = train(tiny_inputs.graph, tiny_inputs.split)
     return result.ledger, trace
 
 
-_CASES = [(m, "suite") for m in _PRIVATE] + [
-    (m, "paper") for m in _PRIVATE if get_method(m).has_reference_mode
-]
+_CASES = [(m, "suite") for m in _PRIVATE] + [(m, "paper") for m in _PRIVATE if get_method(m).has_reference_mode]
 
 
 @pytest.mark.parametrize(("method", "accounting"), _CASES)

@@ -473,14 +473,16 @@ def _notes(summary: pl.DataFrame) -> tuple[str, list[str]]:
     notes.append(
         "Threshold bound: the best score threshold with Clopper–Pearson intervals; it assumes independent "
         "canaries, which canaries sharing a trained model are not, so it is descriptive, except on "
-        'rows marked "independent runs" (a DP-SGD release: one canary per simulated run), where it is '
+        'rows marked "independent runs" (a release audit: one canary per simulated run or per synthetic '
+        "canary sharing no noise), where it is "
         "valid and is ε̂. AUC and TPR@1%FPR: of the canary scores, pooled."
     )
     if summary["method"].str.contains(" · ").any():
         notes.append(
-            "· NAP release / · DP-SGD release: white-box audits of the run's own NAP or DP-SGD noise as "
-            "its ledger records it, with canaries that reach the mechanism's sensitivity "
-            "(nodedp.audit.nap, nodedp.audit.dpsgd); the canaries column counts their canaries or runs."
+            "· <release>: white-box audits of each release the run's ledger records (nodedp.audit.releases), "
+            "with canaries that reach the mechanism's sensitivity, NAP and DP-SGD drawn with the noise the run "
+            "drew (its noise trace), the others with the ledger record's; the canaries column counts their "
+            "canaries or runs."
         )
     if summary["mia_accuracy_mean"].is_not_null().any():
         notes.append(

@@ -43,8 +43,8 @@ def add_audit(verb: AddVerb) -> None:
         cmd_audit,
         "empirical privacy audit of one cell: plant canary nodes (each in with probability 1/2), train once, "
         "and bound ε from below (one-run audit, at the claimed δ) beside the ledger's claimed ε; white-box "
-        "audits of the run's NAP and DP-SGD releases where its ledger records them; optionally a TSTF "
-        "membership-inference attack. Writes one JSON file",
+        "audits of every release its ledger records (NAP and DP-SGD drawn with the noise the run drew); "
+        "optionally a TSTF membership-inference attack. Writes one JSON file",
     )
     p.add_argument("--graph", required=True, help="canonical graph directory")
     p.add_argument("--split", required=True, help="stored split (.pt); canaries join its training nodes")

@@ -114,5 +114,7 @@ class NAP:
         if self.sensitivity is None:
             return aggregated
         std = self.noise_std
-        note_draw("nap", self.trace_source, std=std, level=self.level, row_clip=self.row_clip, max_degree=self.max_degree)
+        note_draw(
+            "nap", self.trace_source, std=std, level=self.level, row_clip=self.row_clip, max_degree=self.max_degree
+        )
         return aggregated + gaussian_noise_like(aggregated, std=std, generator=generator)
