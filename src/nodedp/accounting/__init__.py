@@ -48,6 +48,14 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "subsampled_gaussian_event",
     ),
     "gap": ("calibrate_gap", "gap_event", "nap_event", "progap_edge_epsilon", "progap_eq11_epsilon"),
+    "heter_poisson": (
+        "calibrate_heter_poisson",
+        "check_heter_poisson_params",
+        "heter_poisson_epsilon_of_params",
+        "heter_poisson_mixture",
+        "heter_poisson_pld_of_params",
+        "heter_poisson_step_pld",
+    ),
     "hypergeometric": (
         "dpar_occurrences",
         "hypergeometric_gaussian_epsilon",
@@ -62,6 +70,7 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
         "GUARANTEE_CLASSES",
         "LEVELS",
         "MECHANISM_KINDS",
+        "PLD_CURVES",
         "RDP_CURVES",
         "TOUCHABLE",
         "Claim",
@@ -83,6 +92,14 @@ _SUBMODULES: dict[str, tuple[str, ...]] = {
     "gumbel": ("gumbel_topk_rdp",),
     "orders": ("RDP_ORDERS",),
     "rebuild": ("MECHANISMS", "RecordMismatch", "check_record"),
+    "structured": (
+        "calibrate_structured",
+        "check_structured_params",
+        "structured_count_law",
+        "structured_epsilon_of_params",
+        "structured_pld_of_params",
+        "structured_step_pld",
+    ),
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _SUBMODULES, globals())

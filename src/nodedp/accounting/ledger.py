@@ -29,6 +29,7 @@ from nodedp.accounting._memo import Memo
 from nodedp.accounting.constants import ACCOUNTANTS
 from nodedp.accounting.events import compose, epsilon_of, event_from_dict, event_to_dict
 from nodedp.accounting.gumbel import gumbel_topk_rdp_of_params
+from nodedp.accounting.heter_poisson import check_heter_poisson_params, heter_poisson_pld_of_params
 from nodedp.accounting.hypergeometric import (
     hypergeometric_gaussian_rdp_of_params,
     poisson_occurrence_gaussian_rdp_of_params,
@@ -37,6 +38,7 @@ from nodedp.accounting.mixture_pld import MIXTURE_PLD_KINDS, mixture_pld_of_para
 from nodedp.accounting.orders import RDP_ORDERS
 from nodedp.accounting.pld import epsilon_pld, pld_of_event
 from nodedp.accounting.rebuild import check_record
+from nodedp.accounting.structured import check_structured_params, structured_pld_of_params
 
 # (ε, δ) of each composition on the node sample (Ledger._composed_on_sample), by its records, accountant and δ.
 _COMPOSED: Memo[tuple[float, float]] = Memo()
@@ -50,6 +52,8 @@ MECHANISM_KINDS: tuple[str, ...] = (
     "gumbel_topk",
     "hypergeometric_gaussian",
     "poisson_occurrence_gaussian",
+    "structured_gaussian",
+    "heter_poisson_gaussian",
 )
 TOUCHABLE: tuple[str, ...] = ("features", "labels", "edges")
 # Kinds whose cost is an RDP curve computed from the record's params (not a DpEvent).
@@ -59,6 +63,17 @@ RDP_CURVES: Mapping[str, Callable[[Mapping[str, Any], Sequence[float]], np.ndarr
         "poisson_occurrence_gaussian": poisson_occurrence_gaussian_rdp_of_params,
         "gumbel_topk": gumbel_topk_rdp_of_params,
     }
+)
+# Kinds whose cost is a privacy loss distribution built from the record's params, with no RDP curve (accountant
+# "pld" only): SparseGNN's double mixture (``nodedp.accounting.structured``), HeterPoisson's per-node mixture
+# (``nodedp.accounting.heter_poisson``). Each maps to (its PLD, a check of its params that builds nothing).
+PLD_CURVES: Mapping[str, tuple[Callable[[Mapping[str, Any]], Any], Callable[[Mapping[str, Any]], None]]] = (
+    MappingProxyType(
+        {
+            "structured_gaussian": (structured_pld_of_params, check_structured_params),
+            "heter_poisson_gaussian": (heter_poisson_pld_of_params, check_heter_poisson_params),
+        }
+    )
 )
 LEVELS: tuple[str, ...] = ("node", "edge", "none")
 # How a method bounds degrees by sampling edges: in-degree (DP-GNN), out-degree (GAP, ProGAP, DPDGC),
@@ -144,10 +159,17 @@ class MechanismRecord:
                     "give neither dp_event nor pure_epsilon"
                 )
             RDP_CURVES[self.kind](self.params, (2.0,))  # evaluating the curve validates its params
+        elif self.kind in PLD_CURVES:
+            if self.dp_event is not None or self.pure_epsilon is not None:
+                raise ValueError(
+                    f"{self.name}: kind {self.kind!r} is accounted by its own PLD of params; "
+                    "give neither dp_event nor pure_epsilon"
+                )
+            PLD_CURVES[self.kind][1](self.params)
         elif (self.dp_event is None) == (self.pure_epsilon is None):
             raise ValueError(
                 f"{self.name}: give exactly one of dp_event and pure_epsilon (the mechanism's cost); "
-                f"only kinds {list(RDP_CURVES)} take neither"
+                f"only kinds {list(RDP_CURVES) + list(PLD_CURVES)} take neither"
             )
         if self.dp_event is not None and not isinstance(self.dp_event, DpEvent):
             raise TypeError(f"{self.name}: dp_event must be a DpEvent, got {type(self.dp_event).__name__}")
@@ -478,11 +500,17 @@ class Ledger:
     def _compose_on_sample(self, target_delta: float) -> tuple[float, float]:
         events = [r.dp_event for r in self.mechanisms if r.dp_event is not None]
         curves = [r for r in self.mechanisms if r.kind in RDP_CURVES]
+        own_plds = [r for r in self.mechanisms if r.kind in PLD_CURVES]
         pure = math.fsum(r.pure_epsilon for r in self.mechanisms if r.pure_epsilon is not None)
-        if not events and not curves:
+        if not events and not curves and not own_plds:
             return pure, 0.0
         if target_delta <= 0:
             raise ValueError("this ledger holds DpEvents or RDP curves, which need a target_delta in (0, 1); it is 0")
+        if own_plds and self.accountant != "pld":
+            raise ValueError(
+                f"mechanism kinds {sorted({r.kind for r in own_plds})} are accounted by their own PLD only "
+                f"(no RDP curve); use accountant 'pld', not {self.accountant!r}"
+            )
         if self.accountant == "pld":
             kinds = sorted({r.kind for r in curves} - set(MIXTURE_PLD_KINDS))
             if kinds:
@@ -491,6 +519,7 @@ class Ledger:
                     "use accountant 'rdp'"
                 )
             plds = [pld_of_event(e) for e in events] + [mixture_pld_of_params(r.kind, r.params) for r in curves]
+            plds += [PLD_CURVES[r.kind][0](r.params) for r in own_plds]
             return epsilon_pld(plds, delta=target_delta) + pure, target_delta
         if not curves:
             event = events[0] if len(events) == 1 else compose(events)

@@ -171,6 +171,32 @@ def _occurrence_mixture(params: Mapping[str, Any], name: str) -> Rebuilt:
     return Rebuilt(2.0 * clip * _count(params, "max_occurrences", name))
 
 
+def _noise_in_units_of_clip(params: Mapping[str, Any], name: str) -> float:
+    """C, once the stored noise multiplier is checked to be noise_std / C (the PLD kinds' unit)."""
+    clip = _positive(params, "clip_norm", name)
+    z = _positive(params, "noise_std", name) / clip
+    _agree(_field(params, "noise_multiplier", name), z, field="params['noise_multiplier'] (noise_std / C)", name=name)
+    return clip
+
+
+def _structured(params: Mapping[str, Any], name: str) -> Rebuilt:
+    """SparseGNN: under substitution each affected root's clipped gradient moves by ≤ 2C, and at most
+    1 + χ·Σ_ℓ K_out^ℓ roots are affected (the count law's support; its PLD validates the rest)."""
+    clip = _noise_in_units_of_clip(params, name)
+    if _field(params, "relation", name) != "substitution":
+        raise RecordMismatch(f"{name}: params['relation'] must be 'substitution' (the pair's neighbouring relation)")
+    k_out, radius = _count(params, "out_degree_bound", name), _count(params, "radius", name, minimum=0)
+    chi = _count(params, "union_factor", name)
+    return Rebuilt(2.0 * clip * (1 + chi * sum(k_out**hop for hop in range(1, radius + 1))))
+
+
+def _heter_poisson(params: Mapping[str, Any], name: str) -> Rebuilt:
+    """HeterPoisson: per-subgraph gradients clipped to C/2; a removed node moves each of the ≤ D subgraphs that
+    list it by ≤ C (or, as a root, its own by C/2): at most D·C."""
+    clip = _noise_in_units_of_clip(params, name)
+    return Rebuilt(clip * _count(params, "degree_bound", name))
+
+
 def _edge_rr(params: Mapping[str, Any], name: str) -> Rebuilt:
     """Every adjacency entry flipped w.p. p: ε = ln((1 − p)/p) per edge."""
     p = _probability(params, "flip_probability", name)
@@ -231,6 +257,8 @@ MECHANISMS: Mapping[str, tuple[str, Callable[[Mapping[str, Any], str], Rebuilt]]
     "dp_appr_em_select": ("gumbel_topk", _dp_appr_em_select),
     "hypergeometric_gaussian": ("hypergeometric_gaussian", _occurrence_mixture),
     "poisson_occurrence_gaussian": ("poisson_occurrence_gaussian", _occurrence_mixture),
+    "structured_gaussian": ("structured_gaussian", _structured),
+    "heter_poisson_gaussian": ("heter_poisson_gaussian", _heter_poisson),
     "edge_rr": ("randomized_response", _edge_rr),
     "nip_edge_rr": ("randomized_response", _nip_edge_rr),
     "nip_label_rr": ("randomized_response", _nip_label_rr),
@@ -242,6 +270,8 @@ _DEFAULT_MECHANISM = {
     "gumbel_topk": "dp_appr_em_select",
     "hypergeometric_gaussian": "hypergeometric_gaussian",
     "poisson_occurrence_gaussian": "poisson_occurrence_gaussian",
+    "structured_gaussian": "structured_gaussian",
+    "heter_poisson_gaussian": "heter_poisson_gaussian",
 }
 
 
