@@ -185,3 +185,72 @@ def test_dp_gnns_fixed_size_release_is_found_and_never_refuted_when_suite_accoun
         seed=1,
     )
     assert bound(scores, included) <= ledger.composed()[0]
+
+
+def _mixture_record(kind: str, **params):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=f"dp-sgd:{kind}", kind=kind, params=params)
+
+
+# The implementation spec's settings (§1.8, §2.5): ledger ε 2.618 (SparseGNN, δ = 1e-5) and 5.766 (HeterPoisson).
+_MIXTURES = [
+    (
+        _mixture_record(
+            "structured_gaussian",
+            sampling_rate=0.01,
+            edge_keep=0.1,
+            radius=1,
+            out_degree_bound=5,
+            union_factor=2,
+            noise_multiplier=2.0,
+            steps=1000,
+        ),
+        2.0,
+        2.618,
+    ),
+    (_mixture_record("heter_poisson_gaussian", sampling_rate=0.2, neighbours=1, degree_bound=20000), 1.65, 5.766),
+]
+
+
+@pytest.mark.parametrize(("record", "z", "ledger_epsilon"), _MIXTURES)
+def test_a_mixture_release_stays_below_its_ledger_epsilon_and_a_tenth_of_its_noise_is_caught(record, z, ledger_epsilon):
+    from nodedp.audit.dpsgd import mixture_law, mixture_release_scores
+
+    shifts, weights, symmetric = mixture_law(record)
+    assert weights.sum() == pytest.approx(1.0)
+    steps = int(record.params.get("steps", 45))
+
+    def audited(noise_multiplier: float) -> float:
+        scores, included = mixture_release_scores(
+            shifts=shifts,
+            weights=weights,
+            symmetric=symmetric,
+            noise_multiplier=noise_multiplier,
+            steps=steps,
+            runs=RUNS,
+            seed=0,
+        )
+        return bound(scores, included, delta=1e-5)
+
+    assert 0 <= audited(z) <= ledger_epsilon
+    assert audited(z / 10) > ledger_epsilon
+
+
+def test_mixture_kinds_are_dp_sgd_records_and_every_mixture_is_audited():
+    from nodedp.accounting import Ledger, MechanismRecord
+    from nodedp.audit.releases import covering
+
+    params = {**_MIXTURES[0][0].params, "noise_std": 2.0, "clip_norm": 1.0, "relation": "substitution"}
+    record = MechanismRecord(
+        name="dp-sgd:sparsegnn",
+        kind="structured_gaussian",
+        touches=("features", "labels", "edges"),
+        params=params,
+        sensitivity=22.0,
+        sensitivity_reason="r",
+        dp_event=None,
+    )
+    ledger = Ledger(level="node", target_epsilon=3.0, target_delta=1e-5, mechanisms=(record,), accountant="pld")
+    assert dpsgd_records(ledger) == [record]
+    assert covering(ledger, record) is not None and covering(ledger, record).name == "dpsgd"

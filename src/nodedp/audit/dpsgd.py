@@ -16,15 +16,21 @@ import torch
 __all__ = [
     "DPSGD_KINDS",
     "FIXED_SIZE_KINDS",
+    "MIXTURE_KINDS",
     "dpsgd_records",
     "dpsgd_release_scores",
     "fixed_size_release_scores",
+    "mixture_law",
+    "mixture_release_scores",
 ]
 
 # Ledger record kinds of Poisson-sampled DP-SGD with one example per node (own example at least).
 DPSGD_KINDS = ("subsampled_gaussian", "poisson_occurrence_gaussian")
 # DP-SGD on fixed-size batches drawn without replacement, a node in at most d examples (DP-GNN's Theorem 1).
 FIXED_SIZE_KINDS = ("hypergeometric_gaussian",)
+# DP-SGD whose per-step pair is a Gaussian mixture of the record's params (accounted by a PLD of its own):
+# SparseGNN's structured subsampling, HeterPoisson's per-node mixture.
+MIXTURE_KINDS = ("structured_gaussian", "heter_poisson_gaussian")
 _POISSON_KEYS = {"noise_std", "clip_norm", "sampling_rate", "steps"}
 _FIXED_SIZE_KEYS = {"noise_std", "clip_norm", "num_examples", "batch_size", "max_occurrences", "steps"}
 
@@ -37,6 +43,7 @@ def dpsgd_records(ledger: Any) -> list[Any]:
         for record in ledger.mechanisms
         if (record.kind in DPSGD_KINDS and set(record.params) >= _POISSON_KEYS)
         or (record.kind in FIXED_SIZE_KINDS and set(record.params) >= _FIXED_SIZE_KEYS)
+        or record.kind in MIXTURE_KINDS
     ]
 
 
@@ -129,3 +136,66 @@ def fixed_size_release_scores(
         drawn += rng.hypergeometric(max_occurrences, num_examples - max_occurrences, batch_size, size=size).sum(1)
     counts = torch.from_numpy(drawn).to(torch.float64)
     return torch.where(included, counts, -counts) / noise_multiplier + noise, included
+
+
+# Mixture components lighter than this are moved to shift 0: the simulated pair is then dominated by the record's,
+# so a bound on it stays a lower bound on the record's ε.
+_LIGHT = 1e-12
+
+
+def mixture_law(record: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(shifts in units of C, their per-step probabilities, symmetric) of a ``MIXTURE_KINDS`` record's pair:
+    SparseGNN's count law J with the canary at +J and its substitute at −J (symmetric), HeterPoisson's shifts
+    against N(0) (add/remove)."""
+    from nodedp.accounting.heter_poisson import heter_poisson_mixture
+    from nodedp.accounting.structured import structured_count_law
+
+    params = record.params
+    if record.kind == "structured_gaussian":
+        law = structured_count_law(
+            sampling_rate=params["sampling_rate"],
+            edge_keep=params["edge_keep"],
+            radius=params["radius"],
+            out_degree_bound=params["out_degree_bound"],
+            union_factor=params["union_factor"],
+        )
+        return np.arange(law.size, dtype=np.float64), np.asarray(law, dtype=np.float64), True
+    if record.kind == "heter_poisson_gaussian":
+        shifts, weights = heter_poisson_mixture(
+            sampling_rate=params["sampling_rate"], neighbours=params["neighbours"], degree=params["degree_bound"]
+        )
+        return np.asarray(shifts, dtype=np.float64), np.asarray(weights, dtype=np.float64), False
+    raise ValueError(f"no mixture law for kind {record.kind!r}; kinds: {list(MIXTURE_KINDS)}")
+
+
+def mixture_release_scores(
+    *,
+    shifts: np.ndarray,
+    weights: np.ndarray,
+    symmetric: bool,
+    noise_multiplier: float,
+    steps: int,
+    runs: int,
+    seed: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``runs`` independent runs of ``steps`` DP-SGD steps against a canary whose per-step shift (units of C) is
+    drawn from ``weights`` over ``shifts``: with it the canary's coordinate sums the shifts, without it 0 (or,
+    ``symmetric``, minus the shifts: a substitution), plus N(0, σ²) per step; returns (scores [runs], in [runs])."""
+    for name, value in (("runs", runs), ("steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
+        raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
+    shifts, weights = np.asarray(shifts, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    kept = weights >= _LIGHT
+    kept[np.argmin(shifts)] = True
+    lowest = int(np.flatnonzero(kept & (shifts == shifts.min()))[0])
+    probs = np.where(kept, weights, 0.0)
+    probs[lowest] += weights[~kept].sum()
+    shifts, probs = shifts[kept], probs[kept] / probs[kept].sum()
+    rng = np.random.default_rng(seed)
+    included = rng.random(runs) < 0.5
+    drawn = rng.multinomial(steps, probs, size=runs) @ shifts  # Σ_t shift_t per run
+    moved = np.where(included, drawn, -drawn if symmetric else 0.0)
+    scores = moved / noise_multiplier + rng.standard_normal(runs) * math.sqrt(steps)
+    return torch.from_numpy(scores), torch.from_numpy(included)

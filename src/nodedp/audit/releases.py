@@ -17,7 +17,15 @@ from typing import Any
 import torch
 
 from nodedp.audit.dp_appr import dp_appr_record, dp_appr_release_scores
-from nodedp.audit.dpsgd import FIXED_SIZE_KINDS, dpsgd_records, dpsgd_release_scores, fixed_size_release_scores
+from nodedp.audit.dpsgd import (
+    FIXED_SIZE_KINDS,
+    MIXTURE_KINDS,
+    dpsgd_records,
+    dpsgd_release_scores,
+    fixed_size_release_scores,
+    mixture_law,
+    mixture_release_scores,
+)
 from nodedp.audit.laplace import laplace_records, laplace_release_scores
 from nodedp.audit.nap import nap_edge_record, nap_edge_release_scores, nap_record, nap_release_scores
 from nodedp.audit.randomized_response import randomized_response_records, randomized_response_release_scores
@@ -88,6 +96,17 @@ def _nap_edge(draw: ReleaseDraw, record: Any) -> Scores:
 def _dpsgd(draw: ReleaseDraw, record: Any) -> Scores:
     params = record.params
     z = float(params["noise_std"]) / float(params["clip_norm"])
+    if record.kind in MIXTURE_KINDS:
+        shifts, weights, symmetric = mixture_law(record)
+        return mixture_release_scores(
+            shifts=shifts,
+            weights=weights,
+            symmetric=symmetric,
+            noise_multiplier=z,
+            steps=int(params["steps"]),
+            runs=RELEASE_RUNS,
+            seed=draw.seed,
+        )
     if record.kind in FIXED_SIZE_KINDS:
         return fixed_size_release_scores(
             noise_multiplier=z,
