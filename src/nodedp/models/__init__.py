@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodedp.models.dpdgc import AdjacencyEncoder, LinkxClassifier
 from nodedp.models.gap import GAPClassifier, GAPEncoder, ProGAP, ProGAPStage, StageMLP
+from nodedp.models.heter_poisson import GNet
 from nodedp.models.mlp import MLP
 from nodedp.models.nip import aca_propagate, normalized_adjacency
 from nodedp.models.pprgo import PPRGo, power_iteration
@@ -15,6 +16,7 @@ __all__ = [
     "AdjacencyEncoder",
     "GAPClassifier",
     "GAPEncoder",
+    "GNet",
     "GraphReadout",
     "LinkxClassifier",
     "PPRGo",
