@@ -14,19 +14,9 @@ from nodedp.audit.run import method_trainer
 from nodedp.contract.base import RunSpec
 from nodedp.contract.registry import get_method, method_names
 from nodedp.mechanisms.trace import NoiseTrace, new_source, trace_noise
+from tests.methods._structure import QUICK_HPARAMS
 
 _PRIVATE = sorted(m for m in method_names() if get_method(m).private)
-# Small settings every method takes (where it has the field): one epoch, one hop, degree bounds of 3.
-_QUICK = {
-    "epochs": 1,
-    "batch_size": 64,
-    "hidden_dim": 8,
-    "encoder_epochs": 1,
-    "hops": 1,
-    "out_degree_bound": 3,
-    "in_degree_bound": 3,
-    "max_degree": 3,
-}
 
 
 def _traced_run(tiny_inputs, method: str, accounting: str):
@@ -35,7 +25,7 @@ def _traced_run(tiny_inputs, method: str, accounting: str):
 
     info = get_method(method)
     fields = {f.name for f in dataclasses.fields(info.hparams)}
-    settings = {k: v for k, v in _QUICK.items() if k in fields}
+    settings = {k: v for k, v in QUICK_HPARAMS.items() if k in fields}
     if accounting == "paper":
         settings["accounting"] = "paper"
     hp = info.parse_hparams(settings)

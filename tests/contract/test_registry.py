@@ -9,6 +9,7 @@ import torch
 from nodedp.accounting import Ledger
 from nodedp.contract.base import MethodInfo
 from nodedp.contract.registry import UnknownMethodError, get_method, method_names, register_method
+from tests.methods._structure import QUICK_HPARAMS
 
 
 def test_registry_has_the_walking_skeleton_methods():
@@ -106,18 +107,6 @@ _BOUNDED = sorted(
     for m in method_names()
     if get_method(m).private and set(get_method(m).needs) & {"in-degree", "out-degree", "degree"}
 )
-# The degree bounds: a plan uses the public bound its hyperparameters set (else the dataset's), and the run refuses
-# an artifact bounded to another one; 3 where a method has such a hyperparameter.
-_QUICK = {
-    "epochs": 1,
-    "batch_size": 64,
-    "hidden_dim": 8,
-    "encoder_epochs": 1,
-    "hops": 1,
-    "out_degree_bound": 3,
-    "in_degree_bound": 3,
-    "max_degree": 3,
-}
 
 
 def _public_bound(hp, kind: str) -> int:
@@ -140,7 +129,7 @@ def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inpu
     info = get_method(method)
     (kind,) = set(info.needs) & {"in-degree", "out-degree", "degree"}
     fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
-    hp = info.parse_hparams({k: v for k, v in _QUICK.items() if k in fields})
+    hp = info.parse_hparams({k: v for k, v in QUICK_HPARAMS.items() if k in fields})
     bound = _public_bound(hp, kind)
     inputs = with_bound(tiny_inputs, kind, bound)
     spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-4)
@@ -170,7 +159,7 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
 
     info = get_method(method)
     fields = {f.name for f in __import__("dataclasses").fields(info.hparams)}
-    hp = info.parse_hparams({**{k: v for k, v in _QUICK.items() if k in fields}, "accounting": "paper"})
+    hp = info.parse_hparams({**{k: v for k, v in QUICK_HPARAMS.items() if k in fields}, "accounting": "paper"})
     inputs = tiny_inputs
     for kind in set(info.needs) & {"in-degree", "out-degree", "degree"}:
         inputs = with_bound(inputs, kind, _public_bound(hp, kind))

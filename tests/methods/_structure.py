@@ -11,6 +11,19 @@ from nodedp.contract.base import RunInputs
 from nodedp.data import degree_artifact
 from nodedp.train import metrics_from_logits
 
+# Small settings every method takes where it has the field: one epoch, one hop, a tiny model, degree bounds of 3
+# (a plan uses the public bound its hyperparameters set, else the dataset's).
+QUICK_HPARAMS = {
+    "epochs": 1,
+    "batch_size": 64,
+    "hidden_dim": 8,
+    "encoder_epochs": 1,
+    "hops": 1,
+    "out_degree_bound": 3,
+    "in_degree_bound": 3,
+    "max_degree": 3,
+}
+
 
 def with_bound(inputs: RunInputs, kind: str, bound: int, *, seed: int = 0) -> RunInputs:
     """``inputs`` plus the ``kind`` artifact ("in-degree", "out-degree" or "degree") at public bound ``bound``."""
