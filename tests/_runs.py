@@ -50,3 +50,70 @@ def forge(run: Path, into: Path, edit_ledger=None, edit_metrics=None) -> Path:
     (into / "ledger.json").write_text(json.dumps(ledger))
     (into / "metrics.json").write_text(json.dumps(metrics))
     return into
+
+
+def train_run(
+    root: Path,
+    *,
+    method: str,
+    name: str,
+    epsilon: str,
+    hparams: dict,
+    out: str,
+    structure: Path | None = None,
+    accountant: str = "auto",
+    dataset: str = "csbm-tiny",
+) -> Path:
+    """``nodedp train`` of run ``name`` (method ``method``) into ``root/out``, on the graph and split
+    ``lay_out_workspace`` put under ``root``; asserts it succeeded and returns the run's folder."""
+    from nodedp.cli import main
+
+    run = root / out
+    args = [
+        "train",
+        "--graph",
+        str(root / "resources/graphs" / dataset),
+        "--split",
+        str(root / "results/splits" / dataset / "transductive/seed~0.pt"),
+        "--method",
+        method,
+        "--name",
+        name,
+        "--epsilon",
+        epsilon,
+        "--seed",
+        "0",
+        "--accountant",
+        accountant,
+        "--hparams",
+        json.dumps(hparams),
+        "--no-progress",
+        "--out",
+        str(run),
+    ]
+    if structure is not None:
+        args += ["--structure", str(structure)]
+    assert main(args) == 0
+    return run
+
+
+def bound_degree_artifact(root: Path, *, kind: str, bound: int, dataset: str = "csbm-tiny") -> Path:
+    """``nodedp bound-degree`` of ``kind`` at ``bound`` on ``lay_out_workspace``'s graph and split, where the
+    workflow keeps it; returns its path."""
+    from nodedp.cli import main
+
+    artifact = root / f"results/structure/{dataset}/transductive/{kind}~{bound}/seed~0.pt"
+    artifact.parent.mkdir(parents=True, exist_ok=True)
+    split = root / "results/splits" / dataset / "transductive/seed~0.pt"
+    graph = root / "resources/graphs" / dataset
+    assert (
+        main(
+            [
+                "bound-degree",
+                *("--graph", str(graph), "--split", str(split), "--kind", kind, "--bound", str(bound)),
+                *("--seed", "0", "--out", str(artifact)),
+            ]
+        )
+        == 0
+    )
+    return artifact

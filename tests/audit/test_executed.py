@@ -37,7 +37,7 @@ def _traced_run(tiny_inputs, method: str, accounting: str):
         seed=0,
         target_epsilon=4.0,
         target_delta=1e-4,
-        accountant=info.auto_accountant if accounting == "paper" else "rdp",
+        accountant=info.auto_accountant if accounting == "paper" or "rdp" not in info.accountants else "rdp",
     )
     train = method_trainer(info, spec, hp, bounds=bounds, num_classes=tiny_inputs.num_classes, dataset="csbm-tiny")
     with trace_noise() as trace:

@@ -41,7 +41,10 @@ def _ledger(run: str):
     info = get_method(base)
     hp = info.parse_hparams(hparams)
     delta = 1e-4 if info.level == "node" else 1e-5
-    spec = RunSpec(dataset=PUBLIC.dataset, method=run, seed=0, target_epsilon=1.0, target_delta=delta)
+    accountant = "rdp" if "rdp" in info.accountants else info.auto_accountant  # PLD-only pairs: their PLD
+    spec = RunSpec(
+        dataset=PUBLIC.dataset, method=run, seed=0, target_epsilon=1.0, target_delta=delta, accountant=accountant
+    )
     planner = planner_of(info)
     kwargs = {}
     if "released" in inspect.signature(planner).parameters:

@@ -132,7 +132,14 @@ def test_every_degree_bounded_method_states_its_bound_in_the_guarantee(tiny_inpu
     hp = info.parse_hparams({k: v for k, v in QUICK_HPARAMS.items() if k in fields})
     bound = _public_bound(hp, kind)
     inputs = with_bound(tiny_inputs, kind, bound)
-    spec = RunSpec(dataset="csbm-tiny", method=method, seed=0, target_epsilon=4.0, target_delta=1e-4)
+    spec = RunSpec(
+        dataset="csbm-tiny",
+        method=method,
+        seed=0,
+        target_epsilon=4.0,
+        target_delta=1e-4,
+        accountant="rdp" if "rdp" in info.accountants else info.auto_accountant,
+    )
     ledger = info.run(inputs, spec, hp).ledger
     assert ledger.degree_bound is not None and ledger.degree_bound.kind == kind and ledger.degree_bound.bound == bound
     assert ledger.guarantee_class == "conditional"  # every degree-bounded method, whatever the graph
@@ -176,7 +183,10 @@ def test_the_reference_path_of_every_method_states_its_claim_and_actual_epsilon(
     assert ledger.claim is not None and ledger.claim.epsilon == 4.0 and ledger.target_epsilon == 4.0
     actual = verify_ledger_dict(ledger.to_dict())
     assert actual == pytest.approx(ledger.composed()[0])
-    assert ledger.actual_claim_epsilon() >= 4.0 * 0.99  # the papers' rules never over-noise
+    # The papers' rules never over-noise, except against a record that is itself conditional on reads no finite ε
+    # covers (HeterPoisson's public sampler: its mixture's correct PLD is below the claim its RDP grid states).
+    unbounded = [r for r in ledger.uncharged if "no finite epsilon" in r.reason.replace("ε", "epsilon")]
+    assert ledger.actual_claim_epsilon() >= 4.0 * 0.99 or (unbounded and ledger.guarantee_class == "conditional")
 
 
 def test_every_spec_module_is_found_without_a_list():

@@ -66,6 +66,8 @@ _PAPER_SCAN_ORDER, _PAPER_SCAN_SIGMA = 1.3, 1.0
 # Its σ search: bisection on this bracket to this width.
 _PAPER_SIGMA_BRACKET, _PAPER_SIGMA_WIDTH = (0.001, 100.0), 0.01
 
+# The partial sums (largest terms only) that may settle an order before the full sum (``_exceeds``).
+_LOWER_BOUND_POINTS = (1, 1 << 10, 1 << 15)
 # Grid points per block where a mixture's log-likelihood ratio is evaluated (bounds memory to 0.5 MB a component).
 _BLOCK = 1 << 16
 
@@ -367,6 +369,65 @@ def _paper_components(*, sampling_rate: float, neighbours: int, degree: int) -> 
     return shifts[keep], log_w[keep]
 
 
+class _RdpCurve:
+    """The public code's one-step RDP of one mixture and σ on one grid, each order computed when first asked.
+
+    On the quantile grid the weight is constant and log P/Q is non-decreasing in x (every shift is ≥ 0), so
+    a·L(x) + c is monotone for every order: the stretch within 60 of its largest value (what ``_log_sum_exp``
+    exponentiates) is found by bisection instead of a scan. The values are those of a full evaluation.
+    """
+
+    def __init__(
+        self, *, sampling_rate: float, neighbours: int, degree: int, noise_multiplier: float, grid: Grid
+    ) -> None:
+        if grid not in ("wide", "quantile"):
+            raise ValueError(f"grid must be 'wide' or 'quantile', got {grid!r}")
+        sigma = check_positive(noise_multiplier, "noise_multiplier")
+        shifts, log_w = _paper_components(sampling_rate=sampling_rate, neighbours=neighbours, degree=degree)
+        x, log_dx, renormalise = _grid(grid)
+        means = shifts / sigma  # log P/Q(x) = logsumexp_i(log w_i + μ_i x − μ_i²/2), x ~ N(0, 1), μ_i = s_i/σ
+        log_ratio = _log_sum_exp_lines(x, means, log_w - 0.5 * means * means)
+        if renormalise:
+            log_ratio -= _log_sum_exp(log_ratio + log_dx)
+        self._monotone = grid == "quantile" and bool(np.all(np.diff(log_ratio) >= 0))
+        self._log_ratio, self._log_dx = log_ratio, log_dx
+        self._cache: dict[tuple[float, int], float] = {}
+
+    def _lse(self, coefficient: float) -> float:
+        """log Σ_x exp(coefficient·L(x) + log dx), as ``_log_sum_exp`` computes it."""
+        values = coefficient * self._log_ratio + self._log_dx
+        if not self._monotone:
+            return _log_sum_exp(values)
+        rising = coefficient >= 0
+        top = float(values[-1] if rising else values[0])
+        if not math.isfinite(top):
+            return top
+        if rising:
+            window = values[int(np.searchsorted(values, top - 60.0, side="right")) :]
+        else:
+            window = values[: values.size - int(np.searchsorted(values[::-1], top - 60.0, side="right"))]
+        return top + math.log(float(np.exp(window - top).sum()))
+
+    def divergence_at_least(self, order: float, points: int) -> float:
+        """A lower bound on D_α(P‖Q): the sum over only the ``points`` largest terms (every term is positive);
+        on a non-monotone grid, or once computed, the value itself."""
+        if (order, 0) in self._cache or not self._monotone:
+            return self.divergence(order, 0)
+        values = order * self._log_ratio[-points:] + self._log_dx[-points:]
+        return _log_sum_exp(values) / (order - 1)
+
+    def divergence(self, order: float, direction: int) -> float:
+        """D_α(P‖Q) (direction 0) or D_α(Q‖P) (direction 1) on the grid."""
+        key = (order, direction)
+        if key not in self._cache:
+            coefficient = order if direction == 0 else 1 - order
+            self._cache[key] = self._lse(coefficient) / (order - 1)
+        return self._cache[key]
+
+    def rdp(self, order: float) -> float:
+        return max(self.divergence(order, 0), self.divergence(order, 1))
+
+
 def heter_poisson_rdp(
     *,
     sampling_rate: float,
@@ -385,24 +446,42 @@ def heter_poisson_rdp(
     bound of the full pair (the dropped components, of total weight
     ~e^{−30}, would dominate it): a reference, not the suite's accountant.
     """
-    if grid not in ("wide", "quantile"):
-        raise ValueError(f"grid must be 'wide' or 'quantile', got {grid!r}")
-    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    alphas = _check_orders(orders)
+    curve = _RdpCurve(
+        sampling_rate=sampling_rate, neighbours=neighbours, degree=degree, noise_multiplier=noise_multiplier, grid=grid
+    )
+    return np.array([curve.rdp(float(a)) for a in alphas])
+
+
+def _check_orders(orders: Sequence[float]) -> np.ndarray:
     alphas = np.asarray(orders, dtype=np.float64)
     if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 1):
         raise ValueError(f"orders must be a non-empty sequence of finite numbers > 1, got {orders!r}")
-    shifts, log_w = _paper_components(sampling_rate=sampling_rate, neighbours=neighbours, degree=degree)
-    x, log_dx, renormalise = _grid(grid)
-    means = shifts / sigma  # log P/Q(x) = logsumexp_i(log w_i + μ_i x − μ_i²/2), x ~ N(0, 1), μ_i = s_i/σ
-    log_ratio = _log_sum_exp_lines(x, means, log_w - 0.5 * means * means)
-    if renormalise:
-        log_ratio -= _log_sum_exp(log_ratio + log_dx)
-    return np.array(
-        [
-            max(_log_sum_exp(a * log_ratio + log_dx), _log_sum_exp((1 - a) * log_ratio + log_dx)) / (a - 1)
-            for a in alphas
-        ]
-    )
+    return alphas
+
+
+def _conversion(order: float, delta: float) -> float:
+    """Balle et al.'s conversion term at one order: log((α − 1)/α) − (log δ + log α)/(α − 1)."""
+    return math.log((order - 1) / order) - (math.log(delta) + math.log(order)) / (order - 1)
+
+
+def _exceeds(curve: _RdpCurve, *, steps: int, delta: float, target: float, first: int) -> tuple[bool, int]:
+    """Whether min over ``PAPER_ORDERS`` of T·RDP(α) + conversion(α) exceeds ``target`` (``_balle_epsilon`` > target,
+    NaNs ignored), and the order index that settled it. Orders are tried from ``first`` outward; the answer is
+    "no" at the first order within the target, and an order is passed over once one direction exceeds it."""
+    n = len(PAPER_ORDERS)
+    ranked = sorted(range(n), key=lambda i: (abs(i - first), i))
+    for i in ranked:
+        a = PAPER_ORDERS[i]
+        conversion = _conversion(a, delta)
+        if any(steps * curve.divergence_at_least(a, k) + conversion > target for k in _LOWER_BOUND_POINTS):
+            continue
+        if steps * curve.divergence(a, 0) + conversion > target:
+            continue
+        value = steps * curve.rdp(a) + conversion
+        if value <= target:  # a NaN compares False: ignored, as nanmin ignores it
+            return False, i
+    return True, first
 
 
 def _balle_epsilon(orders: Sequence[float], rdp: np.ndarray, delta: float) -> float:
@@ -502,24 +581,23 @@ def paper_noise_multiplier(
         else paper_worst_degree(sampling_rate=sampling_rate, neighbours=neighbours, degree_bound=bound)
     )
 
-    def epsilon(sigma: float) -> float:
-        return paper_epsilon(
-            sampling_rate=sampling_rate,
-            neighbours=neighbours,
-            degree_bound=bound,
-            noise_multiplier=sigma,
-            steps=steps,
-            delta=target_delta,
-            degree=d,
-            grid=grid,
+    t = check_int(steps, "steps", minimum=1)
+    best = len(PAPER_ORDERS) // 2
+
+    def exceeds(sigma: float) -> bool:  # paper_epsilon(σ) > target, deciding at the first order that settles it
+        nonlocal best
+        curve = _RdpCurve(
+            sampling_rate=sampling_rate, neighbours=neighbours, degree=d, noise_multiplier=sigma, grid=grid
         )
+        answer, best = _exceeds(curve, steps=t, delta=target_delta, target=target_epsilon, first=best)
+        return answer
 
     small, large = _PAPER_SIGMA_BRACKET
-    if epsilon(large) > target_epsilon:
+    if exceeds(large):
         raise ValueError(f"target_epsilon = {target_epsilon} is unreachable: σ = {large} spends more")
     while large - small > _PAPER_SIGMA_WIDTH:
         middle = (small + large) / 2
-        if epsilon(middle) > target_epsilon:
+        if exceeds(middle):
             small = middle
         else:
             large = middle

@@ -281,6 +281,14 @@ _RELATIONS = {
     "edge": "add or remove one edge; the nodes, with their count and the training set, are the same for both graphs",
 }
 
+# A ledger whose records are accounted under node substitution (a record's params["relation"]: SparseGNN's).
+SUBSTITUTION_RELATION = (
+    "replace one node's features, label and edges by another's (node substitution; the node count and the "
+    "training-set size are public); the same (ε, δ) holds under adding or removing one node: removing a node "
+    "is, in distribution, substituting it by an isolated node whose example's clipped gradient is 0, which "
+    "the substitution analysis covers (docs/privacy.md, Neighbouring relations)"
+)
+
 
 # What no ledger covers, said in every private ledger's "holds" (ledgers written before it lack it: with_current_text).
 NOT_PRIVATE = (
@@ -447,10 +455,18 @@ class Ledger:
             holds += NOT_PRIVATE
         return {
             "class": self.guarantee_class,
-            "relation": _RELATIONS.get(self.level),
+            "relation": SUBSTITUTION_RELATION if self.relation == "substitution" else _RELATIONS.get(self.level),
             "degree_bound": None if bound is None else bound.to_dict(),
             "holds": holds,
         }
+
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation its records are accounted under: "substitution" where a record says so
+        (``params["relation"]``), else "add/remove" (every other method's)."""
+        if any(m.params.get("relation") == "substitution" for m in self.mechanisms):
+            return "substitution"
+        return "add/remove"
 
     @classmethod
     def non_private(cls) -> Ledger:

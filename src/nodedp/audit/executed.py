@@ -6,7 +6,8 @@ divided between the plan and the sampler) is audited as it ran and caught at the
 
 * a node- or edge-level NAP record: the smallest std among the run's NAP draws at that level, with their R and D;
 * the i-th DP-SGD record (ledger order): the run's i-th DP-SGD stage (the i-th training loop that drew noise),
-  its smallest std, its clip norm C (so σ/C is the executed noise multiplier) and its step count.
+  its smallest std, its clip norm C (so σ/C is the executed noise multiplier; where the record clips each example
+  to ``example_clip_norm``, the applied clip norm times C / example_clip_norm) and its step count.
 
 A run whose trace and ledger disagree in kind or number (a DP-SGD stage or a NAP its ledger does not record) is
 refused: its ledger does not describe it. Records of other kinds (DP-APPR, Laplace, randomized response) are
@@ -45,10 +46,17 @@ def executed_params(ledger: Any, trace: Any) -> dict[str, dict[str, Any]]:
         least = min(stage, key=lambda d: d.std)
         executed[record.name] = {
             "noise_std": least.std,
-            "clip_norm": float(least.params["clip_norm"]),
+            "clip_norm": float(least.params["clip_norm"]) * _clip_units(record.params),
             "steps": sum(d.count for d in stage),
         }
     return executed
+
+
+def _clip_units(params: Any) -> float:
+    """The record's C per unit of the clip norm the loop applied: 1, or C / ``example_clip_norm`` where a record
+    clips each example to a fraction of its C (HeterPoisson: C/2, its mixture's shifts in units of C)."""
+    example = params.get("example_clip_norm")
+    return 1.0 if example is None else float(params["clip_norm"]) / float(example)
 
 
 def _sensitivity_params(params: Any, level: str) -> dict[str, Any]:

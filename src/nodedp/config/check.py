@@ -66,7 +66,10 @@ def check_config(config: Mapping[str, Any], *, graphs_dir: str | Path | None = N
     for field, name in [(f"methods.{name}", name) for name in grid_blocks(config)] + studied:
         base, hparams = resolve_method(config, name)
         try:
-            get_method(base).parse_hparams(hparams)
+            info = get_method(base)
+            info.parse_hparams(hparams)
+            if info.private:  # an accountant the method's pair has no curve for, refused before any job
+                info.resolve_accountant(config.get("privacy", {}).get("accountant", "auto"))
         except ValueError as err:
             raise ConfigError(f"{field}: {err}") from None
     for study, spec in config["studies"].items():

@@ -145,6 +145,9 @@ class MethodInfo:
     # The accountant the config's "auto" resolves to: "pld" where the method's occurrence mixtures have a
     # privacy loss distribution (nodedp.accounting.mixture_pld) and it is tighter, "rdp" elsewhere.
     auto_accountant: str = "rdp"
+    # The accountants that can account its ledger: ("pld",) where a record's pair has a PLD and no RDP curve
+    # (SparseGNN's, HeterPoisson's); a run asked for another is refused before any work (``resolve_accountant``).
+    accountants: tuple[str, ...] = ACCOUNTANTS
     # Its privacy planner, "module:function" (nodedp.plans): the ledger from public inputs before any private
     # data is read, which `nodedp verify` re-derives. None: not yet (verify checks such a ledger against itself).
     plan: str | None = None
@@ -172,6 +175,10 @@ class MethodInfo:
                 f"method {self.name!r}: auto_accountant must be one of {list(ACCOUNTANTS)}, "
                 f"got {self.auto_accountant!r}"
             )
+        if not self.accountants or not set(self.accountants) <= set(ACCOUNTANTS):
+            raise ValueError(f"method {self.name!r}: accountants must be a subset of {list(ACCOUNTANTS)}")
+        if self.auto_accountant not in self.accountants:
+            raise ValueError(f"method {self.name!r}: auto_accountant {self.auto_accountant!r} not in its accountants")
         unknown = set(self.needs) - set(STRUCTURE_KINDS)
         if unknown:
             raise ValueError(f"method {self.name!r}: unknown needs {sorted(unknown)}; valid: {list(STRUCTURE_KINDS)}")
@@ -226,7 +233,14 @@ class MethodInfo:
         """The accountant of a run asked for with ``policy`` ("auto", "rdp" or "pld")."""
         if policy not in ACCOUNTANT_POLICIES:
             raise ValueError(f"unknown accountant {policy!r}; valid choices: {list(ACCOUNTANT_POLICIES)}")
-        return self.auto_accountant if policy == "auto" else policy
+        resolved = self.auto_accountant if policy == "auto" else policy
+        if resolved not in self.accountants:
+            raise ValueError(
+                f"method {self.name!r} is accounted by {' or '.join(repr(a) for a in self.accountants)} only "
+                f"(its pair has no {resolved.upper()} curve), got accountant {policy!r}; valid choices: "
+                f"{['auto', *self.accountants]}"
+            )
+        return resolved
 
     def check_epsilon(self, epsilon: float) -> None:
         if self.private and not (0 < epsilon < math.inf):
