@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODES, FEATURES = 1200, 16
 # Larger than any batch's tensors here (batch 16: at most 16 × 11 nodes × 16 features), smaller than x or the edges.
 GRAPH_SIZED = NODES * FEATURES // 2
-METHODS = ["dp-mlp", "gap", "progap", "dp-gcn", "dpar-em0", "nip-gnn", "dpdgc-fast"]
+METHODS = ["dp-mlp", "gap", "progap", "dp-gcn", "dpar-em0", "nip-gnn", "dpdgc-fast", "sparse-sage", "heterpoisson"]
 
 
 @pytest.fixture(scope="module")

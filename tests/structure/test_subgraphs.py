@@ -226,3 +226,38 @@ def test_refuses_unbounded_degrees_and_repeated_roots() -> None:
         sample_subgraphs(star_out, roots=torch.tensor([1, 1]), num_nodes=4, num_layers=1, max_degree=3)
     with pytest.raises(ValueError, match="outside"):
         sample_subgraphs(star_out, roots=torch.tensor([4]), num_nodes=4, num_layers=1, max_degree=3)
+
+
+def test_trimming_the_padding_changes_no_models_output():
+    """``trim_padding`` keeps the columns some subgraph uses; SparseGNN's SAGE and GIN models and HeterPoisson's
+    G_net read padding as absent, so their root outputs are the same on the trimmed batch."""
+    from nodedp.models import SubgraphGNN
+    from nodedp.models.heter_poisson import GNet
+    from nodedp.structure import StructuredSampler, gather_structured, prepare_structured_graph, trim_padding
+
+    generator = torch.Generator().manual_seed(0)
+    edges = torch.randint(0, 40, (2, 160), generator=generator)
+    arcs = prepare_structured_graph(edges, num_nodes=40, out_degree_bound=4, seed=1)
+    sampler = StructuredSampler(arcs, num_nodes=40, radius=2, edge_keep=0.3)
+    nodes, adj = sampler.expand(torch.arange(12), generator)
+    trimmed_nodes, trimmed_adj = trim_padding(nodes, adj)
+    assert trimmed_nodes.size(1) == int((nodes >= 0).sum(1).max()) < nodes.size(1)
+    assert (
+        torch.equal(trimmed_nodes, nodes[:, : trimmed_nodes.size(1)])
+        and not (nodes[:, trimmed_nodes.size(1) :] >= 0).any()
+    )
+    x = torch.randn(40, 5, generator=generator)
+    torch.manual_seed(0)
+    models = [SubgraphGNN(5, 8, 3, layer=k, num_layers=2, activation="relu") for k in ("sage", "gin")]
+    models.append(GNet(5, 8, 3))
+    for model in models:
+        full = (
+            model(*gather_structured(nodes, adj, x))
+            if isinstance(model, SubgraphGNN)
+            else model(gather_structured(nodes, adj, x))
+        )
+        cut = gather_structured(trimmed_nodes, trimmed_adj, x)
+        short = model(*cut) if isinstance(model, SubgraphGNN) else model(cut)
+        assert torch.allclose(full, short, atol=1e-6), type(model).__name__
+    with pytest.raises(ValueError, match="need nodes"):
+        trim_padding(nodes, adj[:, :2])

@@ -28,6 +28,7 @@ from nodedp.plans import PublicInputs
 from nodedp.plans.heterpoisson import plan_heterpoisson
 from nodedp.structure.heter_poisson_sampling import HeterPoissonSampler
 from nodedp.structure.structured_subsampling import StructuredSampler, gather_structured
+from nodedp.structure.subgraphs import trim_padding
 from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve_device, seed_everything
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ def sampled_logits(
     )
     generator = make_generator(seed)
     out = [
-        model(gather_structured(*sampler.expand(chunk.cpu(), generator), x)) for chunk in nodes.split(_INFERENCE_CHUNK)
+        model(gather_structured(*trim_padding(*sampler.expand(chunk.cpu(), generator)), x))
+        for chunk in nodes.split(_INFERENCE_CHUNK)
     ]
     return torch.cat(out) if out else x.new_zeros(0, 0)
 
@@ -101,7 +103,7 @@ def run_heterpoisson(inputs: RunInputs, spec: RunSpec, hp: HeterPoissonHparams) 
     full_edges = remove_cross_split_edges(graph.edge_index, split) if inductive else graph.edge_index
 
     def example_inputs(idx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        nodes, adj = sampler.sample(split.train[idx.cpu()], sampler_generator)
+        nodes, adj = trim_padding(*sampler.sample(split.train[idx.cpu()], sampler_generator))
         return sampler.gather(nodes, adj, x)
 
     def logits_of(nodes: Tensor) -> Tensor:

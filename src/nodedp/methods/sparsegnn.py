@@ -24,6 +24,7 @@ from nodedp.plans import PublicInputs
 from nodedp.plans.dpsgd import privacy_from_record
 from nodedp.plans.sparsegnn import plan_sparsegnn
 from nodedp.structure.structured_subsampling import StructuredSampler, gather_structured, prepare_structured_graph
+from nodedp.structure.subgraphs import trim_padding
 from nodedp.train import make_generator, poisson_batches, resolve_device, seed_everything
 
 __all__ = ["run_sparsegnn"]
@@ -68,7 +69,7 @@ def run_sparsegnn(inputs: RunInputs, spec: RunSpec, hp: SparseGnnHparams, *, lay
     train_nodes = split.train
 
     def example_inputs(idx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        nodes, adj = sampler.expand(train_nodes[idx.cpu()], sampler_generator)
+        nodes, adj = trim_padding(*sampler.expand(train_nodes[idx.cpu()], sampler_generator))
         return gather_structured(nodes, adj, x)
 
     return fit_node_classifier(

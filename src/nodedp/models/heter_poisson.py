@@ -24,7 +24,7 @@ _EPS = 1e-6  # the public code's standardisation offset
 def _standardise(values: Tensor, mask: Tensor) -> Tensor:
     """(v − mean) / (sd + 1e-6) over each example's entries where ``mask`` holds (sd unbiased, as torch.std);
     ``values`` [B, ...], ``mask`` broadcastable to it; masked-out entries come back 0."""
-    mask = mask.expand_as(values).to(values.dtype)
+    mask = mask.to(values.dtype).expand_as(values)  # cast the small mask, then broadcast
     dims = tuple(range(1, values.dim()))
     count = mask.sum(dim=dims, keepdim=True)
     mean = (values * mask).sum(dim=dims, keepdim=True) / count

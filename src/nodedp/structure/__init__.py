@@ -13,6 +13,7 @@ from nodedp.structure.subgraphs import (
     occurrence_counts,
     sample_subgraphs,
     save_subgraphs,
+    trim_padding,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "prepare_structured_graph",
     "sample_subgraphs",
     "save_subgraphs",
+    "trim_padding",
 ]

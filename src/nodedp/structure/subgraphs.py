@@ -19,6 +19,7 @@ from nodedp.accounting import max_occurrences
 from nodedp.io import torch_save_atomic
 
 __all__ = [
+    "trim_padding",
     "Subgraphs",
     "gather_features",
     "load_subgraphs",
@@ -213,3 +214,15 @@ def load_subgraphs(path: str | Path) -> Subgraphs:
         return Subgraphs(**stored)  # Subgraphs checks every field, a missing (None) one included
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
+
+
+def trim_padding(nodes: Tensor, adj: Tensor) -> tuple[Tensor, Tensor]:
+    """A batch of padded subgraphs (``nodes`` [B, S], -1 padding last in every row; ``adj`` [B, S, S]) cut to the
+    columns some row uses (at least the root's). The models read padding as absent, so their outputs do not change;
+    a sampler that pads to its largest possible width (SparseGNN's 1 + 20 + 200, HeterPoisson's 1 + D) then costs
+    what the batch holds."""
+    if nodes.dim() != 2 or adj.shape != (*nodes.shape, nodes.size(1)):
+        raise ValueError(f"need nodes [B, S] and adj [B, S, S]; got {list(nodes.shape)} and {list(adj.shape)}")
+    used = int((nodes >= 0).sum(1).max()) if nodes.numel() else 1
+    used = max(used, 1)
+    return nodes[:, :used], adj[:, :used, :used]
