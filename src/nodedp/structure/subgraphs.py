@@ -19,13 +19,13 @@ from nodedp.accounting import max_occurrences
 from nodedp.io import torch_save_atomic
 
 __all__ = [
-    "trim_padding",
     "Subgraphs",
     "gather_features",
     "load_subgraphs",
     "occurrence_counts",
     "sample_subgraphs",
     "save_subgraphs",
+    "trim_padding",
 ]
 
 FORMAT = "nodedp-subgraphs-v1"
