@@ -114,3 +114,20 @@ def test_a_pld_kind_takes_no_event_and_valid_params_only():
         structured_record(edge_keep=0.0)
     with pytest.raises(ValueError, match="neighbours"):
         heter_record(neighbours=0)
+
+
+def test_a_ledger_states_the_relation_its_records_are_accounted_under():
+    from nodedp.accounting.ledger import SUBSTITUTION_RELATION
+
+    substitution = Ledger(
+        level="node", target_epsilon=10.0, target_delta=1e-5, mechanisms=(structured_record(),), accountant="pld"
+    )
+    assert substitution.relation == "substitution"
+    stated = substitution.to_dict()["guarantee"]["relation"]
+    assert stated == SUBSTITUTION_RELATION and "adding or removing one node" in stated
+    add_remove = Ledger(
+        level="node", target_epsilon=10.0, target_delta=1e-5, mechanisms=(heter_record(),), accountant="pld"
+    )
+    assert add_remove.relation == "add/remove"
+    assert add_remove.to_dict()["guarantee"]["relation"].startswith("add or remove one node")
+    assert Ledger.from_dict(substitution.to_dict()).relation == "substitution"  # read back from the stored record
