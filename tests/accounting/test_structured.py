@@ -255,3 +255,18 @@ def test_bad_count_law_is_refused():
         structured_step_pld(count_law=np.array([0.5, 0.6]), noise_multiplier=1.0)
     with pytest.raises(ValueError, match="count_law"):
         structured_step_pld(count_law=np.array([1.0, 0.0]), noise_multiplier=1.0)
+
+
+def test_a_stalled_newton_falls_back_to_bisection_with_the_same_pld(monkeypatch):
+    """Where Newton cannot finish (its budget spent: here none at all), the brackets it keeps are bisected to the
+    same tolerance: the PLD is the same to the grid's resolution (it once raised instead, on a 100,000-node graph)."""
+    import nodedp.accounting.structured as structured
+
+    law = structured.structured_count_law(
+        sampling_rate=0.01, edge_keep=0.1, radius=1, out_degree_bound=5, union_factor=2
+    )
+    reference = structured.structured_step_pld(count_law=law, noise_multiplier=0.8).self_compose(50)
+    monkeypatch.setattr(structured, "_MAX_NEWTON", 0)
+    bisected = structured.structured_step_pld(count_law=law, noise_multiplier=0.8).self_compose(50)
+    for eps in (0.5, 2.0, 4.0):
+        assert bisected.get_delta_for_epsilon(eps) == pytest.approx(reference.get_delta_for_epsilon(eps), rel=1e-6)

@@ -67,6 +67,9 @@ _CHUNK = 1 << 20
 # Newton on L(x) = ε stops when every step is below this (in units of σ).
 _X_TOLERANCE = 1e-12
 _MAX_NEWTON = 60
+# Bisections after a stalled Newton: each halves every bracket (a cell of the grid at most), so 2000 reach any
+# float64 tolerance.
+_MAX_BISECTIONS = 2000
 # The coarse grid (nats) of calibrate_structured's first search: an upper bound on the fine grid's ε, cheap.
 _COARSE_INTERVAL = 0.02
 
@@ -178,6 +181,16 @@ def _solve_loss(pair: _Pair, x_grid: np.ndarray, loss_grid: np.ndarray, eps: np.
         x = new
         if np.all(moved <= _X_TOLERANCE * pair.sigma * (1.0 + np.abs(x))):
             return x
+    # Newton stalled somewhere (a slope that underflows where one component dominates both P and Q): bisect the
+    # brackets Newton kept, which always hold x*, until every one is within the tolerance. An x* off by that much
+    # moves δ(ε) only at second order (the hockey stick is flat in x at x*).
+    for _ in range(_MAX_BISECTIONS):
+        tolerance = _X_TOLERANCE * pair.sigma * (1.0 + np.abs(lo) + np.abs(hi))
+        if np.all(hi - lo <= tolerance):
+            return (lo + hi) / 2
+        middle = (lo + hi) / 2
+        above = pair.loss(middle)[0] > eps
+        lo, hi = np.where(above, middle, lo), np.where(above, hi, middle)
     raise RuntimeError("the inverse of the privacy loss did not converge")
 
 
