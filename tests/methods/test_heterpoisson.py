@@ -10,7 +10,7 @@ import torch
 from nodedp.contract.base import RunSpec
 from nodedp.contract.registry import get_method
 from nodedp.mechanisms.trace import trace_noise
-from nodedp.methods.heterpoisson import sampled_logits
+from nodedp.methods.heterpoisson import inference_sampler, sampled_logits
 from tests.methods._structure import with_bound
 
 SMALL = {"epochs": 1, "batch_size": 32, "hidden_dim": 8, "max_degree": 4}
@@ -77,7 +77,7 @@ def test_inference_gives_each_node_at_most_m_test_out_neighbours_and_is_reproduc
     edges = torch.tensor([[0, 0, 0, 0, 1, 2, 3], [1, 2, 3, 4, 0, 0, 0]])  # node 0 has four out-neighbours
     x = torch.zeros(5, 2)
     nodes = torch.arange(5)
-    widths = sampled_logits(Width(), x, edges, nodes, neighbours=2, seed=0).squeeze(1)
+    widths = sampled_logits(Width(), x, inference_sampler(edges, 5, neighbours=2), nodes, seed=0).squeeze(1)
     assert widths.tolist() == [3.0, 2.0, 2.0, 2.0, 1.0]
-    again = sampled_logits(Width(), x, edges, nodes, neighbours=10, seed=0).squeeze(1)
+    again = sampled_logits(Width(), x, inference_sampler(edges, 5, neighbours=10), nodes, seed=0).squeeze(1)
     assert again.tolist() == [5.0, 2.0, 2.0, 2.0, 1.0]

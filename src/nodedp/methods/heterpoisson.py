@@ -34,7 +34,7 @@ from nodedp.train import PrivacyConfig, make_generator, poisson_batches, resolve
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-__all__ = ["run_heterpoisson", "sampled_logits"]
+__all__ = ["inference_sampler", "run_heterpoisson", "sampled_logits"]
 
 # The training sampler's and inference's own streams (CPU generators), XOR-ed into the run's seed.
 _SAMPLER_SALT, _INFERENCE_SALT = 0x4E7E, 0x1AFE
@@ -51,15 +51,15 @@ def _out_neighbour_arcs(edge_index: Tensor, num_nodes: int) -> Tensor:
     return torch.stack([keys // num_nodes, keys % num_nodes])
 
 
-def sampled_logits(
-    model: nn.Module, x: Tensor, edge_index: Tensor, nodes: Tensor, *, neighbours: int, seed: int
-) -> Tensor:
-    """Logits of ``nodes``, each through G_net on itself and a uniform ≤ ``neighbours``-subset of its
-    out-neighbours in ``edge_index`` (the public code's inference with M_test, without fill or root removal)."""
-    num_nodes = int(x.size(0))
-    sampler = StructuredSampler(
-        _out_neighbour_arcs(edge_index, num_nodes), num_nodes=num_nodes, radius=1, edge_keep=1.0, caps=(neighbours,)
-    )
+def inference_sampler(edge_index: Tensor, num_nodes: int, *, neighbours: int) -> StructuredSampler:
+    """Each node with a uniform ≤ ``neighbours``-subset of its out-neighbours in ``edge_index`` (the public code's
+    inference with M_test, without fill or root removal): built once per graph, one pass over its edges."""
+    arcs = _out_neighbour_arcs(edge_index, num_nodes)
+    return StructuredSampler(arcs, num_nodes=num_nodes, radius=1, edge_keep=1.0, caps=(neighbours,))
+
+
+def sampled_logits(model: nn.Module, x: Tensor, sampler: StructuredSampler, nodes: Tensor, *, seed: int) -> Tensor:
+    """Logits of ``nodes``, each through G_net on its ``inference_sampler`` subgraph, in batches of 4,096."""
     generator = make_generator(seed)
     out = [
         model(gather_structured(*trim_padding(*sampler.expand(chunk.cpu(), generator)), x))
@@ -106,19 +106,20 @@ def run_heterpoisson(inputs: RunInputs, spec: RunSpec, hp: HeterPoissonHparams) 
         nodes, adj = trim_padding(*sampler.sample(split.train[idx.cpu()], sampler_generator))
         return sampler.gather(nodes, adj, x)
 
+    evaluation: list[StructuredSampler] = []  # built at the first evaluation, shared by validation and test
+
     def logits_of(nodes: Tensor) -> Tensor:
-        return sampled_logits(
-            model, x, full_edges, nodes, neighbours=hp.test_neighbours, seed=spec.seed ^ _INFERENCE_SALT
-        )
+        if not evaluation:
+            evaluation.append(inference_sampler(full_edges, graph.num_nodes, neighbours=hp.test_neighbours))
+        return sampled_logits(model, x, evaluation[0], nodes, seed=spec.seed ^ _INFERENCE_SALT)
 
     def predict(other: Data, parts: Split | None = None) -> Tensor:
         parts = split if parts is None else parts
         edges = remove_cross_split_edges(other.edge_index.cpu(), parts) if parts.setting == "inductive" else None
         edges = other.edge_index if edges is None else edges
+        sampler = inference_sampler(edges, other.num_nodes, neighbours=hp.test_neighbours)
         every = torch.arange(other.num_nodes)
-        return sampled_logits(
-            model, other.x.to(device), edges, every, neighbours=hp.test_neighbours, seed=spec.seed ^ _INFERENCE_SALT
-        )
+        return sampled_logits(model, other.x.to(device), sampler, every, seed=spec.seed ^ _INFERENCE_SALT)
 
     privacy = PrivacyConfig(
         clip_norm=float(params["example_clip_norm"]),  # C/2: the mixture's shift ½ for a root, 1 per appearance

@@ -97,9 +97,13 @@ def plan_heterpoisson(public: PublicInputs, spec: RunSpec, hp: HeterPoissonHpara
             f"got accountant {spec.accountant!r}"
         )
     n = public.num_train
-    if hp.accounting == "paper":
+    paper = hp.accounting == "paper"
+    # Reference mode bounds nothing: its record is the mixture at d = |train|, the public code's worst d.
+    bound = n if paper else int(public.degree_bounds(dataclasses.asdict(hp))["degree"])
+    trial = heter_poisson_params(public, hp, degree_bound=bound, noise_multiplier=1.0)
+    claim = None
+    if paper:
         delta = paper_delta(n)
-        trial = heter_poisson_params(public, hp, degree_bound=n, noise_multiplier=1.0)
         sigma = paper_noise_multiplier(
             sampling_rate=trial["sampling_rate"],
             neighbours=hp.neighbours,
@@ -109,21 +113,9 @@ def plan_heterpoisson(public: PublicInputs, spec: RunSpec, hp: HeterPoissonHpara
             target_epsilon=spec.target_epsilon,
             target_delta=delta,
         )
-        params = {**trial, "noise_multiplier": sigma, "noise_std": sigma * hp.clip_norm}
-        ledger = Ledger(
-            level="node",
-            target_epsilon=spec.target_epsilon,
-            target_delta=spec.target_delta,
-            mechanisms=(_record(spec, params),),
-            accountant="pld",
-            uncharged=public_code_reads(spec.method),
-            claim=Claim(epsilon=spec.target_epsilon, delta=delta, rule=_PAPER_RULE, source=_PAPER_SOURCE),
-        )
-        ledger.check()
-        return Plan(ledger, {"params": params, "degree_bound": None})
-    bound = int(public.degree_bounds(dataclasses.asdict(hp))["degree"])
-    trial = heter_poisson_params(public, hp, degree_bound=bound, noise_multiplier=1.0)
-    sigma = calibrate_heter_poisson(trial, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta)
+        claim = Claim(epsilon=spec.target_epsilon, delta=delta, rule=_PAPER_RULE, source=_PAPER_SOURCE)
+    else:
+        sigma = calibrate_heter_poisson(trial, target_epsilon=spec.target_epsilon, target_delta=spec.target_delta)
     params = {**trial, "noise_multiplier": sigma, "noise_std": sigma * hp.clip_norm}
     ledger = Ledger(
         level="node",
@@ -131,10 +123,12 @@ def plan_heterpoisson(public: PublicInputs, spec: RunSpec, hp: HeterPoissonHpara
         target_delta=spec.target_delta,
         mechanisms=(_record(spec, params),),
         accountant="pld",
-        degree_bound=DegreeBound(kind="degree", bound=bound, identity_bound=bound),
+        uncharged=public_code_reads(spec.method) if paper else (),
+        degree_bound=None if paper else DegreeBound(kind="degree", bound=bound, identity_bound=bound),
+        claim=claim,
     )
     ledger.check()
-    return Plan(ledger, {"params": params, "degree_bound": bound})
+    return Plan(ledger, {"params": params, "degree_bound": None if paper else bound})
 
 
 def _record(spec: RunSpec, params: dict[str, Any]) -> MechanismRecord:
