@@ -276,7 +276,7 @@ _REGISTERED_STYLES: dict[str, tuple[str, str, tuple[float, ...]]] = {
     "progap-edge": ("#0085ff", "X", (5, 2)),
     "sparse-sage": ("#000080", "v", (5, 2)),
     "sparse-gin": ("#800000", "D", (5, 2)),
-    "heterpoisson": ("#556b2f", "h", (5, 2)),
+    "heterpoisson": ("#0000ff", "h", (5, 2)),
     "mlp": ("#4d4d4d", "o", (1, 1.5)),
     "gcn": ("#262626", "^", (5, 2)),
     "sage": ("#737373", "v", (6, 2, 1, 2)),
